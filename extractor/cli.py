@@ -1,0 +1,146 @@
+# CLI: argument parsing for every subcommand; turns ExtractorError into one line and an exit code.
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from extractor._version import __version__
+from extractor.errors import ExitCode, ExtractorError
+
+if TYPE_CHECKING:
+    from extractor.extract import ExtractOptions
+
+__all__ = ["main"]
+
+PROG = "extractor"
+
+
+def _add_scope(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scope")
+    group.add_argument(
+        "--path",
+        action="append",
+        metavar="PREFIX",
+        help="path prefix in scope, repeatable (default: vllm/config)",
+    )
+    group.add_argument(
+        "--exception",
+        action="append",
+        metavar="NAME",
+        help="raised class name in scope, repeatable; '*' means every class (default: ValueError)",
+    )
+    group.add_argument(
+        "--context",
+        type=_non_negative,
+        default=18,
+        metavar="N",
+        help="lines of source kept each side of the raise (default: 18)",
+    )
+    group.add_argument(
+        "--repo-name",
+        metavar="OWNER/NAME",
+        help="the repository name written in records (default: from a GitHub remote URL, else vllm-project/vllm)",
+    )
+
+
+def _add_repo(parser: argparse.ArgumentParser) -> None:
+    from extractor.git import DEFAULT_REPO
+
+    parser.add_argument(
+        "--repo",
+        default=DEFAULT_REPO,
+        metavar="URL_OR_PATH",
+        help="repository to read: a URL (cloned once into the user cache) or a local work tree or bare "
+        f"repository, read in place (default: {DEFAULT_REPO})",
+    )
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def _options(args: argparse.Namespace) -> ExtractOptions:
+    from extractor.extract import ExtractOptions
+
+    if args.repo_name is not None and args.repo_name.count("/") != 1:
+        raise ExtractorError(f"--repo-name must look like OWNER/NAME, not {args.repo_name!r}")
+    return ExtractOptions(
+        paths=tuple(args.path or ("vllm/config",)),
+        exceptions=tuple(args.exception or ("ValueError",)),
+        context=args.context,
+        repo_name=args.repo_name,
+    )
+
+
+def _extract_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
+        "Subcommands: diff, match, nightly, explain (see `extractor SUBCOMMAND --help`).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_repo(parser)
+    parser.add_argument("--sha", required=True, metavar="REV", help="revision: short or full SHA, tag or branch")
+    _add_scope(parser)
+    parser.add_argument(
+        "--output",
+        metavar="DIR",
+        help="catalog root; the run writes DIR/<sha>/records.jsonl and manifest.json; '-' writes the JSONL "
+        "to stdout (default: output/<owner>/<name>)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return parser
+
+
+def _run_extract(argv: Sequence[str]) -> int:
+    args = _extract_parser().parse_args(argv)
+    from extractor.extract import extract
+    from extractor.write import write_catalog, write_lines
+
+    options = _options(args)
+    catalog = extract(repo=args.repo, revision=args.sha, options=options)
+    for warning in catalog.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if args.output == "-":
+        write_lines(catalog.lines, sys.stdout.buffer)
+        sys.stdout.flush()
+        return ExitCode.OK
+    root = Path(args.output) if args.output else Path("output", *catalog.manifest.repo.split("/"))
+    directory = write_catalog(catalog.lines, catalog.manifest, root / catalog.manifest.sha)
+    if not args.quiet:
+        print(
+            f"{PROG}: {len(catalog.lines)} records from {catalog.manifest.counts.filesParsed} of "
+            f"{catalog.manifest.counts.filesInScope} files at {catalog.manifest.sha[:12]} -> {directory}",
+            file=sys.stderr,
+        )
+    return ExitCode.OK
+
+
+_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the extractor's command line and return its exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    command = _SUBCOMMANDS.get(arguments[0]) if arguments else None
+    try:
+        if command is not None:
+            return command(arguments[1:])
+        return _run_extract(arguments)
+    except ExtractorError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return ExitCode.TROUBLE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.TROUBLE

@@ -1,0 +1,201 @@
+# Models: the schema-v2 record, what the extractor captures beside it, and the run manifest.
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION: Literal[2] = 2
+
+Hex16 = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+# A release sdist only records a short commit id, so a SHA may be 7-40 hex digits.
+Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{7,40}$")]
+Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MessageKind(StrEnum):
+    """How the message argument of a raise is written in the source."""
+
+    LITERAL = "literal"
+    FSTRING = "fstring"
+    CONCAT = "concat"
+    PERCENT = "percent"
+    FORMAT = "format"
+    VARIABLE = "variable"
+    DYNAMIC = "dynamic"
+    EMPTY = "empty"
+
+
+class ConditionKind(StrEnum):
+    """The compound statement (or branch of one) that encloses a raise."""
+
+    IF = "if"
+    ELIF = "elif"
+    ELSE = "else"
+    WHILE = "while"
+    FOR = "for"
+    WITH = "with"
+    TRY = "try"
+    EXCEPT = "except"
+    FINALLY = "finally"
+    MATCH_CASE = "match-case"
+
+
+class ErrorType(StrEnum):
+    """A coarse family of errors, decided by the raised class alone (table in the README)."""
+
+    VALIDATION = "validation"
+    UNSUPPORTED = "unsupported"
+    LOOKUP = "lookup"
+    STATE = "state"
+    IO = "io"
+    DEPENDENCY = "dependency"
+    TIMEOUT = "timeout"
+    RESOURCE = "resource"
+    INTERNAL = "internal"
+    OTHER = "other"
+
+
+class Placeholder(_Frozen):
+    """One `{...}` of a message template and the capture group that matches its rendering."""
+
+    expression: str
+    conversion: Literal["r", "s", "a"] | None = None
+    formatSpec: str | None = None
+    debug: bool = False
+    start: int
+    end: int
+    group: str
+
+
+class Condition(_Frozen):
+    """One link of the chain of conditions under which a raise runs, outermost first."""
+
+    kind: ConditionKind
+    test: str
+    negated: bool = False
+    line: int
+
+
+class Extraction(_Frozen):
+    """What the extractor captures beside a record for later analysis."""
+
+    placeholders: list[Placeholder]
+    conditions: list[Condition]
+    function: str
+    cause: str | None
+    messageKind: MessageKind
+    messageSource: str | None
+    column: int
+    endLineNumber: int
+    warnings: list[str]
+
+
+class Site(_Frozen):
+    """One raise site of one file: everything that depends on the file's bytes alone."""
+
+    errorClass: str
+    errorMessage: str
+    messagePattern: str
+    lineNumber: int
+    sourceCode: str
+    sourceCodeStart: int
+    sourceCodeEnd: int
+    extraction: Extraction
+
+
+class Record(_Frozen):
+    """A schema-v2 catalog record: the reference's 31 keys, in the reference's order."""
+
+    id: Hex16
+    repo: str
+    slug: str
+    errorCode: str | None = None
+    errorMessage: str
+    messagePattern: str
+    errorType: ErrorType
+    errorClass: str
+    httpStatus: int | None = None
+    severity: Literal["error"] = "error"
+    filePath: str
+    lineNumber: int
+    sourceCode: str
+    sourceCodeStart: int
+    sourceCodeEnd: int
+    githubUrl: str
+    documentation: str | None = None
+    triggerScenarios: str | None = None
+    commonSituations: str | None = None
+    solutions: list[str] | None = None
+    exampleFix: str | None = None
+    handlingStrategy: str | None = None
+    validationCode: str | None = None
+    typeGuard: str | None = None
+    tryCatchPattern: str | None = None
+    preventionTips: list[str] | None = None
+    tags: list[str] | None = None
+    backgroundTag: str | None = None
+    analyzedSha: Sha
+    analyzedAt: Timestamp
+    schemaVersion: Literal[2] = SCHEMA_VERSION
+
+
+class CatalogLine(_Frozen):
+    """One line of records.jsonl."""
+
+    record: Record
+    extraction: Extraction
+    datasetVersion: Timestamp
+
+
+class SkippedFile(_Frozen):
+    """A file in scope that could hold a site and could not be parsed."""
+
+    path: str
+    reason: str
+
+
+class SkippedSite(_Frozen):
+    """A raise in scope that cannot become a record (its class is not a static name)."""
+
+    path: str
+    line: int
+    reason: str
+
+
+class Scope(_Frozen):
+    """The options that decide which sites a catalog holds and how they are captured."""
+
+    paths: list[str]
+    exceptions: list[str]
+    context: int
+
+
+class Counts(_Frozen):
+    """Figures of one extraction run."""
+
+    filesInScope: int
+    filesParsed: int
+    records: int
+    skippedFiles: int
+    skippedSites: int
+
+
+class Manifest(_Frozen):
+    """Describes one catalog directory: what was extracted, from where, by which version."""
+
+    repo: str
+    sha: Sha
+    revision: str
+    committedAt: str | None
+    analyzedAt: Timestamp
+    extractorVersion: str
+    scope: Scope
+    counts: Counts
+    skippedFiles: list[SkippedFile]
+    skippedSites: list[SkippedSite]

@@ -1,0 +1,125 @@
+# Records: a file's sites + the run context -> schema-v2 catalog lines (ids, slugs, permalinks).
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from extractor.models import CatalogLine, ErrorType, Record, Site
+
+__all__ = ["ERROR_TYPES", "RunContext", "build_records", "error_type", "record_id", "slug_words"]
+
+SLUG_LIMIT = 50
+
+# errorType is decided by the raised class alone; the README shows this table.
+ERROR_TYPES: dict[str, ErrorType] = {
+    "ValueError": ErrorType.VALIDATION,
+    "TypeError": ErrorType.VALIDATION,
+    "AssertionError": ErrorType.INTERNAL,
+    "NotImplementedError": ErrorType.UNSUPPORTED,
+    "KeyError": ErrorType.LOOKUP,
+    "IndexError": ErrorType.LOOKUP,
+    "LookupError": ErrorType.LOOKUP,
+    "AttributeError": ErrorType.LOOKUP,
+    "RuntimeError": ErrorType.STATE,
+    "FileNotFoundError": ErrorType.IO,
+    "FileExistsError": ErrorType.IO,
+    "IsADirectoryError": ErrorType.IO,
+    "PermissionError": ErrorType.IO,
+    "OSError": ErrorType.IO,
+    "IOError": ErrorType.IO,
+    "ConnectionError": ErrorType.IO,
+    "ImportError": ErrorType.DEPENDENCY,
+    "ModuleNotFoundError": ErrorType.DEPENDENCY,
+    "TimeoutError": ErrorType.TIMEOUT,
+    "MemoryError": ErrorType.RESOURCE,
+    "OverflowError": ErrorType.RESOURCE,
+    "RecursionError": ErrorType.RESOURCE,
+}
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one run knows about where its records come from; resolved once, carried everywhere."""
+
+    repo_name: str
+    sha: str  # the SHA records are pinned to (a release may know only a short one)
+    revision: str
+    committed_at: str | None
+    analyzed_at: str
+
+
+def error_type(error_class: str) -> ErrorType:
+    return ERROR_TYPES.get(error_class, ErrorType.OTHER)
+
+
+def record_id(repo: str, path: str, error_class: str, template: str, occurrence: int) -> str:
+    """Hash what identifies a check, never where it sits: no line, function, SHA or time."""
+    key = "\0".join([repo, path, error_class, template] + ([str(occurrence)] if occurrence else []))
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def slug_words(site: Site) -> str:
+    """Make the slug stem: the message's literal words, ASCII, lowercased, cut at a word boundary."""
+    literal = []
+    position = 0
+    for placeholder in site.extraction.placeholders:
+        literal.append(site.errorMessage[position : placeholder.start])
+        position = placeholder.end
+    literal.append(site.errorMessage[position:])
+    text = " ".join(literal)
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = [w for w in re.split(r"[^a-z0-9]+", ascii_text.lower()) if w]
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > SLUG_LIMIT:
+            break
+        slug = candidate
+    if not slug and words:
+        slug = words[0][:SLUG_LIMIT]
+    return slug or site.errorClass.lower()
+
+
+def build_records(files: Sequence[tuple[str, Sequence[Site]]], *, run: RunContext) -> list[CatalogLine]:
+    """Turn every file's sites into catalog lines, sorted by path, line and column."""
+    ordered = sorted(
+        ((path, site) for path, sites in files for site in sites),
+        key=lambda item: (item[0], item[1].lineNumber, item[1].extraction.column),
+    )
+    occurrences: Counter[tuple[str, str, str]] = Counter()
+    used: set[str] = set()
+    lines = []
+    for path, site in ordered:
+        key = (path, site.errorClass, site.errorMessage)
+        identifier = record_id(run.repo_name, path, site.errorClass, site.errorMessage, occurrences[key])
+        occurrences[key] += 1
+        slug = stem = slug_words(site)
+        suffix = 1
+        while slug in used:
+            suffix += 1
+            slug = f"{stem}-{suffix}"
+        used.add(slug)
+        url = f"https://github.com/{run.repo_name}/blob/{run.sha}/{path}#L{site.sourceCodeStart}-L{site.sourceCodeEnd}"
+        record = Record(
+            id=identifier,
+            repo=run.repo_name,
+            slug=slug,
+            errorMessage=site.errorMessage,
+            messagePattern=site.messagePattern,
+            errorType=error_type(site.errorClass),
+            errorClass=site.errorClass,
+            filePath=path,
+            lineNumber=site.lineNumber,
+            sourceCode=site.sourceCode,
+            sourceCodeStart=site.sourceCodeStart,
+            sourceCodeEnd=site.sourceCodeEnd,
+            githubUrl=url,
+            analyzedSha=run.sha,
+            analyzedAt=run.analyzed_at,
+        )
+        lines.append(CatalogLine(record=record, extraction=site.extraction, datasetVersion=run.analyzed_at))
+    return lines

@@ -1,0 +1,403 @@
+# Scan: one file's bytes -> its raise sites (ast finds sites and context; template.py reads messages).
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from extractor.models import Condition, ConditionKind, Extraction, Site, SkippedSite
+from extractor.template import Template, message_template
+
+__all__ = ["ScanOptions", "Scanned", "Skipped", "could_hold", "scan"]
+
+ANY_EXCEPTION = "*"
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_SKIP_TOKENS = frozenset(
+    {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+)
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """The options that decide what a file's sites are (and so key a cache of them)."""
+
+    exceptions: tuple[str, ...] = ("ValueError",)
+    context: int = 18
+
+    @property
+    def any_exception(self) -> bool:
+        return ANY_EXCEPTION in self.exceptions
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A file that was parsed: its sites in file order, and the raises that cannot be records."""
+
+    sites: tuple[Site, ...]
+    skipped: tuple[SkippedSite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file that could hold a site but could not be parsed, and why."""
+
+    reason: str
+
+
+FileScan = Scanned | Skipped
+_Located = ast.expr | ast.stmt | ast.pattern
+
+
+def could_hold(data: bytes, options: ScanOptions) -> bool:
+    """Tell cheaply whether a file's bytes can hold a raise in scope (the text prefilter).
+
+    A raise of class C needs the word `raise` and C's name in the text; an encoding other than UTF-8
+    could hide them, so such a file is always parsed.
+    """
+    if b"raise" not in data:
+        return b"coding" in data[:200]
+    if options.any_exception:
+        return True
+    return any(name.encode() in data for name in options.exceptions) or b"coding" in data[:200]
+
+
+def decode(data: bytes) -> str:
+    """Decode source bytes as Python does: BOM, then PEP 263 coding line, else UTF-8."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
+
+
+def scan(data: bytes, *, options: ScanOptions) -> FileScan:
+    """Find every raise site in scope in one file's bytes; a pure function of the bytes and options."""
+    try:
+        text = decode(data)
+    except (SyntaxError, LookupError) as error:
+        return Skipped(f"cannot decode: {error}")
+    except UnicodeDecodeError as error:
+        return Skipped(f"cannot decode: {error.reason} at byte {error.start}")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as error:
+        return Skipped(f"syntax error: {error.msg} (line {error.lineno})")
+    except (ValueError, RecursionError, MemoryError) as error:
+        return Skipped(f"cannot parse: {type(error).__name__}: {error}")
+    visitor = _Visitor(text, options)
+    try:
+        visitor.block(tree.body, _State())
+    except RecursionError:
+        return Skipped("cannot scan: nesting too deep")
+    return Scanned(tuple(visitor.sites), tuple(visitor.skipped))
+
+
+class _State(NamedTuple):
+    """Where the walk stands; replaced, never mutated, on the way down."""
+
+    conditions: tuple[Condition, ...] = ()
+    scope: tuple[str, ...] = ()
+    caught: frozenset[str] = frozenset()
+    # Statement lists from the function body down to the current statement, with its index in each,
+    # and the compound statement that owns each list (None for the function body).
+    chain: tuple[tuple[Sequence[ast.stmt], int, ast.stmt | None], ...] = ()
+    owner: ast.stmt | None = None
+
+    def enter(self, condition: Condition, owner: ast.stmt) -> _State:
+        return self._replace(conditions=(*self.conditions, condition), owner=owner)
+
+
+class _Visitor:
+    """Walks one module's statements, collecting sites with their enclosing conditions."""
+
+    def __init__(self, text: str, options: ScanOptions) -> None:
+        self.text = text
+        self.lines = _NEWLINE.split(text)
+        if self.lines and self.lines[-1] == "":
+            self.lines.pop()
+        self._encoded: dict[int, bytes] = {}
+        self.options = options
+        self.sites: list[Site] = []
+        self.skipped: list[SkippedSite] = []
+
+    # Source text helpers -------------------------------------------------------------------------
+    def _line_bytes(self, lineno: int) -> bytes:
+        cached = self._encoded.get(lineno)
+        if cached is None:
+            cached = self._encoded[lineno] = self.lines[lineno - 1].encode()
+        return cached
+
+    def segment(self, node: _Located) -> str:
+        """Return the exact source of a node (ast offsets are UTF-8 byte offsets)."""
+        start, end = node.lineno, node.end_lineno or node.lineno
+        col, end_col = node.col_offset, node.end_col_offset or 0
+        if start == end:
+            return self._line_bytes(start)[col:end_col].decode()
+        first = self._line_bytes(start)[col:].decode()
+        middle = self.lines[start : end - 1]
+        last = self._line_bytes(end)[:end_col].decode()
+        return "\n".join([first, *middle, last])
+
+    def one_line(self, node: _Located) -> str:
+        return _one_line(self.segment(node))
+
+    def column(self, node: _Located) -> int:
+        return len(self._line_bytes(node.lineno)[: node.col_offset].decode())
+
+    def keyword_line(self, keyword: str, body: Sequence[ast.stmt], after: int) -> int:
+        """Find the line of a block keyword (`else`, `finally`) that opens `body`, above its first line."""
+        first = body[0].lineno
+        for lineno in range(first, after, -1):
+            stripped = self.lines[lineno - 1].lstrip()
+            if stripped.startswith(keyword) and stripped[len(keyword) : len(keyword) + 1] in (":", " ", "\t"):
+                return lineno
+        return first
+
+    # Walk ----------------------------------------------------------------------------------------
+    def block(self, body: Sequence[ast.stmt], state: _State) -> None:
+        for index, statement in enumerate(body):
+            self.statement(statement, state._replace(chain=(*state.chain, (body, index, state.owner))))
+
+    def statement(self, node: ast.stmt, state: _State) -> None:
+        if isinstance(node, ast.Raise):
+            self.raise_(node, state)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            inner = _State(scope=(*state.scope, node.name, "<locals>"))
+            self.block(node.body, inner)
+        elif isinstance(node, ast.ClassDef):
+            self.block(node.body, _State(scope=(*state.scope, node.name)))
+        elif isinstance(node, ast.If):
+            self.if_(node, state, ConditionKind.IF)
+        elif isinstance(node, ast.For | ast.AsyncFor):
+            test = f"{self.one_line(node.target)} in {self.one_line(node.iter)}"
+            self.loop(node, state, ConditionKind.FOR, test)
+        elif isinstance(node, ast.While):
+            self.loop(node, state, ConditionKind.WHILE, self.one_line(node.test))
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            items = ", ".join(self.one_line(item.context_expr) + _as(self, item.optional_vars) for item in node.items)
+            self.block(node.body, state.enter(Condition(kind=ConditionKind.WITH, test=items, line=node.lineno), node))
+        elif isinstance(node, ast.Try | ast.TryStar):
+            self.try_(node, state)
+        elif isinstance(node, ast.Match):
+            self.match(node, state)
+
+    def if_(self, node: ast.If, state: _State, kind: ConditionKind) -> None:
+        test = self.one_line(node.test)
+        self.block(node.body, state.enter(Condition(kind=kind, test=test, line=node.lineno), node))
+        if not node.orelse:
+            return
+        negated = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
+        first = node.orelse[0]
+        if len(node.orelse) == 1 and isinstance(first, ast.If) and self._is_elif(first):
+            chained = negated._replace(chain=(*negated.chain, (node.orelse, 0, node)))
+            self.if_(first, chained, ConditionKind.ELIF)
+            return
+        line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
+        self.block(node.orelse, negated.enter(Condition(kind=ConditionKind.ELSE, test="", line=line), node))
+
+    def _is_elif(self, node: ast.If) -> bool:
+        return self._line_bytes(node.lineno)[node.col_offset :].startswith(b"elif")
+
+    def loop(self, node: ast.For | ast.AsyncFor | ast.While, state: _State, kind: ConditionKind, test: str) -> None:
+        self.block(node.body, state.enter(Condition(kind=kind, test=test, line=node.lineno), node))
+        if node.orelse:
+            exhausted = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
+            line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
+            self.block(node.orelse, exhausted.enter(Condition(kind=ConditionKind.ELSE, test="", line=line), node))
+
+    def try_(self, node: ast.Try | ast.TryStar, state: _State) -> None:
+        attempt = state.enter(Condition(kind=ConditionKind.TRY, test="", line=node.lineno), node)
+        self.block(node.body, attempt)
+        for handler in node.handlers:
+            caught = self.one_line(handler.type) if handler.type is not None else ""
+            inner = state.enter(Condition(kind=ConditionKind.EXCEPT, test=caught, line=handler.lineno), node)
+            if handler.name:
+                inner = inner._replace(caught=state.caught | {handler.name})
+            self.block(handler.body, inner)
+        if node.orelse:
+            line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
+            self.block(node.orelse, attempt.enter(Condition(kind=ConditionKind.ELSE, test="", line=line), node))
+        if node.finalbody:
+            last = node.orelse or (node.handlers[-1].body if node.handlers else node.body)
+            line = self.keyword_line("finally", node.finalbody, last[-1].end_lineno or node.lineno)
+            self.block(node.finalbody, state.enter(Condition(kind=ConditionKind.FINALLY, test="", line=line), node))
+
+    def match(self, node: ast.Match, state: _State) -> None:
+        subject = self.one_line(node.subject)
+        earlier = state
+        for case in node.cases:
+            test = f"{subject} case {self.one_line(case.pattern)}"
+            if case.guard is not None:
+                test += f" if {self.one_line(case.guard)}"
+            line = case.pattern.lineno
+            self.block(case.body, earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, line=line), node))
+            earlier = earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node)
+
+    # Sites ---------------------------------------------------------------------------------------
+    def raise_(self, node: ast.Raise, state: _State) -> None:
+        exc = node.exc
+        if exc is None:
+            return  # a bare `raise` re-raises; it is not a new site
+        if isinstance(exc, ast.Name) and exc.id in state.caught:
+            return  # `raise err` of a caught exception is a re-raise too
+        target = exc.func if isinstance(exc, ast.Call) else exc
+        dotted = _dotted(target)
+        name = dotted.rpartition(".")[2] if dotted else None
+        if not self.options.any_exception:
+            if name not in self.options.exceptions:
+                return
+        elif name is None:
+            self._skip(node, f"raises an expression, not a class: {self.one_line(target)}")
+            return
+        elif not isinstance(exc, ast.Call) and not name[:1].isupper():
+            self._skip(node, f"raises the value of a variable, not a class: {dotted}")
+            return
+        assert name is not None
+        template = self.template(exc, state)
+        line = node.lineno
+        start = max(1, line - self.options.context)
+        end = min(len(self.lines), line + self.options.context)
+        qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
+        extraction = Extraction(
+            placeholders=list(template.placeholders),
+            conditions=list(state.conditions),
+            function=qualname,
+            cause=self.one_line(node.cause) if node.cause is not None else None,
+            messageKind=template.kind,
+            messageSource=self.segment(exc.args[0]) if isinstance(exc, ast.Call) and exc.args else None,
+            column=self.column(node),
+            endLineNumber=node.end_lineno or line,
+            warnings=list(template.warnings),
+        )
+        self.sites.append(
+            Site(
+                errorClass=name,
+                errorMessage=template.message,
+                messagePattern=template.pattern,
+                lineNumber=line,
+                sourceCode="\n".join(self.lines[start - 1 : end]),
+                sourceCodeStart=start,
+                sourceCodeEnd=end,
+                extraction=extraction,
+            )
+        )
+
+    def _skip(self, node: ast.Raise, reason: str) -> None:
+        self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
+
+    def template(self, exc: ast.expr, state: _State) -> Template:
+        if not isinstance(exc, ast.Call):
+            return message_template()
+        args = exc.args
+        if any(isinstance(arg, ast.Starred) for arg in args):
+            return message_template([self.segment(exc)])
+        if len(args) == 1 and isinstance(args[0], ast.Name):
+            name = args[0].id
+            return message_template(variable=name, pieces=[self.segment(v) for v in _resolve(name, state)])
+        return message_template([self.segment(arg) for arg in args])
+
+
+def _as(visitor: _Visitor, target: ast.expr | None) -> str:
+    return f" as {visitor.one_line(target)}" if target is not None else ""
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _resolve(name: str, state: _State) -> list[ast.expr]:
+    """Return what was assigned (then `+=`-ed) to `name` before the raise on every path, or nothing.
+
+    Walks back through the statements that precede the raise in its block, then in each enclosing
+    block up to the function body. Any other binding of the name on the way (inside a branch, a loop,
+    an unpacking) makes the value path-dependent, and the name stays unresolved.
+    """
+    pieces: list[ast.expr] = []
+    used: set[int] = set()
+    for body, index, owner in reversed(state.chain):
+        for statement in reversed(body[:index]):
+            value = _plain_assignment(statement, name)
+            if value is not None:
+                return [value, *pieces]
+            if (
+                isinstance(statement, ast.AugAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.target.id == name
+                and isinstance(statement.op, ast.Add)
+            ):
+                pieces.insert(0, statement.value)
+                used.add(id(statement))
+                continue
+            if any(True for _ in _bindings(statement, name)):
+                return []
+        # A loop or try may have run other bindings of the name before reaching the raise.
+        if (
+            owner is not None
+            and not isinstance(owner, ast.If | ast.Match)
+            and any(id(binding) not in used for binding in _bindings(owner, name))
+        ):
+            return []
+    return []
+
+
+def _plain_assignment(statement: ast.stmt, name: str) -> ast.expr | None:
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+        if isinstance(target, ast.Name) and target.id == name:
+            return statement.value
+    if (
+        isinstance(statement, ast.AnnAssign)
+        and statement.value is not None
+        and isinstance(statement.target, ast.Name)
+        and statement.target.id == name
+    ):
+        return statement.value
+    return None
+
+
+def _bindings(node: ast.AST, name: str) -> Iterator[ast.AST]:
+    """Yield the statements or expressions under node that bind `name` (not in nested scopes)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current is not node and isinstance(
+            current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+        ):
+            continue
+        if isinstance(current, ast.Name) and current.id == name and isinstance(current.ctx, ast.Store | ast.Del):
+            yield current
+        elif isinstance(current, ast.AugAssign) and isinstance(current.target, ast.Name) and current.target.id == name:
+            yield current
+            continue
+        elif isinstance(current, ast.ExceptHandler) and current.name == name:
+            yield current
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _one_line(source: str) -> str:
+    """Put an expression's source on one line: comments dropped, line breaks made single spaces."""
+    if "\n" not in source and "\r" not in source and "#" not in source:
+        return source.strip()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return " ".join(source.split())
+    out: list[str] = []
+    previous: tokenize.TokenInfo | None = None
+    for token in tokens:
+        if token.type in _SKIP_TOKENS:
+            continue
+        if previous is not None:
+            if token.start[0] == previous.end[0]:
+                out.append(" " * (token.start[1] - previous.end[1]))
+            elif previous.string not in "([{" and token.string not in ")]}":
+                out.append(" ")
+        out.append(token.string)
+        previous = token
+    return "".join(out)

@@ -1,0 +1,70 @@
+# Write: catalog lines and manifest -> files published atomically (temporary file, fsync, rename).
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO
+
+import orjson
+from pydantic import BaseModel
+
+from extractor.errors import ExtractorError
+from extractor.models import CatalogLine, Manifest
+
+__all__ = ["MANIFEST", "RECORDS", "atomic_write", "dumps_line", "write_catalog", "write_lines"]
+
+RECORDS = "records.jsonl"
+MANIFEST = "manifest.json"
+
+
+def dumps_line(line: CatalogLine) -> bytes:
+    return orjson.dumps(line.model_dump(mode="json"))
+
+
+def dumps_model(model: BaseModel) -> bytes:
+    return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_lines(lines: Iterable[CatalogLine], stream: IO[bytes]) -> None:
+    for line in lines:
+        stream.write(dumps_line(line) + b"\n")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Make `path` hold `data`, whole or not at all, even if the process dies midway."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_catalog(lines: Iterable[CatalogLine], manifest: Manifest, directory: Path) -> Path:
+    """Write records.jsonl then manifest.json (the manifest last: it marks the catalog complete)."""
+    records = b"".join(dumps_line(line) + b"\n" for line in lines)
+    atomic_write(directory / RECORDS, records)
+    atomic_write(directory / MANIFEST, dumps_model(manifest))
+    return directory

@@ -1,0 +1,93 @@
+"""Shared fixtures: temporary git repositories with tagged commits, and real vLLM releases."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+}
+
+
+def git(cwd: Path, *args: str, input: str | None = None) -> str:
+    result = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    return result.stdout.strip()
+
+
+class GitRepo:
+    """A real work tree whose commits are made from {path: source} mappings, each optionally tagged."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+        git(path, "init", "--quiet", "--initial-branch=main")
+
+    def commit(
+        self, files: Mapping[str, str | bytes | None], *, tag: str | None = None, message: str = "change"
+    ) -> str:
+        """Write (or, for None, delete) files, commit them, tag the commit, and return its SHA."""
+        for name, content in files.items():
+            target = self.path / name
+            if content is None:
+                target.unlink()
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(textwrap.dedent(content))
+        git(self.path, "add", "--all")
+        git(self.path, "commit", "--quiet", "--allow-empty", "-m", message)
+        if tag:
+            git(self.path, "tag", tag)
+        return git(self.path, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> GitRepo:
+    return GitRepo(tmp_path / "repo")
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[[str], GitRepo]:
+    return lambda name: GitRepo(tmp_path / name)
+
+
+@pytest.fixture(autouse=True)
+def _no_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+
+
+@pytest.fixture
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the user cache (clones of URLs) at a fresh directory."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="session")
+def vllm_repo() -> Path:
+    """A bare repository holding vLLM 0.27.0, 0.28.0 and 0.33.0 (from their sdists), tagged vX.Y.Z."""
+    from extractor.release import release_repo
+
+    return release_repo(["0.27.0", "0.28.0", "0.33.0"])

@@ -1,0 +1,100 @@
+"""The git stage: revisions resolve once to a full SHA; files come from objects; repos stay untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from extractor.errors import RepositoryError, RevisionError
+from extractor.git import list_blobs, read_blobs, resolve
+from tests.conftest import GitRepo, git
+
+
+@pytest.fixture
+def tagged(git_repo: GitRepo) -> tuple[GitRepo, str]:
+    sha = git_repo.commit({"pkg/a.py": 'raise ValueError("a")\n', "pkg/b.txt": "x", "other/c.py": "x = 1\n"}, tag="v1")
+    git(git_repo.path, "branch", "release")
+    return git_repo, sha
+
+
+@pytest.mark.parametrize("revision", ["v1", "release", "main", "HEAD"])
+def test_any_revision_resolves_to_the_full_sha(tagged: tuple[GitRepo, str], revision: str) -> None:
+    repo, sha = tagged
+    assert resolve(str(repo.path), revision).sha == sha
+
+
+def test_short_sha_resolves(tagged: tuple[GitRepo, str]) -> None:
+    repo, sha = tagged
+    assert resolve(str(repo.path), sha[:10]).sha == sha
+
+
+@pytest.mark.parametrize("revision", ["nope", "-h", "", "v1:pkg/a.py"])
+def test_unknown_revision_is_an_error(tagged: tuple[GitRepo, str], revision: str) -> None:
+    repo, _ = tagged
+    with pytest.raises(RevisionError, match="unknown revision"):
+        resolve(str(repo.path), revision)
+
+
+def test_missing_and_non_repositories_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(RepositoryError, match="does not exist"):
+        resolve(str(tmp_path / "missing"), "HEAD")
+    with pytest.raises(RepositoryError, match="not a git repository"):
+        resolve(str(tmp_path), "HEAD")
+
+
+def test_blobs_are_listed_under_prefixes_sorted_and_read_from_objects(tagged: tuple[GitRepo, str]) -> None:
+    repo, _ = tagged
+    (repo.path / "pkg" / "a.py").write_text("uncommitted\n")
+    commit = resolve(str(repo.path), "v1")
+    blobs = list_blobs(commit, ["pkg", "other/"])
+    assert [b.path for b in blobs] == ["other/c.py", "pkg/a.py"]
+    contents = dict((blob.path, data) for blob, data in read_blobs(commit, blobs))
+    assert contents["pkg/a.py"] == b'raise ValueError("a")\n'
+
+
+def test_prefix_is_a_path_not_a_string_prefix(git_repo: GitRepo) -> None:
+    git_repo.commit({"vllm/config/a.py": "", "vllm/configuration.py": "", "vllm/config.py": ""})
+    commit = resolve(str(git_repo.path), "HEAD")
+    assert [b.path for b in list_blobs(commit, ["vllm/config"])] == ["vllm/config/a.py"]
+
+
+def test_bare_repository_is_read_in_place(tagged: tuple[GitRepo, str], tmp_path: Path) -> None:
+    repo, sha = tagged
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "--quiet", "--bare", str(repo.path), str(bare))
+    assert resolve(str(bare), "v1").sha == sha
+
+
+def test_repo_name_comes_from_a_github_remote(tagged: tuple[GitRepo, str]) -> None:
+    repo, _ = tagged
+    assert resolve(str(repo.path), "v1").repo_name == "vllm-project/vllm"
+    git(repo.path, "remote", "add", "origin", "git@github.com:someone/project.git")
+    assert resolve(str(repo.path), "v1").repo_name == "someone/project"
+
+
+def test_url_is_cloned_bare_and_blob_filtered_then_fetched_when_the_revision_is_missing(
+    git_repo: GitRepo, isolated_cache: Path
+) -> None:
+    git(git_repo.path, "config", "uploadpack.allowFilter", "true")
+    git(git_repo.path, "config", "uploadpack.allowAnySHA1InWant", "true")
+    first = git_repo.commit({"pkg/a.py": 'raise ValueError("a")\n'}, tag="v1")
+    url = f"file://{git_repo.path}"
+    commit = resolve(url, "v1")
+    assert commit.sha == first
+    clones = list((isolated_cache / "extractor" / "repos").iterdir())
+    assert len(clones) == 1 and (clones[0] / "HEAD").exists() and not (clones[0] / ".git").exists()
+    assert git(clones[0], "config", "remote.origin.partialclonefilter") == "blob:none"
+    data = dict((b.path, d) for b, d in read_blobs(commit, list_blobs(commit, ["pkg"])))
+    assert data == {"pkg/a.py": b'raise ValueError("a")\n'}
+
+    second = git_repo.commit({"pkg/a.py": 'raise ValueError("b")\n'}, tag="v2")
+    commit = resolve(url, second[:10])
+    assert commit.sha == second
+    data = dict((b.path, d) for b, d in read_blobs(commit, list_blobs(commit, ["pkg"])))
+    assert data == {"pkg/a.py": b'raise ValueError("b")\n'}
+
+
+def test_unreachable_url_is_an_error(isolated_cache: Path, tmp_path: Path) -> None:
+    with pytest.raises(RepositoryError, match="cannot clone"):
+        resolve(f"file://{tmp_path}/nothing-here", "HEAD")

@@ -1,0 +1,347 @@
+"""Scanning one file: which raises are sites, their conditions, function, cause and message."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from extractor.models import Site
+from extractor.scan import Scanned, ScanOptions, Skipped, could_hold, scan
+
+
+def sites(source: str, **options: object) -> list[Site]:
+    result = scan(textwrap.dedent(source).encode(), options=ScanOptions(**options))  # type: ignore[arg-type]
+    assert isinstance(result, Scanned)
+    return list(result.sites)
+
+
+def conditions(site: Site) -> list[tuple[str, str, bool]]:
+    return [(c.kind.value, c.test, c.negated) for c in site.extraction.conditions]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(
+            """
+            if a:
+                raise ValueError("x")
+            """,
+            [("if", "a", False)],
+            id="if",
+        ),
+        pytest.param(
+            """
+            if a:
+                pass
+            elif b and (c or
+                        d):  # comment
+                raise ValueError("x")
+            """,
+            [("if", "a", True), ("elif", "b and (c or d)", False)],
+            id="elif negates if, test on one line",
+        ),
+        pytest.param(
+            """
+            if a:
+                pass
+            elif b:
+                pass
+            else:
+                raise ValueError("x")
+            """,
+            [("if", "a", True), ("elif", "b", True), ("else", "", False)],
+            id="else negates every earlier branch",
+        ),
+        pytest.param(
+            """
+            if a:
+                pass
+            else:
+                if b:
+                    raise ValueError("x")
+            """,
+            [("if", "a", True), ("else", "", False), ("if", "b", False)],
+            id="if nested in else is not elif",
+        ),
+        pytest.param(
+            """
+            for name, value in items.items():
+                while value > 0:
+                    with lock, open(p) as f:
+                        raise ValueError("x")
+            """,
+            [
+                ("for", "name, value in items.items()", False),
+                ("while", "value > 0", False),
+                ("with", "lock, open(p) as f", False),
+            ],
+            id="for while with",
+        ),
+        pytest.param(
+            """
+            try:
+                pass
+            except (KeyError, IndexError) as e:
+                raise ValueError("x") from e
+            """,
+            [("except", "(KeyError, IndexError)", False)],
+            id="except",
+        ),
+        pytest.param(
+            """
+            try:
+                raise ValueError("x")
+            finally:
+                pass
+            """,
+            [("try", "", False)],
+            id="try body",
+        ),
+        pytest.param(
+            """
+            try:
+                pass
+            finally:
+                raise ValueError("x")
+            """,
+            [("finally", "", False)],
+            id="finally",
+        ),
+        pytest.param(
+            """
+            match cmd:
+                case "a":
+                    pass
+                case Point(x=0) if y:
+                    raise ValueError("x")
+            """,
+            [("match-case", 'cmd case "a"', True), ("match-case", "cmd case Point(x=0) if y", False)],
+            id="match-case negates earlier cases",
+        ),
+    ],
+)
+def test_condition_chain(source: str, expected: list[tuple[str, str, bool]]) -> None:
+    """The enclosing conditions are listed outermost first, with earlier branches negated."""
+    (site,) = sites(source)
+    assert conditions(site) == expected
+
+
+def test_condition_lines_point_at_their_keywords() -> None:
+    (site,) = sites(
+        """
+        if a:
+            pass
+        elif b:
+            pass
+        else:
+            raise ValueError("x")
+        """
+    )
+    assert [c.line for c in site.extraction.conditions] == [2, 4, 6]
+
+
+@pytest.mark.parametrize(
+    ("source", "function"),
+    [
+        pytest.param('raise ValueError("x")\n', "<module>", id="module"),
+        pytest.param(
+            """
+            class SchedulerConfig:
+                def verify_max_model_len(self):
+                    raise ValueError("x")
+            """,
+            "SchedulerConfig.verify_max_model_len",
+            id="method",
+        ),
+        pytest.param(
+            """
+            class Outer:
+                def method(self):
+                    async def inner():
+                        raise ValueError("x")
+            """,
+            "Outer.method.<locals>.inner",
+            id="nested function",
+        ),
+    ],
+)
+def test_enclosing_function_is_the_qualified_name(source: str, function: str) -> None:
+    (site,) = sites(source)
+    assert site.extraction.function == function
+
+
+def test_conditions_stop_at_the_function_boundary() -> None:
+    (site,) = sites(
+        """
+        if TYPE_CHECKING:
+            def f():
+                raise ValueError("x")
+        """
+    )
+    assert conditions(site) == []
+
+
+def test_which_raises_are_sites() -> None:
+    """Calls, bare classes and dotted names are sites; re-raises and other classes are not."""
+    found = sites(
+        """
+        raise ValueError("call")
+        raise ValueError
+        raise builtins.ValueError("dotted") from None
+        raise TypeError("other class")
+        try:
+            pass
+        except ValueError as err:
+            raise
+        except Exception as err:
+            raise err
+        """
+    )
+    assert [(s.lineNumber, s.errorMessage, s.extraction.cause) for s in found] == [
+        (2, "call", None),
+        (3, "", None),
+        (4, "dotted", "None"),
+    ]
+
+
+def test_every_class_with_star_and_named_skips() -> None:
+    result = scan(
+        textwrap.dedent(
+            """
+            raise TypeError("a")
+            raise NotImplementedError
+            raise errors[0]("b")
+            raise exc_value
+            """
+        ).encode(),
+        options=ScanOptions(exceptions=("*",)),
+    )
+    assert isinstance(result, Scanned)
+    assert [s.errorClass for s in result.sites] == ["TypeError", "NotImplementedError"]
+    assert [(s.line, s.reason) for s in result.skipped] == [
+        (4, "raises an expression, not a class: errors[0]"),
+        (5, "raises the value of a variable, not a class: exc_value"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param(
+            """
+            def f(x):
+                msg = f"bad {x}."
+                msg += " Try again."
+                raise ValueError(msg)
+            """,
+            "bad {x}. Try again.",
+            id="assigned then augmented before the raise",
+        ),
+        pytest.param(
+            """
+            def f(x):
+                msg = "outer"
+                if x:
+                    raise ValueError(msg)
+            """,
+            "outer",
+            id="assignment in an enclosing block",
+        ),
+        pytest.param(
+            """
+            def f(x):
+                msg = "a"
+                if x:
+                    msg = "b"
+                raise ValueError(msg)
+            """,
+            "{msg}",
+            id="reassigned on one path only",
+        ),
+        pytest.param(
+            """
+            def f(msg):
+                raise ValueError(msg)
+            """,
+            "{msg}",
+            id="parameter",
+        ),
+        pytest.param(
+            """
+            def f(x):
+                msg = "a"
+                for i in x:
+                    if i:
+                        raise ValueError(msg)
+                    msg = "b"
+            """,
+            "{msg}",
+            id="loop may rebind before the raise",
+        ),
+        pytest.param(
+            """
+            def f(x):
+                if x:
+                    msg = "a"
+                else:
+                    msg = "b"
+                    raise ValueError(msg)
+            """,
+            "b",
+            id="the branch taken",
+        ),
+    ],
+)
+def test_variable_messages_resolve_only_when_certain(source: str, message: str) -> None:
+    (site,) = sites(source)
+    assert site.errorMessage == message
+    assert site.extraction.messageKind.value == "variable"
+
+
+def test_positions_window_and_column() -> None:
+    source = "".join(f"x{i} = {i}\n" for i in range(1, 30)) + "if a:\n    raise ValueError('é')\n"
+    (site,) = sites(source, context=3)
+    assert (site.lineNumber, site.extraction.column, site.extraction.endLineNumber) == (31, 4, 31)
+    assert (site.sourceCodeStart, site.sourceCodeEnd) == (28, 31)
+    assert site.sourceCode == "x28 = 28\nx29 = 29\nif a:\n    raise ValueError('é')"
+
+
+def test_column_counts_characters_not_bytes() -> None:
+    (site,) = sites("é = 1; raise ValueError('x')\n")
+    assert site.extraction.column == 7
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        pytest.param(
+            b"def f(:\n    raise ValueError('x')\n", "syntax error: invalid syntax (line 1)", id="syntax error"
+        ),
+        pytest.param(b"print 'x'\nraise ValueError, 'x'\n", "syntax error:", id="python 2"),
+        pytest.param(b"raise ValueError('\xff')\n", "cannot decode:", id="not utf-8"),
+    ],
+)
+def test_unparseable_files_are_skipped_with_a_reason(data: bytes, reason: str) -> None:
+    result = scan(data, options=ScanOptions())
+    assert isinstance(result, Skipped) and result.reason.startswith(reason)
+
+
+def test_pep263_coding_line_is_honoured() -> None:
+    data = "# -*- coding: latin-1 -*-\nraise ValueError('caf\xe9')\n".encode("latin-1")
+    result = scan(data, options=ScanOptions())
+    assert isinstance(result, Scanned) and result.sites[0].errorMessage == "café"
+
+
+def test_bom_is_not_part_of_the_text() -> None:
+    result = scan(b"\xef\xbb\xbfraise ValueError('x')\n", options=ScanOptions())
+    assert isinstance(result, Scanned) and result.sites[0].extraction.column == 0
+
+
+def test_prefilter_rules_out_only_files_without_a_possible_site() -> None:
+    options = ScanOptions()
+    assert could_hold(b"raise ValueError('x')", options)
+    assert not could_hold(b"raise TypeError('x')", options)
+    assert not could_hold(b"x = ValueError", options)
+    assert could_hold(b"raise TypeError('x')", ScanOptions(exceptions=("*",)))

@@ -1,0 +1,121 @@
+"""Message templates: every message shape becomes `{placeholder}` notation and a pattern that matches."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from extractor.models import MessageKind
+from extractor.template import message_template
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "kind"),
+    [
+        pytest.param(['"plain text."'], "plain text.", MessageKind.LITERAL, id="literal"),
+        pytest.param(
+            ['("a "\n  "b"  # why\n  "c")'], "a bc", MessageKind.LITERAL, id="implicit concat in extra parens"
+        ),
+        pytest.param(
+            ['"VllmConfig lacks slots." f" Got {max_num_batched_tokens=} and {scheduled_token_delta=}."'],
+            "VllmConfig lacks slots. Got {max_num_batched_tokens=} and {scheduled_token_delta=}.",
+            MessageKind.FSTRING,
+            id="debug placeholders kept verbatim",
+        ),
+        pytest.param(['f"{x = }"'], "{x = }", MessageKind.FSTRING, id="debug placeholder keeps its spacing"),
+        pytest.param(
+            ['f"{a!r} {b:>5} {c!s:{w}}"'], "{a!r} {b:>5} {c!s:{w}}", MessageKind.FSTRING, id="conversion and spec"
+        ),
+        pytest.param(['f"{{literal}} {x}"'], "{literal} {x}", MessageKind.FSTRING, id="doubled braces render single"),
+        pytest.param(
+            ['"tab\\there \\N{EM DASH} \\x41"'], "tab\there \u2014 A", MessageKind.LITERAL, id="escapes as printed"
+        ),
+        pytest.param(['r"raw\\d+"'], "raw\\d+", MessageKind.LITERAL, id="raw string"),
+        pytest.param(['rf"\\d{n}"'], "\\d{n}", MessageKind.FSTRING, id="raw f-string"),
+        pytest.param(['"a " + str(n) + " b"'], "a {str(n)} b", MessageKind.CONCAT, id="plus concatenation"),
+        pytest.param(
+            ['"%s is %r, %d%% %.2f" % (a, b.c, n, f)'],
+            "{a} is {b.c!r}, {n:d}% {f:.2f}",
+            MessageKind.PERCENT,
+            id="percent tuple",
+        ),
+        pytest.param(['"only %s" % name'], "only {name}", MessageKind.PERCENT, id="percent single"),
+        pytest.param(['"%(k)s!" % {"k": v}'], "{v}!", MessageKind.PERCENT, id="percent mapping"),
+        pytest.param(
+            ['"{} and {name!r:>3} {0.x}".format(a, name=b)'],
+            "{a} and {b!r:>3} {a.x}",
+            MessageKind.FORMAT,
+            id="str.format",
+        ),
+        pytest.param(["compute_message(x)"], "{compute_message(x)}", MessageKind.DYNAMIC, id="call is one placeholder"),
+        pytest.param([], "", MessageKind.EMPTY, id="no argument"),
+    ],
+)
+def test_message_shapes(args: list[str], message: str, kind: MessageKind) -> None:
+    """Each way of writing a message becomes the same template notation."""
+    template = message_template(args)
+    assert (template.message, template.kind) == (message, kind)
+
+
+def test_placeholders_record_expression_conversion_spec_debug_and_offsets() -> None:
+    template = message_template(['f"Got {x=} and {y!r:>5}."'])
+    assert [p.model_dump() for p in template.placeholders] == [
+        {"expression": "x", "conversion": None, "formatSpec": None, "debug": True, "start": 4, "end": 8, "group": "p0"},
+        {
+            "expression": "y",
+            "conversion": "r",
+            "formatSpec": ">5",
+            "debug": False,
+            "start": 13,
+            "end": 21,
+            "group": "p1",
+        },
+    ]
+    assert template.message[4:8] == "{x=}" and template.message[13:21] == "{y!r:>5}"
+
+
+def test_literal_without_metacharacters_is_its_own_pattern() -> None:
+    text = "Currently, async scheduling is only supported with EAGLE/MTP kind of decoding"
+    assert message_template([repr(text)]).pattern == text
+
+
+@pytest.mark.parametrize(
+    ("source", "values", "groups"),
+    [
+        pytest.param('f"Got {a=} and {b=}."', {"a": 256, "b": 512}, ["256", "512"], id="debug"),
+        pytest.param('f"x ({self_x}) < y ({y}). Fix (a|b)?"', {"self_x": 1, "y": 2}, ["1", "2"], id="metachars"),
+        pytest.param('"%s has %d items" % (name, n)', {"name": "cfg", "n": 3}, ["cfg", "3"], id="percent"),
+        pytest.param('"{}: {!r}".format(k, v)', {"k": "key", "v": "va\nl"}, ["key", "'va\\nl'"], id="format"),
+        pytest.param('"pre " + str(v) + " post"', {"v": [1, 2]}, ["[1, 2]"], id="concat"),
+        pytest.param('f"{x = }"', {"x": "s"}, ["'s'"], id="spaced debug"),
+    ],
+)
+def test_pattern_fullmatches_the_rendering_and_captures_values(
+    source: str, values: dict[str, object], groups: list[str]
+) -> None:
+    """The pattern accepts what Python really prints, and its groups give back the values."""
+    rendered = str(eval(source, {"str": str}, dict(values)))
+    template = message_template([source])
+    match = re.fullmatch(template.pattern, rendered, re.S)
+    assert match is not None, (template.pattern, rendered)
+    assert list(match.groups()) == groups
+
+
+def test_several_arguments_render_as_the_tuple_python_prints() -> None:
+    template = message_template(['"method %s is deprecated"', "self.quantization"])
+    assert template.message == "('method %s is deprecated', {self.quantization!r})"
+    assert template.warnings == ("args-not-formatted",)
+    rendered = str(ValueError("method %s is deprecated", "fp8"))
+    match = re.fullmatch(template.pattern, rendered, re.S)
+    assert match is not None and match.group(1) == "'fp8'"
+
+
+def test_variable_template_joins_assignment_and_augmented_pieces() -> None:
+    template = message_template(variable="msg", pieces=['f"bad {x}."', '" Try again."'])
+    assert (template.message, template.kind) == ("bad {x}. Try again.", MessageKind.VARIABLE)
+
+
+def test_unresolved_variable_is_one_placeholder() -> None:
+    template = message_template(variable="msg")
+    assert (template.message, template.pattern, template.kind) == ("{msg}", "(?P<p0>.*?)", MessageKind.VARIABLE)

@@ -1,0 +1,177 @@
+"""End to end on real vLLM releases (sdists from the package index, built into a tagged git repository)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+import pytest
+
+from extractor.extract import ExtractOptions, extract
+from extractor.git import list_blobs, read_blobs, resolve
+from extractor.models import CatalogLine
+from extractor.schema import json_schema
+
+pytestmark = pytest.mark.release
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+
+
+def ast_sites(repo: Path, revision: str, prefix: str) -> set[tuple[str, int]]:
+    """Count `raise ValueError` sites independently, with Python's ast alone."""
+    commit = resolve(str(repo), revision)
+    found = set()
+    for blob, data in read_blobs(commit, list_blobs(commit, [prefix])):
+        for node in ast.walk(ast.parse(data)):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                name = getattr(target, "id", None) or getattr(target, "attr", None)
+                if name == "ValueError":
+                    found.add((blob.path, node.lineno))
+    return found
+
+
+@pytest.fixture(scope="module")
+def config_028(vllm_repo: Path) -> list[CatalogLine]:
+    return list(extract(repo=str(vllm_repo), revision="v0.28.0", options=ExtractOptions()).lines)
+
+
+def by_message(lines: list[CatalogLine], needle: str) -> CatalogLine:
+    (line,) = [line for line in lines if needle in line.record.errorMessage]
+    return line
+
+
+def render(line: CatalogLine, value: str = "42") -> str:
+    """Render a template the way Python would print it, with one sample value for every placeholder."""
+    message = line.record.errorMessage
+    out, position = [], 0
+    for placeholder in line.extraction.placeholders:
+        out.append(message[position : placeholder.start])
+        if placeholder.debug:
+            inner = message[placeholder.start + 1 : placeholder.end - 1]
+            cut = inner.index("=", inner.index(placeholder.expression) + len(placeholder.expression)) + 1
+            while cut < len(inner) and inner[cut] == " ":
+                cut += 1
+            out.append(inner[:cut])
+        out.append(value)
+        position = placeholder.end
+    out.append(message[position:])
+    return "".join(out)
+
+
+def test_vllm_config_has_one_record_per_ast_site(vllm_repo: Path, config_028: list[CatalogLine]) -> None:
+    expected = ast_sites(vllm_repo, "v0.28.0", "vllm/config")
+    assert len(expected) == 202
+    assert {(line.record.filePath, line.record.lineNumber) for line in config_028} == expected
+    assert len(config_028) == 202
+
+
+def test_whole_package_has_one_record_per_ast_site(vllm_repo: Path) -> None:
+    catalog = extract(repo=str(vllm_repo), revision="v0.28.0", options=ExtractOptions(paths=("vllm",)))
+    expected = ast_sites(vllm_repo, "v0.28.0", "vllm")
+    assert len(catalog.lines) == len(expected) == 2693
+    assert {(line.record.filePath, line.record.lineNumber) for line in catalog.lines} == expected
+    assert catalog.manifest.skippedFiles == []
+    for line in catalog.lines:
+        assert re.fullmatch(line.record.messagePattern, render(line), re.S), line.record.errorMessage
+
+
+def test_reference_record_at_0_28_0(config_028: list[CatalogLine]) -> None:
+    reference = json.loads((REFERENCE / "record-v2-example.json").read_text())["record"]
+    record = by_message(config_028, reference["errorMessage"]).record
+    assert (record.lineNumber, record.sourceCodeStart, record.sourceCodeEnd) == (1171, 1153, 1189)
+    assert record.sourceCode == reference["sourceCode"]
+    assert (record.slug, record.messagePattern, record.errorMessage) == (
+        reference["slug"],
+        reference["messagePattern"],
+        reference["errorMessage"],
+    )
+    assert list(record.model_dump()) == list(reference)
+
+
+def _page_message(name: str) -> str:
+    text = next(REFERENCE.glob(f"{name}_*.txt")).read_text()
+    return text.split("Error message\n\n", 1)[1].split("\n\nWhat it means", 1)[0]
+
+
+@pytest.mark.parametrize(
+    ("page", "rendered", "values"),
+    [
+        pytest.param(
+            "000",
+            "VllmConfig does not have enough slots to schedule a token and support the speculative decoding "
+            "settings. Got max_num_batched_tokens=256 and scheduled_token_delta=512.",
+            ["256", "512"],
+            id="debug placeholders",
+        ),
+        pytest.param(
+            "001",
+            "max_num_batched_tokens (2048) is smaller than max_model_len (32768). This effectively limits the "
+            "maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
+            "increase max_num_batched_tokens or decrease max_model_len.",
+            ["2048", "32768"],
+            id="attribute placeholders",
+        ),
+        pytest.param(
+            "002",
+            "Async scheduling is not compatible with disable_padded_drafter_batch=True.",
+            [],
+            id="literal",
+        ),
+    ],
+)
+def test_reference_pages_messages_and_patterns(
+    config_028: list[CatalogLine], page: str, rendered: str, values: list[str]
+) -> None:
+    message = _page_message(page)
+    record = by_message(config_028, message).record
+    assert record.errorMessage == message
+    match = re.fullmatch(record.messagePattern, rendered, re.S)
+    assert match is not None and list(match.groups()) == values
+
+
+def test_disable_padded_drafter_batch_conditions(config_028: list[CatalogLine]) -> None:
+    line = by_message(config_028, "disable_padded_drafter_batch=True")
+    tests = [c.test for c in line.extraction.conditions]
+    wanted = [
+        "self.scheduler_config.async_scheduling",
+        "self.speculative_config is not None",
+        "self.speculative_config.disable_padded_drafter_batch",
+    ]
+    assert [t for t in tests if t in wanted] == wanted
+    assert line.extraction.function == "VllmConfig.__post_init__"
+
+
+def test_tag_and_short_sha_give_identical_bytes_that_validate(vllm_repo: Path, tmp_path: Path) -> None:
+    sha = resolve(str(vllm_repo), "v0.28.0").sha
+    outputs = []
+    for revision in ("v0.28.0", sha[:10]):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "extractor",
+                "--repo",
+                str(vllm_repo),
+                "--sha",
+                revision,
+                "--output",
+                str(tmp_path / revision),
+            ],
+            capture_output=True,
+            env={**os.environ, "SOURCE_DATE_EPOCH": "1767225600"},
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append((tmp_path / revision / sha / "records.jsonl").read_bytes())
+    assert outputs[0] == outputs[1]
+    validator = jsonschema.Draft202012Validator(json_schema())
+    lines: list[dict[str, Any]] = [orjson.loads(raw) for raw in outputs[0].splitlines()]
+    assert len(lines) == 202
+    assert all(not list(validator.iter_errors(line)) for line in lines)
