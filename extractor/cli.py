@@ -89,7 +89,14 @@ def _extract_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_repo(parser)
-    parser.add_argument("--sha", required=True, metavar="REV", help="revision: short or full SHA, tag or branch")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sha", metavar="REV", help="revision: short or full SHA, tag or branch")
+    which.add_argument(
+        "--release",
+        metavar="X.Y.Z",
+        help="a vLLM release, read from its sdist on the package index pip uses (no GitHub needed); records "
+        "point at the commit recorded in its vllm/_version.py",
+    )
     _add_scope(parser)
     parser.add_argument(
         "--output",
@@ -103,11 +110,17 @@ def _extract_parser() -> argparse.ArgumentParser:
 
 def _run_extract(argv: Sequence[str]) -> int:
     args = _extract_parser().parse_args(argv)
-    from extractor.extract import extract
+    from extractor.extract import extract, extract_commit
     from extractor.write import write_catalog, write_lines
 
     options = _options(args)
-    catalog = extract(repo=args.repo, revision=args.sha, options=options)
+    if args.release is not None:
+        from extractor.catalog import release_commit
+
+        commit, pinned = release_commit(args.release)
+        catalog = extract_commit(commit, options=options, pinned_sha=pinned)
+    else:
+        catalog = extract(repo=args.repo, revision=args.sha, options=options)
     for warning in catalog.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.output == "-":
@@ -125,7 +138,51 @@ def _run_extract(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
-_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {}
+def _diff_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} diff",
+        description="Compare the catalogs of two revisions, releases or catalog files. Exit status: 0 no "
+        "differences, 1 differences, 2 trouble.",
+    )
+    parser.add_argument(
+        "old",
+        metavar="OLD",
+        help="a revision of --repo, a catalog directory or records.jsonl, or release:X.Y.Z",
+    )
+    parser.add_argument("new", metavar="NEW", help="the same kinds as OLD")
+    _add_repo(parser)
+    _add_scope(parser)
+    parser.add_argument("--format", choices=["json", "markdown"], default="json", help="output format (default: json)")
+    parser.add_argument("--output", metavar="FILE", help="write the diff to FILE instead of stdout")
+    parser.add_argument(
+        "--catalog-root",
+        metavar="DIR",
+        help="where catalogs written earlier are reused from (default: output/<owner>/<name>)",
+    )
+    return parser
+
+
+def _run_diff(argv: Sequence[str]) -> int:
+    args = _diff_parser().parse_args(argv)
+    from extractor.catalog import open_catalog
+    from extractor.diff import diff_catalogs, render_json, render_markdown
+    from extractor.write import atomic_write
+
+    options = _options(args)
+    root = Path(args.catalog_root) if args.catalog_root else None
+    old = open_catalog(args.old, repo=args.repo, options=options, root=root)
+    new = open_catalog(args.new, repo=args.repo, options=options, root=root)
+    diff = diff_catalogs(old, new)
+    data = render_json(diff) if args.format == "json" else render_markdown(diff).encode()
+    if args.output:
+        atomic_write(Path(args.output), data)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return ExitCode.DIFFERENCES if diff.differs else ExitCode.OK
+
+
+_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"diff": _run_diff}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

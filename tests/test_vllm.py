@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ import jsonschema
 import orjson
 import pytest
 
+from extractor.catalog import open_catalog
+from extractor.diff import CatalogDiff, diff_catalogs
 from extractor.extract import ExtractOptions, extract
 from extractor.git import list_blobs, read_blobs, resolve
 from extractor.models import CatalogLine
@@ -175,3 +178,80 @@ def test_tag_and_short_sha_give_identical_bytes_that_validate(vllm_repo: Path, t
     lines: list[dict[str, Any]] = [orjson.loads(raw) for raw in outputs[0].splitlines()]
     assert len(lines) == 202
     assert all(not list(validator.iter_errors(line)) for line in lines)
+
+
+def _diff(vllm_repo: Path, old: str, new: str) -> CatalogDiff:
+    options = ExtractOptions()
+    return diff_catalogs(
+        open_catalog(old, repo=str(vllm_repo), options=options), open_catalog(new, repo=str(vllm_repo), options=options)
+    )
+
+
+@pytest.fixture(scope="module")
+def diff_27_28(vllm_repo: Path) -> CatalogDiff:
+    return _diff(vllm_repo, "v0.27.0", "v0.28.0")
+
+
+@pytest.fixture(scope="module")
+def diff_28_33(vllm_repo: Path) -> CatalogDiff:
+    return _diff(vllm_repo, "v0.28.0", "v0.33.0")
+
+
+@pytest.mark.parametrize("which", ["diff_27_28", "diff_28_33"])
+def test_release_diff_counts_add_up_and_keep_unchanged_messages(which: str, request: pytest.FixtureRequest) -> None:
+    diff: CatalogDiff = request.getfixturevalue(which)
+    summary = diff.summary
+    paired = summary["reworded"] + summary["moved"] + summary["modified"] + summary["unchanged"]
+    assert summary["added"] + paired == len(diff.new.lines)
+    assert summary["removed"] + paired == len(diff.old.lines)
+    assert summary["added"] >= 1
+
+    def once(lines: tuple[CatalogLine, ...]) -> set[tuple[str, str]]:
+        keys = Counter((line.record.filePath, line.record.errorMessage) for line in lines)
+        return {key for key, count in keys.items() if count == 1}
+
+    stable = once(diff.old.lines) & once(diff.new.lines)
+    for change in diff.changes:
+        if change.kind.value in ("added", "removed"):
+            line = change.new or change.old
+            assert line is not None
+            assert (line.record.filePath, line.record.errorMessage) not in stable
+
+
+def test_release_diff_threshold_cases_0_28_to_0_33(diff_28_33: CatalogDiff) -> None:
+    """The cases that set the reworded thresholds (README, diff section)."""
+    pairs = {
+        (change.old.record.errorMessage, change.new.record.errorMessage)
+        for change in diff_28_33.changes
+        if change.kind.value == "reworded" and change.old and change.new
+    }
+    assert (
+        "Async scheduling is not compatible with disable_padded_drafter_batch=True.",
+        "Async scheduling is not supported by the V1 model runner with {v1_async_sched_incompat}.",
+    ) in pairs
+    assert (
+        "--enable-return-routed-experts is incompatible with context parallelism (DCP > 1 or PCP > 1).",
+        "--enable-return-routed-experts is incompatible with context parallelism (DCP/PCP > 1).",
+    ) in pairs
+    olds = {old for old, _ in pairs}
+    assert "Prefill context parallelism requires Model Runner V2. Remove VLLM_USE_V2_MODEL_RUNNER=0." not in olds
+    assert "sampling distribution replay does not support speculative decoding" not in olds
+
+
+def test_release_sources_diff_like_tagged_commits(vllm_repo: Path, diff_27_28: CatalogDiff) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "extractor", "diff", "release:0.27.0", "release:0.28.0"],
+        capture_output=True,
+    )
+    assert result.returncode == 1, result.stderr
+    document = json.loads(result.stdout)
+    assert document["summary"] == diff_27_28.summary
+    assert document["new"]["sha"] == "2cf0a6915"
+    assert all(c["new"]["analyzedSha"] == "2cf0a6915" for c in document["changes"] if c["new"])
+
+
+def test_same_revision_diff_exits_0(vllm_repo: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "extractor", "diff", "v0.33.0", "v0.33.0", "--repo", str(vllm_repo)], capture_output=True
+    )
+    assert result.returncode == 0 and json.loads(result.stdout)["summary"]["unchanged"] == 314

@@ -1,0 +1,119 @@
+# Catalog: read a written catalog back (validated), or find or extract the catalog of a revision or release.
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from extractor._version import __version__
+from extractor.errors import CatalogError, ReleaseError
+from extractor.extract import ExtractOptions, extract_commit
+from extractor.git import Commit, resolve
+from extractor.models import CatalogLine, Manifest
+from extractor.write import MANIFEST, RECORDS
+
+__all__ = ["RELEASE_PREFIX", "LoadedCatalog", "is_complete", "load_catalog", "open_catalog", "release_commit"]
+
+RELEASE_PREFIX = "release:"
+
+
+@dataclass(frozen=True)
+class LoadedCatalog:
+    """A catalog read from disk or extracted on the fly, with where it came from."""
+
+    lines: tuple[CatalogLine, ...]
+    manifest: Manifest | None
+    sha: str
+    revision: str
+
+
+def load_catalog(path: Path) -> LoadedCatalog:
+    """Read a catalog directory or records.jsonl, validating every line; corruption names file and line."""
+    records = path / RECORDS if path.is_dir() else path
+    try:
+        raw = records.read_bytes()
+    except OSError as error:
+        raise CatalogError(f"cannot read catalog {records}: {error.strerror or error}") from None
+    lines = []
+    for number, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            lines.append(CatalogLine.model_validate(orjson.loads(text)))
+        except orjson.JSONDecodeError as error:
+            raise CatalogError(f"{records}:{number}: not JSON: {error}") from None
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise CatalogError(f"{records}:{number}: not a catalog line: {where}: {first['msg']}") from None
+    manifest = None
+    manifest_path = records.parent / MANIFEST
+    if manifest_path.exists():
+        try:
+            manifest = Manifest.model_validate_json(manifest_path.read_bytes())
+        except (ValidationError, OSError) as error:
+            raise CatalogError(f"{manifest_path}: not a valid manifest: {str(error).splitlines()[0]}") from None
+    sha = manifest.sha if manifest else (lines[0].record.analyzedSha if lines else "")
+    revision = manifest.revision if manifest else str(path)
+    return LoadedCatalog(tuple(lines), manifest, sha, revision)
+
+
+def is_complete(directory: Path, *, options: ExtractOptions, sha: str) -> LoadedCatalog | None:
+    """Return the catalog in `directory` if it is whole and made by this version for this scope and SHA."""
+    if not (directory / MANIFEST).exists():
+        return None
+    with contextlib.suppress(CatalogError):
+        loaded = load_catalog(directory)
+        manifest = loaded.manifest
+        if (
+            manifest is not None
+            and manifest.sha == sha
+            and manifest.extractorVersion == __version__
+            and manifest.scope == options.scope
+            and manifest.counts.records == len(loaded.lines)
+            and (options.repo_name is None or manifest.repo == options.repo_name)
+        ):
+            return loaded
+    return None
+
+
+def release_commit(version: str) -> tuple[Commit, str | None]:
+    """Return the commit holding a release's `vllm/` package and the vLLM commit it was built from."""
+    from extractor.release import commit_id, release_repo, release_tag
+
+    repo = release_repo([version])
+    commit = replace(resolve(str(repo), release_tag(version)), revision=f"{RELEASE_PREFIX}{version}")
+    try:
+        version_py = commit.repo.odb.stream(
+            bytes.fromhex(commit.repo.git.rev_parse(f"{commit.sha}:vllm/_version.py"))
+        ).read()
+    except Exception:  # no _version.py in this release: keep the synthetic commit's SHA
+        return commit, None
+    return commit, commit_id(version_py)
+
+
+def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | None = None) -> LoadedCatalog:
+    """Open what `spec` names: `release:X.Y.Z`, a catalog directory or records.jsonl, or a revision of `repo`.
+
+    A revision reuses a complete catalog already written under `root` for its SHA and scope.
+    """
+    if spec.startswith(RELEASE_PREFIX):
+        version = spec.removeprefix(RELEASE_PREFIX)
+        if not version:
+            raise ReleaseError("release: needs a version, as in release:0.28.0")
+        commit, pinned = release_commit(version)
+        catalog = extract_commit(commit, options=options, pinned_sha=pinned)
+        return LoadedCatalog(catalog.lines, catalog.manifest, catalog.manifest.sha, spec)
+    path = Path(spec)
+    if path.exists() and (path.is_file() or (path / RECORDS).exists()):
+        return load_catalog(path)
+    commit = resolve(repo, spec)
+    base = root if root is not None else Path("output", *(options.repo_name or commit.repo_name).split("/"))
+    reused = is_complete(base / commit.sha, options=options, sha=commit.sha)
+    if reused is not None:
+        return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)
+    catalog = extract_commit(commit, options=options)
+    return LoadedCatalog(catalog.lines, catalog.manifest, commit.sha, spec)

@@ -1,0 +1,157 @@
+"""Catalog diffs: each kind of change on small tagged repositories, outputs and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from extractor.catalog import open_catalog
+from extractor.cli import main
+from extractor.diff import diff_catalogs, similarity
+from extractor.extract import ExtractOptions
+from tests.conftest import GitRepo
+
+OPTIONS = ExtractOptions(paths=("pkg",))
+
+BASE = """\
+class Config:
+    def check(self, n):
+        if n > self.limit:
+            raise ValueError(f"n ({n}) exceeds the limit ({self.limit}).")
+        if n < 0:
+            raise ValueError("n must not be negative.")
+
+    def other(self):
+        raise ValueError("other is not supported with this backend.")
+"""
+
+
+def changes(repo: GitRepo, old: str = "v1", new: str = "v2") -> list[tuple[str, str, list[str]]]:
+    diff = diff_catalogs(
+        open_catalog(old, repo=str(repo.path), options=OPTIONS), open_catalog(new, repo=str(repo.path), options=OPTIONS)
+    )
+    out = []
+    for change in diff.changes:
+        if change.kind.value == "unchanged":
+            continue
+        line = change.new or change.old
+        assert line is not None
+        out.append((change.kind.value, line.record.errorMessage, list(change.fields)))
+    return out
+
+
+@pytest.fixture
+def repo(git_repo: GitRepo) -> GitRepo:
+    git_repo.commit({"pkg/a.py": BASE}, tag="v1")
+    return git_repo
+
+
+def test_shifted_file_shows_only_moves(repo: GitRepo) -> None:
+    repo.commit({"pkg/a.py": '"""A new header."""\n\nimport os\n\n' + BASE}, tag="v2")
+    assert [(kind, fields) for kind, _, fields in changes(repo)] == [("moved", ["lineNumber"])] * 3
+
+
+def test_check_moved_into_another_method_is_moved(repo: GitRepo) -> None:
+    source = BASE.replace(
+        '        if n < 0:\n            raise ValueError("n must not be negative.")\n', "        self._sign(n)\n"
+    )
+    source += '\n    def _sign(self, n):\n        if n < 0:\n            raise ValueError("n must not be negative.")\n'
+    repo.commit({"pkg/a.py": source}, tag="v2")
+    assert ("moved", "n must not be negative.", ["lineNumber", "function"]) in changes(repo)
+
+
+def test_reworded_message_is_one_change(repo: GitRepo) -> None:
+    repo.commit({"pkg/a.py": BASE.replace("must not be negative.", "must be zero or positive.")}, tag="v2")
+    assert changes(repo) == [("reworded", "n must be zero or positive.", ["errorMessage"])]
+
+
+def test_changed_condition_is_modified(repo: GitRepo) -> None:
+    repo.commit({"pkg/a.py": BASE.replace("if n < 0:", "if n < 0 and self.strict:")}, tag="v2")
+    assert changes(repo) == [("modified", "n must not be negative.", ["conditions"])]
+
+
+def test_renamed_module_is_moved_with_file_path(repo: GitRepo) -> None:
+    repo.commit({"pkg/a.py": None, "pkg/b.py": BASE}, tag="v2")
+    assert [fields for _, _, fields in changes(repo)] == [["filePath"]] * 3
+
+
+def test_added_and_removed(repo: GitRepo) -> None:
+    source = BASE.replace('        raise ValueError("other is not supported with this backend.")\n', "        pass\n")
+    source += '\ndef fresh():\n    raise ValueError("a brand new check about tokens.")\n'
+    repo.commit({"pkg/a.py": source}, tag="v2")
+    assert changes(repo) == [
+        ("added", "a brand new check about tokens.", []),
+        ("removed", "other is not supported with this backend.", []),
+    ]
+
+
+def test_unrelated_messages_in_different_functions_are_not_paired(repo: GitRepo) -> None:
+    source = BASE.replace("other is not supported with this backend.", "other requires the backend to be enabled.")
+    repo.commit({"pkg/a.py": source}, tag="v2")
+    assert [kind for kind, _, _ in changes(repo)] == ["added", "removed"]
+
+
+def test_similarity_is_on_words() -> None:
+    assert similarity("a b c d", "a b c d") == 1.0
+    assert similarity("max tokens too small", "max tokens too large") == 0.75
+    assert similarity("abc", "abd") == 0.0  # no shared word, however alike the characters
+
+
+def test_cli_json_markdown_and_exit_codes(
+    repo: GitRepo, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    repo.commit({"pkg/a.py": BASE.replace("must not be negative.", "must be zero or positive.")}, tag="v2")
+    common = ["--repo", str(repo.path), "--path", "pkg"]
+    assert main(["diff", "v1", "v1", *common]) == 0
+    same = json.loads(capsysbinary.readouterr().out)
+    assert same["summary"] == {"added": 0, "removed": 0, "reworded": 0, "moved": 0, "modified": 0, "unchanged": 3}
+    assert same["changes"] == []
+
+    assert main(["diff", "v1", "v2", *common]) == 1
+    document = json.loads(capsysbinary.readouterr().out)
+    assert list(document) == ["old", "new", "summary", "changes"]
+    assert document["old"]["records"] == document["new"]["records"] == 3
+    (change,) = document["changes"]
+    assert (change["kind"], change["fields"], change["id"]) == ("reworded", ["errorMessage"], change["new"]["id"])
+    assert change["old"]["errorMessage"] == "n must not be negative."
+
+    assert main(["diff", "v1", "v2", *common, "--format", "markdown", "--output", str(tmp_path / "d.md")]) == 1
+    markdown = (tmp_path / "d.md").read_text()
+    assert "| reworded | 1 |" in markdown
+    assert "| n must ~~not~~ be ~~negative.~~ | n must be **zero or positive.** |" in markdown
+
+
+def test_written_catalogs_are_inputs_and_are_reused(
+    repo: GitRepo, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    repo.commit({"pkg/a.py": BASE}, tag="v2")
+    root = tmp_path / "catalogs"
+    assert main(["--repo", str(repo.path), "--sha", "v1", "--path", "pkg", "--output", str(root)]) == 0
+    (directory,) = root.iterdir()
+    capsysbinary.readouterr()
+    assert main(["diff", str(directory), str(directory / "records.jsonl")]) == 0
+    # A revision whose catalog was written for the same scope is read back, not extracted again.
+    records = directory / "records.jsonl"
+    lines = [orjson.loads(raw) for raw in records.read_bytes().splitlines()]
+    lines[0]["record"]["errorMessage"] = "tampered"
+    records.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    assert main(["diff", "v1", "v2", "--repo", str(repo.path), "--path", "pkg", "--catalog-root", str(root)]) == 1
+    assert b"tampered" in capsysbinary.readouterr().out
+
+
+def test_corrupt_catalog_is_one_line_naming_file_and_line(repo: GitRepo, tmp_path: Path) -> None:
+    bad = tmp_path / "records.jsonl"
+    bad.write_text('{"record": {}}\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "extractor", "diff", str(bad), "v1", "--repo", str(repo.path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"extractor: error: {bad}:1: not a catalog line")
+    assert len(result.stderr.splitlines()) == 1

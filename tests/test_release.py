@@ -1,0 +1,160 @@
+"""Release sdists: the index comes from pip, files are sha256-checked and cached, then become a git commit."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from extractor.catalog import release_commit
+from extractor.errors import ReleaseError
+from extractor.extract import ExtractOptions, extract_commit
+from extractor.release import commit_id, fetch_sdist, index_url
+
+
+def make_sdist(version: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        files = {
+            f"vllm-{version}/vllm/_version.py": "__commit_id__ = commit_id = 'gabcdef1234'\n",
+            f"vllm-{version}/vllm/config/a.py": 'raise ValueError("from the sdist")\n',
+            f"vllm-{version}/setup.py": "",
+        }
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class Index:
+    """A tiny PEP 691 (or PEP 503) index on loopback, counting the requests it serves."""
+
+    def __init__(self, files: dict[str, bytes], *, html: bool = False, wrong_hash: bool = False) -> None:
+        self.files, self.html, self.wrong_hash, self.hits = files, html, wrong_hash, 0
+        index = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                index.hits += 1
+                if self.path == "/simple/vllm/":
+                    body, kind = index.page()
+                elif self.path.startswith("/files/") and self.path[7:] in index.files:
+                    body, kind = index.files[self.path[7:]], "application/octet-stream"
+                else:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def digest(self, data: bytes) -> str:
+        return hashlib.sha256(data + (b"x" if self.wrong_hash else b"")).hexdigest()
+
+    def page(self) -> tuple[bytes, str]:
+        if self.html:
+            links = "".join(
+                f'<a href="/files/{name}#sha256={self.digest(data)}">{name}</a>' for name, data in self.files.items()
+            )
+            return f"<html><body>{links}</body></html>".encode(), "text/html"
+        entries = [
+            {"filename": name, "url": f"/files/{name}", "hashes": {"sha256": self.digest(data)}}
+            for name, data in self.files.items()
+        ]
+        document = {"meta": {"api-version": "1.1"}, "name": "vllm", "files": entries}
+        return json.dumps(document).encode(), "application/vnd.pypi.simple.v1+json"
+
+
+@pytest.fixture
+def serve(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    servers: list[Index] = []
+
+    def start(**kwargs: bool) -> Index:
+        index = Index({"vllm-9.9.0.tar.gz": make_sdist("9.9.0")}, **kwargs)
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        servers.append(index)
+        return index
+
+    yield start
+    for index in servers:
+        index.server.shutdown()
+
+
+def test_index_url_comes_from_pip_index_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/custom/simple")
+    assert index_url() == "http://127.0.0.1:9/custom/simple"
+
+
+def test_index_url_defaults_to_pips_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pip._internal.models.index import PyPI
+
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    assert index_url() == PyPI.simple_url
+
+
+@pytest.mark.parametrize("html", [False, True], ids=["pep691 json", "pep503 html"])
+def test_sdist_is_downloaded_checked_and_cached(serve, html: bool) -> None:  # type: ignore[no-untyped-def]
+    index = serve(html=html)
+    sdist = fetch_sdist("9.9.0")
+    assert sdist.path.read_bytes() == index.files["vllm-9.9.0.tar.gz"]
+    assert sdist.sha256 == hashlib.sha256(sdist.path.read_bytes()).hexdigest()
+    hits = index.hits
+    assert fetch_sdist("9.9.0").path == sdist.path
+    assert index.hits == hits  # the cache answers, the index is not asked again
+
+
+def test_sha256_mismatch_is_refused_and_nothing_is_cached(serve) -> None:  # type: ignore[no-untyped-def]
+    serve(wrong_hash=True)
+    with pytest.raises(ReleaseError, match="does not match"):
+        fetch_sdist("9.9.0")
+    with pytest.raises(ReleaseError, match="does not match"):
+        fetch_sdist("9.9.0")
+
+
+def test_unknown_release_and_bad_versions(serve) -> None:  # type: ignore[no-untyped-def]
+    serve()
+    with pytest.raises(ReleaseError, match=r"no release 1\.2\.3 of vllm"):
+        fetch_sdist("1.2.3")
+    with pytest.raises(ReleaseError, match="not a release version"):
+        fetch_sdist("../etc")
+
+
+def test_unreachable_index(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    with pytest.raises(ReleaseError, match="cannot reach the package index"):
+        fetch_sdist("9.9.0")
+
+
+def test_release_becomes_a_tagged_commit_pinned_to_its_recorded_sha(serve) -> None:  # type: ignore[no-untyped-def]
+    serve()
+    commit, pinned = release_commit("9.9.0")
+    assert pinned == "abcdef1234" and commit.revision == "release:9.9.0"
+    catalog = extract_commit(commit, options=ExtractOptions(), pinned_sha=pinned)
+    (line,) = catalog.lines
+    assert line.record.analyzedSha == "abcdef1234"
+    assert line.record.githubUrl.startswith("https://github.com/vllm-project/vllm/blob/abcdef1234/vllm/config/a.py#L1")
+    again, _ = release_commit("9.9.0")
+    assert again.sha == commit.sha
+
+
+def test_commit_id_reads_the_version_file() -> None:
+    assert commit_id(b"__commit_id__ = commit_id = 'g2cf0a6915'\n") == "2cf0a6915"
+    assert commit_id(b"__commit_id__ = commit_id = None\n") is None
