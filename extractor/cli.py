@@ -182,7 +182,64 @@ def _run_diff(argv: Sequence[str]) -> int:
     return ExitCode.DIFFERENCES if diff.differs else ExitCode.OK
 
 
-_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"diff": _run_diff}
+def _match_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} match",
+        description="Find the catalog records that explain rendered errors, with the values they show. "
+        "Exit status: 0 every input that holds a message matched, 1 some did not, 2 trouble.",
+    )
+    parser.add_argument(
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="rendered error messages; with none or '-', read a log from stdin, one input per line",
+    )
+    parser.add_argument(
+        "--catalog",
+        required=True,
+        metavar="DIR_OR_FILE",
+        help="a catalog directory or records.jsonl, release:X.Y.Z, or a revision of --repo",
+    )
+    _add_repo(parser)
+    _add_scope(parser)
+    parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
+    return parser
+
+
+def _run_match(argv: Sequence[str]) -> int:
+    args = _match_parser().parse_args(argv)
+    import orjson
+
+    from extractor.catalog import open_catalog
+    from extractor.match import Matcher, match_all
+
+    catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
+    matcher = Matcher(catalog.lines)
+    log = not args.text or args.text == ["-"]
+    inputs = sys.stdin.read().splitlines() if log else args.text
+    results = match_all(matcher, inputs, log=log)
+    out = sys.stdout
+    for result in results:
+        if args.format == "json":
+            document = {"input": result.input, "matches": [m.to_json() for m in result.matches]}
+            out.write(orjson.dumps(document).decode() + "\n")
+            continue
+        out.write(f"{result.input}\n")
+        if not result.matches:
+            out.write("  no matching record\n")
+        for match in result.matches:
+            record = match.line.record
+            values = ", ".join(f"{k} = {v}" for k, v in match.values.items())
+            out.write(f"  -> {record.filePath}:{record.lineNumber}  {record.slug}  [{record.id}]\n")
+            if values:
+                out.write(f"     {values}\n")
+            out.write(f"     {record.githubUrl}\n")
+    out.flush()
+    matched = [r for r in results if r.matches]
+    return ExitCode.OK if matched and len(matched) == len(results) else ExitCode.NOT_FOUND
+
+
+_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"diff": _run_diff, "match": _run_match}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from extractor.catalog import open_catalog
 from extractor.diff import CatalogDiff, diff_catalogs
 from extractor.extract import ExtractOptions, extract
 from extractor.git import list_blobs, read_blobs, resolve
+from extractor.match import Matcher
 from extractor.models import CatalogLine
 from extractor.schema import json_schema
 
@@ -255,3 +256,43 @@ def test_same_revision_diff_exits_0(vllm_repo: Path) -> None:
         [sys.executable, "-m", "extractor", "diff", "v0.33.0", "v0.33.0", "--repo", str(vllm_repo)], capture_output=True
     )
     assert result.returncode == 0 and json.loads(result.stdout)["summary"]["unchanged"] == 314
+
+
+def test_match_scheduler_message_against_0_28_0(config_028: list[CatalogLine]) -> None:
+    matcher = Matcher(config_028)
+    text = (
+        "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (32768). This effectively limits "
+        "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
+        "increase max_num_batched_tokens or decrease max_model_len."
+    )
+    (match,) = matcher.match(text).matches
+    assert match.line.record.filePath == "vllm/config/scheduler.py"
+    assert match.values == {"self.max_num_batched_tokens": "2048", "max_model_len": "32768"}
+
+
+def test_match_a_log_yields_exactly_the_two_errors(vllm_repo: Path) -> None:
+    log = "\n".join(
+        [
+            "INFO 11-29 17:35:16 [api_server.py:1] vLLM API server version 0.28.0",
+            "INFO 11-29 17:35:17 [core.py:99] Initializing a V1 LLM engine with config: model='m'",
+            "ERROR 11-29 17:35:18 [core.py:123] ValueError: VllmConfig does not have enough slots to schedule a "
+            "token and support the speculative decoding settings. Got max_num_batched_tokens=256 and "
+            "scheduled_token_delta=512.",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3/site-packages/vllm/config/vllm.py", line 1177, in __post_init__',
+            "    raise ValueError(",
+            "ValueError: Async scheduling is not compatible with disable_padded_drafter_batch=True.",
+        ]
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "extractor", "match", "--catalog", "v0.28.0", "--repo", str(vllm_repo)],
+        input=log.encode(),
+        capture_output=True,
+    )
+    assert result.returncode == 0, result.stderr
+    outputs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [[m["slug"] for m in o["matches"]] for o in outputs] == [
+        ["vllmconfig-does-not-have-enough-slots-to-schedule"],
+        ["async-scheduling-is-not-compatible-with-disable"],
+    ]
+    assert outputs[0]["matches"][0]["values"] == {"max_num_batched_tokens": "256", "scheduled_token_delta": "512"}
