@@ -239,7 +239,54 @@ def _run_match(argv: Sequence[str]) -> int:
     return ExitCode.OK if matched and len(matched) == len(results) else ExitCode.NOT_FOUND
 
 
-_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {"diff": _run_diff, "match": _run_match}
+def _nightly_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} nightly",
+        description="Publish the catalog of a branch head into DIR/<sha>/ with a diff against the last "
+        "published one, then DIR/index.json. Safe to re-run, to kill and to start twice.",
+    )
+    _add_repo(parser)
+    parser.add_argument("--branch", default="main", help="the branch to follow (default: main)")
+    parser.add_argument("--output", metavar="DIR", help="where catalogs are published (default: output/<owner>/<name>)")
+    parser.add_argument(
+        "--keep", type=_positive, metavar="N", help="keep only the newest N catalogs on disk and in the index"
+    )
+    _add_scope(parser)
+    parser.add_argument("--quiet", action="store_true", help="log nothing but errors (for cron)")
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number >= 1")
+    return value
+
+
+def _run_nightly(argv: Sequence[str]) -> int:
+    args = _nightly_parser().parse_args(argv)
+    from extractor.nightly import nightly
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(f"{PROG} nightly: {line}", file=sys.stderr, flush=True)
+
+    nightly(
+        repo=args.repo,
+        branch=args.branch,
+        output=Path(args.output) if args.output else None,
+        options=_options(args),
+        keep=args.keep,
+        log=log,
+    )
+    return ExitCode.OK
+
+
+_SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
+    "diff": _run_diff,
+    "match": _run_match,
+    "nightly": _run_nightly,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

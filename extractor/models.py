@@ -199,3 +199,20 @@ class Manifest(_Frozen):
     counts: Counts
     skippedFiles: list[SkippedFile]
     skippedSites: list[SkippedSite]
+
+
+class IndexEntry(_Frozen):
+    """One published catalog in a nightly index."""
+
+    sha: Sha
+    committedAt: str | None
+    analyzedAt: Timestamp
+    records: int
+    summary: dict[str, int] | None
+
+
+class NightlyIndex(_Frozen):
+    """The nightly job's index.json: the head's catalog, and every published one, newest first."""
+
+    latest: Sha | None
+    catalogs: list[IndexEntry]

@@ -20,6 +20,16 @@ RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
 
 
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp makes files private; published files get the mode a plain open() would give them.
+_FILE_MODE = 0o666 & ~_read_umask()
+
+
 def dumps_line(line: CatalogLine) -> bytes:
     return orjson.dumps(line.model_dump(mode="json"))
 
@@ -42,6 +52,7 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
     try:
         with os.fdopen(fd, "wb") as stream:
+            os.fchmod(stream.fileno(), _FILE_MODE)
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())

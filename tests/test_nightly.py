@@ -1,0 +1,196 @@
+"""The nightly job: publish, no-op re-runs, moving branches, --keep, bad input, kills and concurrent runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from extractor.catalog import load_catalog
+from extractor.cli import main
+from tests.conftest import GitRepo, git
+
+V1 = 'def f(n):\n    if n:\n        raise ValueError("first check")\n'
+V2 = V1 + 'def g(n):\n    raise ValueError(f"second check {n}")\n'
+
+
+@pytest.fixture
+def bare(git_repo: GitRepo, tmp_path: Path) -> Path:
+    """A bare repository whose main can be moved between the tagged commits v1 and v2."""
+    git_repo.commit({"vllm/config/a.py": V1}, tag="v1")
+    git_repo.commit({"vllm/config/a.py": V2}, tag="v2")
+    path = tmp_path / "bare.git"
+    git(tmp_path, "clone", "--quiet", "--bare", str(git_repo.path), str(path))
+    move(path, "v1")
+    return path
+
+
+def move(repo: Path, tag: str) -> str:
+    git(repo, "update-ref", "refs/heads/main", f"refs/tags/{tag}")
+    return git(repo, "rev-parse", "refs/heads/main")
+
+
+def index(output: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((output / "index.json").read_text())
+
+
+def snapshot(output: Path) -> dict[str, int]:
+    return {str(p.relative_to(output)): p.stat().st_mtime_ns for p in sorted(output.rglob("*"))}
+
+
+def test_publish_then_no_op_then_follow_the_branch(bare: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pub"
+    first = git(bare, "rev-parse", "refs/tags/v1")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert index(out)["latest"] == first
+    assert [c["summary"] for c in index(out)["catalogs"]] == [None]
+    assert not (out / first / "diff.json").exists()
+
+    before = snapshot(out)
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert snapshot(out) == before  # nothing rewritten, not even the lock
+
+    second = move(bare, "v2")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    document = index(out)
+    assert document["latest"] == second
+    assert [c["sha"] for c in document["catalogs"]] == [second, first]
+    assert document["catalogs"][0]["summary"]["added"] == 1
+    assert json.loads((out / second / "diff.json").read_text())["summary"]["added"] == 1
+    assert "## Added (1)" in (out / second / "diff.md").read_text()
+
+    move(bare, "v1")  # the branch moved back: latest names the head's catalog again, listed once
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    document = index(out)
+    assert document["latest"] == first
+    assert [c["sha"] for c in document["catalogs"]] == [first, second]
+    assert document["catalogs"][0]["summary"]["removed"] == 1
+
+
+def test_keep_removes_older_catalogs_from_disk_and_index(bare: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pub"
+    first = git(bare, "rev-parse", "refs/tags/v1")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    second = move(bare, "v2")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--keep", "1", "--quiet"]) == 0
+    assert [c["sha"] for c in index(out)["catalogs"]] == [second]
+    assert not (out / first).exists() and (out / second / "records.jsonl").exists()
+
+
+def test_logs_one_line_per_step_with_timings(bare: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["nightly", "--repo", str(bare), "--output", str(tmp_path / "pub")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert all(line.startswith("extractor nightly: ") for line in lines)
+    assert [line.split(": ", 1)[1].split()[0] for line in lines] == [
+        "resolved",
+        "took",
+        "extracted",
+        "first",
+        "published",
+        "done",
+    ]
+    assert lines[-1].endswith("s)")
+
+
+@pytest.mark.parametrize("args", [["--branch", "nope"], ["--repo", "/nonexistent/repo"]])
+def test_bad_branch_or_repository_writes_nothing(bare: Path, tmp_path: Path, args: list[str]) -> None:
+    out = tmp_path / "pub"
+    cmd = [sys.executable, "-m", "extractor", "nightly", "--repo", str(bare), "--output", str(out), *args]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1
+    assert not out.exists()
+
+
+def nightly_process(repo: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "extractor", "nightly", "--repo", str(repo), "--output", str(out), *extra],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def test_two_runs_started_together_both_succeed_and_publish_once(bare: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pub"
+    runs = [nightly_process(bare, out) for _ in range(2)]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0]
+    document = index(out)
+    assert [c["sha"] for c in document["catalogs"]] == [git(bare, "rev-parse", "refs/tags/v1")]
+
+
+def assert_published_state_is_whole(out: Path) -> str | None:
+    """The index is valid and names only whole catalogs; return its latest."""
+    if not (out / "index.json").exists():
+        return None
+    document = index(out)
+    for entry in document["catalogs"]:
+        loaded = load_catalog(out / entry["sha"])
+        assert loaded.manifest is not None and len(loaded.lines) == entry["records"]
+    return document["latest"]
+
+
+@pytest.mark.release
+@pytest.mark.parametrize(
+    ("marker", "delay"),
+    [
+        pytest.param("resolved", 0.0, id="early"),
+        pytest.param("took", 0.8, id="mid-extraction"),
+        pytest.param("extracted", 0.0, id="while publishing"),
+        pytest.param("diffed", 0.0, id="while writing the index"),
+    ],
+)
+def test_killed_runs_leave_the_published_state_whole(
+    vllm_repo: Path, tmp_path: Path, marker: str, delay: float
+) -> None:
+    """SIGKILL at several moments of publishing vLLM 0.28.0 over 0.27.0 (whole package, several seconds)."""
+    import time
+
+    bare = tmp_path / "vllm.git"
+    git(tmp_path, "clone", "--quiet", "--bare", str(vllm_repo), str(bare))
+    out = tmp_path / "pub"
+    old = move(bare, "v0.27.0")
+    scope = ["--path", "vllm"]
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet", *scope]) == 0
+    new = move(bare, "v0.28.0")
+
+    run = nightly_process(bare, out, *scope)
+    assert run.stderr is not None
+    for line in run.stderr:
+        if line.split(": ", 1)[-1].startswith(marker):
+            break
+    time.sleep(delay)
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    assert assert_published_state_is_whole(out) in (old, new)
+
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet", *scope]) == 0
+    assert assert_published_state_is_whole(out) == new
+    document = index(out)
+    assert [c["sha"] for c in document["catalogs"]] == [new, old]
+    assert document["catalogs"][0]["summary"]["added"] >= 1
+    assert not list((out / new).glob(".*.tmp"))
+
+
+@pytest.mark.release
+def test_vllm_0_27_then_0_28(vllm_repo: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "vllm.git"
+    git(tmp_path, "clone", "--quiet", "--bare", str(vllm_repo), str(bare))
+    out = tmp_path / "pub"
+    old = move(bare, "v0.27.0")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert index(out)["latest"] == old and index(out)["catalogs"][0]["records"] == 179
+    before = snapshot(out)
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert snapshot(out) == before
+    new = move(bare, "v0.28.0")
+    runs = [nightly_process(bare, out) for _ in range(2)]
+    assert [run.wait(timeout=300) for run in runs] == [0, 0]
+    document = index(out)
+    assert [c["sha"] for c in document["catalogs"]] == [new, old]
+    assert document["catalogs"][0]["summary"]["added"] >= 1
