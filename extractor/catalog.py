@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from extractor._version import __version__
 from extractor.errors import CatalogError, ReleaseError
 from extractor.extract import ExtractOptions, extract_commit
-from extractor.git import Commit, resolve
+from extractor.git import Commit, read_file, resolve
 from extractor.models import CatalogLine, Manifest
 from extractor.write import MANIFEST, RECORDS
 
@@ -86,13 +86,8 @@ def release_commit(version: str) -> tuple[Commit, str | None]:
 
     repo = release_repo([version])
     commit = replace(resolve(str(repo), release_tag(version)), revision=f"{RELEASE_PREFIX}{version}")
-    try:
-        version_py = commit.repo.odb.stream(
-            bytes.fromhex(commit.repo.git.rev_parse(f"{commit.sha}:vllm/_version.py"))
-        ).read()
-    except Exception:  # no _version.py in this release: keep the synthetic commit's SHA
-        return commit, None
-    return commit, commit_id(version_py)
+    version_py = read_file(commit, "vllm/_version.py")
+    return commit, commit_id(version_py) if version_py is not None else None
 
 
 def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | None = None) -> LoadedCatalog:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 PROG = "extractor"
+DEFAULT_REPO = "https://github.com/vllm-project/vllm"
 
 
 def _add_scope(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +41,17 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
         help="lines of source kept each side of the raise (default: 18)",
     )
     group.add_argument(
+        "--jobs",
+        type=_positive,
+        metavar="N",
+        help="worker processes that parse files (default: one per core)",
+    )
+    group.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the per-file cache (in the user cache directory)",
+    )
+    group.add_argument(
         "--repo-name",
         metavar="OWNER/NAME",
         help="the repository name written in records (default: from a GitHub remote URL, else vllm-project/vllm)",
@@ -47,8 +59,6 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_repo(parser: argparse.ArgumentParser) -> None:
-    from extractor.git import DEFAULT_REPO
-
     parser.add_argument(
         "--repo",
         default=DEFAULT_REPO,
@@ -78,6 +88,8 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
         exceptions=tuple(args.exception or ("ValueError",)),
         context=args.context,
         repo_name=args.repo_name,
+        jobs=args.jobs,
+        cache=not args.no_cache,
     )
 
 

@@ -1,19 +1,23 @@
 # Extract: the pipeline of one run, git -> scan -> records, returning a catalog in memory.
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
 from extractor import git as git_stage
 from extractor._version import __version__
+from extractor.cache import ScanCache
 from extractor.errors import ExtractorError, ScopeError
-from extractor.models import CatalogLine, Counts, Manifest, Scope, Site, SkippedFile, SkippedSite
+from extractor.models import CatalogLine, Counts, FileResult, Manifest, Scope, Site, SkippedFile, SkippedSite
 from extractor.records import RunContext, build_records
-from extractor.scan import Scanned, ScanOptions, could_hold, scan
+from extractor.scan import ScanOptions
 
 __all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit"]
 
@@ -28,6 +32,8 @@ class ExtractOptions:
     exceptions: tuple[str, ...] = ("ValueError",)
     context: int = 18
     repo_name: str | None = None
+    jobs: int | None = None  # worker processes; None means one per core
+    cache: bool = True
 
     @property
     def scan_options(self) -> ScanOptions:
@@ -60,20 +66,112 @@ def analyzed_at() -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _progress(items: Iterable[T], total: int, label: str) -> Iterator[T]:
+def _progress(items: Iterable[T], total: int, label: str, unit: str = "file") -> Iterator[T]:
     """Show a progress bar on a terminal; stay quiet in pipes and CI."""
     if not sys.stderr.isatty() or os.environ.get("CI"):
         yield from items
         return
     from tqdm import tqdm
 
-    yield from tqdm(items, total=total, desc=label, unit="file", leave=False, file=sys.stderr)
+    yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr)
 
 
 def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
     """Extract the catalog of `revision` in `repo` for the given scope."""
     commit = git_stage.resolve(repo, revision)
     return extract_commit(commit, options=options)
+
+
+# Below this much source to parse, starting worker processes costs more than it saves.
+_PARALLEL_BYTES = 256 * 1024
+# Work is handed to workers in batches of about this much source, largest files first.
+_BATCH_BYTES = 64 * 1024
+
+
+def _scan_blobs(
+    commit: git_stage.Commit,
+    blobs: Sequence[git_stage.Blob],
+    *,
+    options: ExtractOptions,
+    cache: ScanCache | None,
+) -> dict[str, FileResult]:
+    """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new."""
+    results: dict[str, FileResult] = {}
+    missing: dict[str, git_stage.Blob] = {}
+    for blob in blobs:
+        cached = cache.get(blob.oid) if cache is not None else None
+        if cached is not None:
+            results[blob.oid] = cached
+        else:
+            missing[blob.oid] = blob
+    if not missing:
+        return results
+    from extractor.scan import could_hold, scan_many
+
+    scan_options = options.scan_options
+    jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
+    # Largest first, so the last batch handed out is a small one and workers finish together.
+    ordered = sorted(missing.values(), key=lambda blob: (-blob.size, blob.oid))
+    parallel = jobs > 1 and sum(blob.size for blob in ordered) >= _PARALLEL_BYTES
+    pool = _start_pool(jobs) if parallel else None  # workers import the parser while blobs are read
+    try:
+        to_parse: list[tuple[str, bytes]] = []
+        ruled_out = FileResult(kind="ruled-out")
+        for blob, data in git_stage.read_blobs(commit, ordered):
+            if could_hold(data, scan_options):
+                to_parse.append((blob.oid, data))
+            else:
+                results[blob.oid] = ruled_out
+                if cache is not None:
+                    cache.put(blob.oid, ruled_out.model_dump_json().encode())
+        if pool is not None:
+            serialized = _parallel(pool, to_parse, scan_options)
+        else:
+            serialized = (
+                item
+                for oid, data in _progress(to_parse, len(to_parse), "scanning")
+                for item in scan_many([(oid, data)], scan_options)
+            )
+        for oid, data in serialized:
+            if cache is not None:
+                cache.put(oid, data)
+            results[oid] = FileResult.model_validate_json(data)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return results
+
+
+def _warm_up() -> None:
+    import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
+
+
+def _start_pool(jobs: int) -> ProcessPoolExecutor:
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_warm_up)
+    for _ in range(jobs):  # start every worker now rather than on first use
+        pool.submit(int)
+    return pool
+
+
+def _parallel(
+    pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes]], scan_options: ScanOptions
+) -> Iterator[tuple[str, bytes]]:
+    """Scan in worker processes; the caller orders results by path, so output does not depend on timing."""
+    from extractor.scan import scan_many
+
+    futures = []
+    batch: list[tuple[str, bytes]] = []
+    size = 0
+    for oid, data in blobs:
+        batch.append((oid, data))
+        size += len(data)
+        if size >= _BATCH_BYTES:
+            futures.append(pool.submit(scan_many, batch, scan_options))
+            batch, size = [], 0
+    if batch:
+        futures.append(pool.submit(scan_many, batch, scan_options))
+    for future in _progress(as_completed(futures), len(futures), "scanning", unit="batch"):
+        yield from future.result()
 
 
 def extract_commit(
@@ -86,36 +184,43 @@ def extract_commit(
     blobs = git_stage.list_blobs(commit, options.paths)
     if not blobs:
         raise ScopeError(f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]})")
-    scan_options = options.scan_options
-    files: list[tuple[str, Sequence[Site]]] = []
     skipped_files: list[SkippedFile] = []
-    skipped_sites: list[SkippedSite] = []
-    candidates = []
+    regular = []
     for blob in blobs:
-        if not blob.is_regular:
+        if blob.is_regular:
+            regular.append(blob)
+        else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
-        else:
-            candidates.append(blob)
-    parsed = 0
-    for blob, data in _progress(git_stage.read_blobs(commit, candidates), len(candidates), "scanning"):
-        if not could_hold(data, scan_options):
-            continue
-        parsed += 1
-        result = scan(data, options=scan_options)
-        if isinstance(result, Scanned):
+    cache = None
+    if options.cache:
+        cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+    gc.disable()  # many small acyclic objects: the cyclic collector would only slow the run down
+    try:
+        results = _scan_blobs(commit, regular, options=options, cache=cache)
+        files: list[tuple[str, Sequence[Site]]] = []
+        skipped_sites: list[SkippedSite] = []
+        parsed = 0
+        for blob in regular:
+            result = results[blob.oid]
+            if result.kind == "ruled-out":
+                continue
+            parsed += 1
+            if result.kind == "skipped":
+                skipped_files.append(SkippedFile(path=blob.path, reason=result.reason or "unknown"))
+                continue
             files.append((blob.path, result.sites))
-            skipped_sites += [s.model_copy(update={"path": blob.path}) for s in result.skipped]
-        else:
-            skipped_files.append(SkippedFile(path=blob.path, reason=result.reason))
-    stamp = analyzed_at()
-    run = RunContext(
-        repo_name=options.repo_name or commit.repo_name,
-        sha=pinned_sha or commit.sha,
-        revision=commit.revision,
-        committed_at=commit.committed_at,
-        analyzed_at=stamp,
-    )
-    lines = build_records(files, run=run)
+            skipped_sites += [s.model_copy(update={"path": blob.path}) for s in result.skippedSites]
+        stamp = analyzed_at()
+        run = RunContext(
+            repo_name=options.repo_name or commit.repo_name,
+            sha=pinned_sha or commit.sha,
+            revision=commit.revision,
+            committed_at=commit.committed_at,
+            analyzed_at=stamp,
+        )
+        lines = build_records(files, run=run)
+    finally:
+        gc.enable()
     manifest = Manifest(
         repo=run.repo_name,
         sha=run.sha,

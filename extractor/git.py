@@ -1,26 +1,37 @@
 # Git: open a repository (local or cached clone), resolve a revision once, read blobs from objects.
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
-import git
 import platformdirs
-from gitdb import GitDB
 
 from extractor.errors import RepositoryError, RevisionError
 
-__all__ = ["DEFAULT_REPO", "Blob", "Commit", "cache_dir", "list_blobs", "open_repo", "read_blobs", "resolve"]
+__all__ = [
+    "DEFAULT_REPO",
+    "Blob",
+    "Commit",
+    "cache_dir",
+    "list_blobs",
+    "open_repo",
+    "read_blobs",
+    "read_file",
+    "resolve",
+]
 
-DEFAULT_REPO = "https://github.com/vllm-project/vllm"
+DEFAULT_REPO = "https://github.com/vllm-project/vllm"  # also in cli.py, kept apart so --help imports no git code
 DEFAULT_REPO_NAME = "vllm-project/vllm"
 _GITHUB = re.compile(r"github\.com[:/]+(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
@@ -31,7 +42,7 @@ _REGULAR = ("100644", "100755")
 class Commit:
     """A revision resolved once to its full SHA, with the repository it lives in."""
 
-    repo: git.Repo
+    git_dir: Path
     sha: str
     revision: str
     committed_at: str
@@ -45,6 +56,7 @@ class Blob:
     path: str
     oid: str
     mode: str
+    size: int = 0
 
     @property
     def is_regular(self) -> bool:
@@ -65,11 +77,11 @@ def repo_name_from_url(url: str | None) -> str | None:
     return f"{match['owner']}/{match['name']}" if match else None
 
 
-def _git(repo: git.Repo, *args: str, input: str | None = None) -> str:
+def _git(git_dir: Path, *args: str, input: str | None = None) -> str:
     try:
         result = subprocess.run(
             ["git", *args],
-            cwd=repo.git_dir,
+            cwd=git_dir,
             input=input,
             capture_output=True,
             text=True,
@@ -88,27 +100,30 @@ def _clone_dir(url: str) -> Path:
     return cache_dir() / "repos" / f"{readable}-{digest}.git"
 
 
-def open_repo(repo: str, *, fetch: bool = False) -> git.Repo:
-    """Open a local repository in place, or the cached bare, blob-filtered clone of a URL.
+def open_repo(repo: str, *, fetch: bool = False) -> Path:
+    """Return the git directory of a local repository (read in place) or of the cached clone of a URL.
 
-    A URL is cloned on first use; `fetch=True` fetches it again (a local path is read as it is).
+    A URL is cloned on first use, bare and blob-filtered; `fetch=True` fetches it again.
     """
     if not is_url(repo):
         path = Path(repo).expanduser()
         if not path.exists():
             raise RepositoryError(f"no repository at {repo}: the path does not exist")
+        # The path itself must be a repository (a work tree or a bare one), not a folder inside one.
+        bare = (path / "HEAD").is_file() and (path / "objects").is_dir()
+        if not bare and not (path / ".git").exists():
+            raise RepositoryError(f"{repo} is not a git repository")
         try:
-            return git.Repo(path)
-        except git.InvalidGitRepositoryError:
+            out = _git(path, "rev-parse", "--absolute-git-dir")
+        except RepositoryError:
             raise RepositoryError(f"{repo} is not a git repository") from None
-        except (git.NoSuchPathError, OSError) as error:
-            raise RepositoryError(f"cannot open repository {repo}: {error}") from None
+        return Path(out.strip())
     target = _clone_dir(repo)
     if not target.exists():
         _clone(repo, target)
     elif fetch:
-        _fetch(git.Repo(target), repo)
-    return git.Repo(target)
+        _fetch(target, repo)
+    return target
 
 
 def _clone(url: str, target: Path) -> None:
@@ -133,7 +148,7 @@ def _clone(url: str, target: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _fetch(repo: git.Repo, url: str) -> None:
+def _fetch(repo: Path, url: str) -> None:
     try:
         _git(repo, "fetch", "--quiet", "--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
     except RepositoryError as error:
@@ -149,14 +164,14 @@ def resolve(repo: str, revision: str) -> Commit:
         sha = _rev_parse(handle, revision)
     if sha is None:
         raise RevisionError(f"unknown revision {revision!r} in {repo}")
-    commit = handle.commit(sha)
-    committed = commit.committed_datetime.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    remote = repo if is_url(repo) else _origin_url(handle)
+    epoch = int(_git(handle, "show", "-s", "--format=%ct", sha).strip())
+    committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    remote = repo if is_url(repo) else _config(handle, "remote.origin.url")
     name = repo_name_from_url(remote) or DEFAULT_REPO_NAME
-    return Commit(repo=handle, sha=sha, revision=revision, committed_at=committed, repo_name=name)
+    return Commit(git_dir=handle, sha=sha, revision=revision, committed_at=committed, repo_name=name)
 
 
-def _rev_parse(repo: git.Repo, revision: str) -> str | None:
+def _rev_parse(repo: Path, revision: str) -> str | None:
     if not revision or revision.startswith("-"):
         return None
     try:
@@ -167,43 +182,86 @@ def _rev_parse(repo: git.Repo, revision: str) -> str | None:
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
-def _origin_url(repo: git.Repo) -> str | None:
+def _config(repo: Path, key: str) -> str | None:
     try:
-        return str(repo.remotes.origin.url)
-    except (AttributeError, IndexError, ValueError):
+        return _git(repo, "config", "--get", key).strip() or None
+    except RepositoryError:
         return None
 
 
 def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
     """List the `.py` files of a commit under any of the path prefixes, sorted by path."""
     specs = [p.strip("/") for p in prefixes if p.strip("/")]
-    out = _git(commit.repo, "ls-tree", "-r", "-z", "--full-tree", commit.sha, "--", *specs)
+    out = _git(commit.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit.sha, "--", *specs)
     blobs = []
     for entry in out.split("\0"):
         if not entry:
             continue
         meta, _, path = entry.partition("\t")
-        mode, kind, oid = meta.split()
+        mode, kind, oid, size = meta.split()
         if kind == "blob" and path.endswith(".py"):
-            blobs.append(Blob(path=path, oid=oid, mode=mode))
+            blobs.append(Blob(path=path, oid=oid, mode=mode, size=int(size)))
     return sorted(blobs, key=lambda blob: blob.path)
 
 
 def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, bytes]]:
-    """Read blobs through one long-lived `git cat-file --batch`, fetching missing ones in bulk first."""
+    """Read blobs through one `git cat-file --batch` process, fetching missing ones in bulk first."""
     wanted = list(blobs)
-    _prefetch(commit.repo, [blob.oid for blob in wanted])
-    odb = commit.repo.odb
-    for blob in wanted:
-        yield blob, odb.stream(bytes.fromhex(blob.oid)).read()
-
-
-def _prefetch(repo: git.Repo, oids: Sequence[str]) -> None:
-    """In a blob-filtered clone, fetch the blobs that are not here yet in one request."""
-    if not oids or repo.git.config("--get", "remote.origin.promisor", with_exceptions=False) != "true":
+    if not wanted:
         return
-    local = GitDB(os.path.join(repo.git_dir, "objects"))
-    missing = [oid for oid in oids if not local.has_object(bytes.fromhex(oid))]
+    _prefetch(commit, wanted)
+    process = subprocess.Popen(
+        ["git", "cat-file", "--batch"],
+        cwd=commit.git_dir,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    requests = b"".join(blob.oid.encode() + b"\n" for blob in wanted)
+    # A writer thread keeps the pipe full while this thread reads answers, so neither side blocks.
+    writer = threading.Thread(target=_feed, args=(process.stdin, requests), daemon=True)
+    writer.start()
+    try:
+        for blob in wanted:
+            header = process.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                raise RepositoryError(f"cannot read {blob.path} ({blob.oid}) from {commit.git_dir}")
+            data = process.stdout.read(int(header[2]))
+            process.stdout.read(1)
+            yield blob, data
+    finally:
+        writer.join()
+        process.stdout.close()
+        process.kill()
+        process.wait()
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        stream.write(data)
+        stream.close()
+
+
+def read_file(commit: Commit, path: str) -> bytes | None:
+    """Read one file of a commit, or None when the commit has no such file."""
+    try:
+        oid = _git(commit.git_dir, "rev-parse", "--verify", "--quiet", f"{commit.sha}:{path}").strip()
+    except RepositoryError:
+        return None
+    ((_, data),) = list(read_blobs(commit, [Blob(path=path, oid=oid, mode="100644")]))
+    return data
+
+
+def _prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
+    """In a blob-filtered clone, fetch the blobs that are not here yet in one request."""
+    repo = commit.git_dir
+    if _config(repo, "remote.origin.promisor") != "true":
+        return
+    # rev-list reports missing objects without fetching them one by one, as cat-file would.
+    listing = _git(repo, "rev-list", "--objects", "--no-walk", "--missing=print", commit.sha)
+    absent = {line[1:].split()[0] for line in listing.splitlines() if line.startswith("?")}
+    missing = sorted({blob.oid for blob in blobs} & absent)
     if missing:
         _git(
             repo,

@@ -216,3 +216,12 @@ class NightlyIndex(_Frozen):
 
     latest: Sha | None
     catalogs: list[IndexEntry]
+
+
+class FileResult(_Frozen):
+    """What scanning one blob gave: its sites, a skip with the reason, or ruled out by the prefilter."""
+
+    kind: Literal["scanned", "skipped", "ruled-out"]
+    reason: str | None = None
+    sites: list[Site] = []
+    skippedSites: list[SkippedSite] = []

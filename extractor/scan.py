@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import ast
+import bisect
+import gc
 import io
 import re
 import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from extractor.models import Condition, ConditionKind, Extraction, Site, SkippedSite
-from extractor.template import Template, message_template
+from extractor.models import Condition, ConditionKind, Extraction, FileResult, Site, SkippedSite
 
-__all__ = ["ScanOptions", "Scanned", "Skipped", "could_hold", "scan"]
+if TYPE_CHECKING:
+    from extractor.template import Template
+
+__all__ = ["ScanOptions", "Scanned", "Skipped", "could_hold", "scan", "scan_blob", "scan_many"]
 
 ANY_EXCEPTION = "*"
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -71,6 +75,25 @@ def decode(data: bytes) -> str:
     return data.decode(encoding)
 
 
+def scan_blob(data: bytes, *, options: ScanOptions) -> FileResult:
+    """Scan one blob as the pipeline does: the prefilter first, then the parser; a pure function."""
+    if not could_hold(data, options):
+        return FileResult(kind="ruled-out")
+    result = scan(data, options=options)
+    if isinstance(result, Skipped):
+        return FileResult(kind="skipped", reason=result.reason)
+    return FileResult(kind="scanned", sites=list(result.sites), skippedSites=list(result.skipped))
+
+
+def scan_many(batch: list[tuple[str, bytes]], options: ScanOptions) -> list[tuple[str, bytes]]:
+    """Scan blobs (a worker process's unit of work) and return each result serialized, by blob id."""
+    gc.disable()  # parsing makes many short-lived acyclic objects; the cyclic collector only slows it
+    try:
+        return [(oid, scan_blob(data, options=options).model_dump_json().encode()) for oid, data in batch]
+    finally:
+        gc.enable()
+
+
 def scan(data: bytes, *, options: ScanOptions) -> FileScan:
     """Find every raise site in scope in one file's bytes; a pure function of the bytes and options."""
     try:
@@ -86,6 +109,8 @@ def scan(data: bytes, *, options: ScanOptions) -> FileScan:
     except (ValueError, RecursionError, MemoryError) as error:
         return Skipped(f"cannot parse: {type(error).__name__}: {error}")
     visitor = _Visitor(text, options)
+    if not visitor.raise_lines:
+        return Scanned(())
     try:
         visitor.block(tree.body, _State())
     except RecursionError:
@@ -118,6 +143,8 @@ class _Visitor:
             self.lines.pop()
         self._encoded: dict[int, bytes] = {}
         self.options = options
+        # Lines that mention `raise`: a statement spanning none of them holds no raise and is not walked.
+        self.raise_lines = [number for number, line in enumerate(self.lines, start=1) if "raise" in line]
         self.sites: list[Site] = []
         self.skipped: list[SkippedSite] = []
 
@@ -156,7 +183,11 @@ class _Visitor:
 
     # Walk ----------------------------------------------------------------------------------------
     def block(self, body: Sequence[ast.stmt], state: _State) -> None:
+        lines = self.raise_lines
         for index, statement in enumerate(body):
+            position = bisect.bisect_left(lines, statement.lineno)
+            if position == len(lines) or lines[position] > (statement.end_lineno or statement.lineno):
+                continue
             self.statement(statement, state._replace(chain=(*state.chain, (body, index, state.owner))))
 
     def statement(self, node: ast.stmt, state: _State) -> None:
@@ -287,6 +318,8 @@ class _Visitor:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
 
     def template(self, exc: ast.expr, state: _State) -> Template:
+        from extractor.template import message_template  # libcst: imported only when a file is parsed
+
         if not isinstance(exc, ast.Call):
             return message_template()
         args = exc.args

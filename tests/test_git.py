@@ -85,6 +85,8 @@ def test_url_is_cloned_bare_and_blob_filtered_then_fetched_when_the_revision_is_
     clones = list((isolated_cache / "extractor" / "repos").iterdir())
     assert len(clones) == 1 and (clones[0] / "HEAD").exists() and not (clones[0] / ".git").exists()
     assert git(clones[0], "config", "remote.origin.partialclonefilter") == "blob:none"
+    listing = git(clones[0], "rev-list", "--objects", "--no-walk", "--missing=print", first)
+    assert any(line.startswith("?") for line in listing.splitlines())  # blobs really are left out
     data = dict((b.path, d) for b, d in read_blobs(commit, list_blobs(commit, ["pkg"])))
     assert data == {"pkg/a.py": b'raise ValueError("a")\n'}
 
