@@ -15,7 +15,7 @@ from extractor import git as git_stage
 from extractor._version import __version__
 from extractor.cache import ScanCache
 from extractor.errors import ExtractorError, ScopeError
-from extractor.models import CatalogLine, Counts, FileResult, Manifest, Scope, Site, SkippedFile, SkippedSite
+from extractor.models import CatalogLine, Counts, FileOutcome, Manifest, Scope, Site, SkippedFile, SkippedSite
 from extractor.records import RunContext, build_records
 from extractor.scan import ScanOptions
 
@@ -94,52 +94,62 @@ def _scan_blobs(
     *,
     options: ExtractOptions,
     cache: ScanCache | None,
-) -> dict[str, FileResult]:
+) -> dict[str, FileOutcome]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new."""
-    results: dict[str, FileResult] = {}
-    missing: dict[str, git_stage.Blob] = {}
-    for blob in blobs:
-        cached = cache.get(blob.oid) if cache is not None else None
-        if cached is not None:
-            results[blob.oid] = cached
-        else:
-            missing[blob.oid] = blob
-    if not missing:
-        return results
+    oids = list(dict.fromkeys(blob.oid for blob in blobs))
+    results = cache.get_many(oids) if cache is not None else {}
+    missing = list({blob.oid: blob for blob in blobs if blob.oid not in results}.values())
+    new: list[tuple[str, bytes]] = []
+    if missing:
+        previous: dict[str, bytes] = {}
+        if cache is not None:
+            earlier = cache.previous_versions([blob.path for blob in missing])
+            stored = cache.raw({oid for oid in earlier.values()})
+            previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
+        new = _scan_missing(commit, missing, previous, options=options)
+        results.update((oid, FileOutcome.model_validate_json(data)) for oid, data in new)
+    if cache is not None:
+        cache.store(new, {blob.path: blob.oid for blob in blobs})
+        cache.close()
+    return results
+
+
+def _scan_missing(
+    commit: git_stage.Commit,
+    missing: list[git_stage.Blob],
+    previous: dict[str, bytes],
+    *,
+    options: ExtractOptions,
+) -> list[tuple[str, bytes]]:
+    """Read and scan blobs, the prefilter first; return each one's serialized result."""
     from extractor.scan import could_hold, scan_many
 
     scan_options = options.scan_options
     jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
     # Largest first, so the last batch handed out is a small one and workers finish together.
-    ordered = sorted(missing.values(), key=lambda blob: (-blob.size, blob.oid))
+    ordered = sorted(missing, key=lambda blob: (-blob.size, blob.oid))
     parallel = jobs > 1 and sum(blob.size for blob in ordered) >= _PARALLEL_BYTES
     pool = _start_pool(jobs) if parallel else None  # workers import the parser while blobs are read
     try:
-        to_parse: list[tuple[str, bytes]] = []
-        ruled_out = FileResult(kind="ruled-out")
+        out: list[tuple[str, bytes]] = []
+        to_parse: list[tuple[str, bytes, bytes | None]] = []
         for blob, data in git_stage.read_blobs(commit, ordered):
             if could_hold(data, scan_options):
-                to_parse.append((blob.oid, data))
+                to_parse.append((blob.oid, data, previous.get(blob.oid)))
             else:
-                results[blob.oid] = ruled_out
-                if cache is not None:
-                    cache.put(blob.oid, ruled_out.model_dump_json().encode())
+                out.append((blob.oid, _RULED_OUT))
         if pool is not None:
-            serialized = _parallel(pool, to_parse, scan_options)
+            out += _parallel(pool, to_parse, scan_options)
         else:
-            serialized = (
-                item
-                for oid, data in _progress(to_parse, len(to_parse), "scanning")
-                for item in scan_many([(oid, data)], scan_options)
-            )
-        for oid, data in serialized:
-            if cache is not None:
-                cache.put(oid, data)
-            results[oid] = FileResult.model_validate_json(data)
+            for entry in _progress(to_parse, len(to_parse), "scanning"):
+                out += scan_many([entry], scan_options)
+        return out
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return results
+
+
+_RULED_OUT = b'{"kind":"ruled-out"}'
 
 
 def _warm_up() -> None:
@@ -154,17 +164,17 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
 
 
 def _parallel(
-    pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes]], scan_options: ScanOptions
+    pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes, bytes | None]], scan_options: ScanOptions
 ) -> Iterator[tuple[str, bytes]]:
     """Scan in worker processes; the caller orders results by path, so output does not depend on timing."""
     from extractor.scan import scan_many
 
     futures = []
-    batch: list[tuple[str, bytes]] = []
+    batch: list[tuple[str, bytes, bytes | None]] = []
     size = 0
-    for oid, data in blobs:
-        batch.append((oid, data))
-        size += len(data)
+    for entry in blobs:
+        batch.append(entry)
+        size += len(entry[1])
         if size >= _BATCH_BYTES:
             futures.append(pool.submit(scan_many, batch, scan_options))
             batch, size = [], 0

@@ -218,6 +218,27 @@ class NightlyIndex(_Frozen):
     catalogs: list[IndexEntry]
 
 
+class Piece(_Frozen):
+    """A def or class (lines start..end) whose sites depend on its own text and the classes around it."""
+
+    hash: str
+    start: int
+    end: int
+    first: str  # the piece's first line, to find where it may start in a new version of the file
+    scope: list[str]  # the classes it sits in, outermost first
+
+
+class FileOutcome(BaseModel):
+    """What the pipeline reads of a FileResult: everything but the pieces (read faster without them)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: Literal["scanned", "skipped", "ruled-out"]
+    reason: str | None = None
+    sites: list[Site] = []
+    skippedSites: list[SkippedSite] = []
+
+
 class FileResult(_Frozen):
     """What scanning one blob gave: its sites, a skip with the reason, or ruled out by the prefilter."""
 
@@ -225,3 +246,4 @@ class FileResult(_Frozen):
     reason: str | None = None
     sites: list[Site] = []
     skippedSites: list[SkippedSite] = []
+    pieces: list[Piece] = []

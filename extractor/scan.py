@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import contextlib
 import gc
 import io
 import re
@@ -75,21 +76,94 @@ def decode(data: bytes) -> str:
     return data.decode(encoding)
 
 
-def scan_blob(data: bytes, *, options: ScanOptions) -> FileResult:
-    """Scan one blob as the pipeline does: the prefilter first, then the parser; a pure function."""
+def split_lines(text: str) -> list[str]:
+    """Split source into lines as Python counts them (\\r\\n, \\r or \\n), without a last empty one."""
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def window(lines: Sequence[str], line: int, context: int) -> tuple[int, int, str]:
+    """Return the 1-based bounds and text of the source window around a line, clipped to the file."""
+    start = max(1, line - context)
+    end = min(len(lines), line + context)
+    return start, end, "\n".join(lines[start - 1 : end])
+
+
+def lines_with_raise(lines: Sequence[str]) -> list[int]:
+    return [number for number, line in enumerate(lines, start=1) if "raise" in line]
+
+
+def scan_blob(data: bytes, *, options: ScanOptions, previous: FileResult | None = None) -> FileResult:
+    """Scan one blob as the pipeline does: the prefilter, then the parser; a pure function of its inputs.
+
+    `previous` is the result for an earlier version of the same file: its unchanged pieces are reused
+    instead of parsed again (the result is the same as without it).
+    """
     if not could_hold(data, options):
         return FileResult(kind="ruled-out")
-    result = scan(data, options=options)
-    if isinstance(result, Skipped):
-        return FileResult(kind="skipped", reason=result.reason)
-    return FileResult(kind="scanned", sites=list(result.sites), skippedSites=list(result.skipped))
+    try:
+        text = decode(data)
+    except (SyntaxError, LookupError) as error:
+        return FileResult(kind="skipped", reason=f"cannot decode: {error}")
+    except UnicodeDecodeError as error:
+        return FileResult(kind="skipped", reason=f"cannot decode: {error.reason} at byte {error.start}")
+    lines = split_lines(text)
+    if previous is not None and previous.pieces:
+        from extractor.pieces import rescan
+
+        reused = rescan(lines, previous, options)
+        if reused is not None:
+            return reused
+    return _scan_text(text, lines, options)
 
 
-def scan_many(batch: list[tuple[str, bytes]], options: ScanOptions) -> list[tuple[str, bytes]]:
-    """Scan blobs (a worker process's unit of work) and return each result serialized, by blob id."""
+def _scan_text(text: str, lines: list[str], options: ScanOptions) -> FileResult:
+    from extractor.pieces import pieces_of
+
+    visited = visit(text, lines, options)
+    if isinstance(visited, str):
+        return FileResult(kind="skipped", reason=visited)
+    body, visitor = visited
+    pieces = pieces_of(lines, body)
+    return FileResult(kind="scanned", sites=visitor.sites, skippedSites=visitor.skipped, pieces=pieces)
+
+
+def visit(
+    source: str, lines: list[str], options: ScanOptions, raise_lines: list[int] | None = None
+) -> tuple[list[ast.stmt], _Visitor] | str:
+    """Parse `source` and collect its sites, reading text from `lines`; a string is why it failed."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return f"syntax error: {error.msg} (line {error.lineno})"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return f"cannot parse: {type(error).__name__}: {error}"
+    visitor = _Visitor(lines, options, raise_lines)
+    if visitor.raise_lines:
+        try:
+            visitor.block(tree.body, _State())
+        except RecursionError:
+            return "cannot scan: nesting too deep"
+    return tree.body, visitor
+
+
+def scan_many(batch: list[tuple[str, bytes, bytes | None]], options: ScanOptions) -> list[tuple[str, bytes]]:
+    """Scan blobs (a worker process's unit of work) and return each result serialized, by blob id.
+
+    Each item is (blob id, bytes, serialized result of the file's previous version or None).
+    """
     gc.disable()  # parsing makes many short-lived acyclic objects; the cyclic collector only slows it
     try:
-        return [(oid, scan_blob(data, options=options).model_dump_json().encode()) for oid, data in batch]
+        out = []
+        for oid, data, previous in batch:
+            earlier = None
+            if previous is not None:
+                with contextlib.suppress(ValueError):  # a corrupt previous entry only costs a full parse
+                    earlier = FileResult.model_validate_json(previous)
+            out.append((oid, scan_blob(data, options=options, previous=earlier).model_dump_json().encode()))
+        return out
     finally:
         gc.enable()
 
@@ -102,20 +176,10 @@ def scan(data: bytes, *, options: ScanOptions) -> FileScan:
         return Skipped(f"cannot decode: {error}")
     except UnicodeDecodeError as error:
         return Skipped(f"cannot decode: {error.reason} at byte {error.start}")
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as error:
-        return Skipped(f"syntax error: {error.msg} (line {error.lineno})")
-    except (ValueError, RecursionError, MemoryError) as error:
-        return Skipped(f"cannot parse: {type(error).__name__}: {error}")
-    visitor = _Visitor(text, options)
-    if not visitor.raise_lines:
-        return Scanned(())
-    try:
-        visitor.block(tree.body, _State())
-    except RecursionError:
-        return Skipped("cannot scan: nesting too deep")
-    return Scanned(tuple(visitor.sites), tuple(visitor.skipped))
+    result = _scan_text(text, split_lines(text), options)
+    if result.kind == "skipped":
+        return Skipped(result.reason or "")
+    return Scanned(tuple(result.sites), tuple(result.skippedSites))
 
 
 class _State(NamedTuple):
@@ -136,15 +200,14 @@ class _State(NamedTuple):
 class _Visitor:
     """Walks one module's statements, collecting sites with their enclosing conditions."""
 
-    def __init__(self, text: str, options: ScanOptions) -> None:
-        self.text = text
-        self.lines = _NEWLINE.split(text)
-        if self.lines and self.lines[-1] == "":
-            self.lines.pop()
+    def __init__(self, lines: list[str], options: ScanOptions, raise_lines: list[int] | None = None) -> None:
+        self.lines = lines
+        # A raise outside any function whose message names a variable: resolving it may need any statement.
+        self.outside_function = False
         self._encoded: dict[int, bytes] = {}
         self.options = options
         # Lines that mention `raise`: a statement spanning none of them holds no raise and is not walked.
-        self.raise_lines = [number for number, line in enumerate(self.lines, start=1) if "raise" in line]
+        self.raise_lines = raise_lines if raise_lines is not None else lines_with_raise(lines)
         self.sites: list[Site] = []
         self.skipped: list[SkippedSite] = []
 
@@ -207,7 +270,10 @@ class _Visitor:
             self.loop(node, state, ConditionKind.WHILE, self.one_line(node.test))
         elif isinstance(node, ast.With | ast.AsyncWith):
             items = ", ".join(self.one_line(item.context_expr) + _as(self, item.optional_vars) for item in node.items)
-            self.block(node.body, state.enter(Condition(kind=ConditionKind.WITH, test=items, line=node.lineno), node))
+            self.block(
+                node.body,
+                state.enter(Condition.model_construct(kind=ConditionKind.WITH, test=items, line=node.lineno), node),
+            )
         elif isinstance(node, ast.Try | ast.TryStar):
             self.try_(node, state)
         elif isinstance(node, ast.Match):
@@ -215,44 +281,58 @@ class _Visitor:
 
     def if_(self, node: ast.If, state: _State, kind: ConditionKind) -> None:
         test = self.one_line(node.test)
-        self.block(node.body, state.enter(Condition(kind=kind, test=test, line=node.lineno), node))
+        self.block(node.body, state.enter(Condition.model_construct(kind=kind, test=test, line=node.lineno), node))
         if not node.orelse:
             return
-        negated = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
+        negated = state.enter(Condition.model_construct(kind=kind, test=test, negated=True, line=node.lineno), node)
         first = node.orelse[0]
         if len(node.orelse) == 1 and isinstance(first, ast.If) and self._is_elif(first):
             chained = negated._replace(chain=(*negated.chain, (node.orelse, 0, node)))
             self.if_(first, chained, ConditionKind.ELIF)
             return
         line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
-        self.block(node.orelse, negated.enter(Condition(kind=ConditionKind.ELSE, test="", line=line), node))
+        self.block(
+            node.orelse, negated.enter(Condition.model_construct(kind=ConditionKind.ELSE, test="", line=line), node)
+        )
 
     def _is_elif(self, node: ast.If) -> bool:
         return self._line_bytes(node.lineno)[node.col_offset :].startswith(b"elif")
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, state: _State, kind: ConditionKind, test: str) -> None:
-        self.block(node.body, state.enter(Condition(kind=kind, test=test, line=node.lineno), node))
+        self.block(node.body, state.enter(Condition.model_construct(kind=kind, test=test, line=node.lineno), node))
         if node.orelse:
-            exhausted = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
+            exhausted = state.enter(
+                Condition.model_construct(kind=kind, test=test, negated=True, line=node.lineno), node
+            )
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
-            self.block(node.orelse, exhausted.enter(Condition(kind=ConditionKind.ELSE, test="", line=line), node))
+            self.block(
+                node.orelse,
+                exhausted.enter(Condition.model_construct(kind=ConditionKind.ELSE, test="", line=line), node),
+            )
 
     def try_(self, node: ast.Try | ast.TryStar, state: _State) -> None:
-        attempt = state.enter(Condition(kind=ConditionKind.TRY, test="", line=node.lineno), node)
+        attempt = state.enter(Condition.model_construct(kind=ConditionKind.TRY, test="", line=node.lineno), node)
         self.block(node.body, attempt)
         for handler in node.handlers:
             caught = self.one_line(handler.type) if handler.type is not None else ""
-            inner = state.enter(Condition(kind=ConditionKind.EXCEPT, test=caught, line=handler.lineno), node)
+            inner = state.enter(
+                Condition.model_construct(kind=ConditionKind.EXCEPT, test=caught, line=handler.lineno), node
+            )
             if handler.name:
                 inner = inner._replace(caught=state.caught | {handler.name})
             self.block(handler.body, inner)
         if node.orelse:
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
-            self.block(node.orelse, attempt.enter(Condition(kind=ConditionKind.ELSE, test="", line=line), node))
+            self.block(
+                node.orelse, attempt.enter(Condition.model_construct(kind=ConditionKind.ELSE, test="", line=line), node)
+            )
         if node.finalbody:
             last = node.orelse or (node.handlers[-1].body if node.handlers else node.body)
             line = self.keyword_line("finally", node.finalbody, last[-1].end_lineno or node.lineno)
-            self.block(node.finalbody, state.enter(Condition(kind=ConditionKind.FINALLY, test="", line=line), node))
+            self.block(
+                node.finalbody,
+                state.enter(Condition.model_construct(kind=ConditionKind.FINALLY, test="", line=line), node),
+            )
 
     def match(self, node: ast.Match, state: _State) -> None:
         subject = self.one_line(node.subject)
@@ -262,12 +342,23 @@ class _Visitor:
             if case.guard is not None:
                 test += f" if {self.one_line(case.guard)}"
             line = case.pattern.lineno
-            self.block(case.body, earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, line=line), node))
-            earlier = earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node)
+            self.block(
+                case.body,
+                earlier.enter(Condition.model_construct(kind=ConditionKind.MATCH_CASE, test=test, line=line), node),
+            )
+            earlier = earlier.enter(
+                Condition.model_construct(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node
+            )
 
     # Sites ---------------------------------------------------------------------------------------
     def raise_(self, node: ast.Raise, state: _State) -> None:
         exc = node.exc
+        if (
+            "<locals>" not in state.scope
+            and isinstance(exc, ast.Call)
+            and any(isinstance(a, ast.Name) for a in exc.args)
+        ):
+            self.outside_function = True
         if exc is None:
             return  # a bare `raise` re-raises; it is not a new site
         if isinstance(exc, ast.Name) and exc.id in state.caught:
@@ -287,10 +378,9 @@ class _Visitor:
         assert name is not None
         template = self.template(exc, state)
         line = node.lineno
-        start = max(1, line - self.options.context)
-        end = min(len(self.lines), line + self.options.context)
+        start, end, code = window(self.lines, line, self.options.context)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
-        extraction = Extraction(
+        extraction = Extraction.model_construct(
             placeholders=list(template.placeholders),
             conditions=list(state.conditions),
             function=qualname,
@@ -302,12 +392,12 @@ class _Visitor:
             warnings=list(template.warnings),
         )
         self.sites.append(
-            Site(
+            Site.model_construct(
                 errorClass=name,
                 errorMessage=template.message,
                 messagePattern=template.pattern,
                 lineNumber=line,
-                sourceCode="\n".join(self.lines[start - 1 : end]),
+                sourceCode=code,
                 sourceCodeStart=start,
                 sourceCodeEnd=end,
                 extraction=extraction,

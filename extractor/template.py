@@ -91,7 +91,7 @@ def pattern_for(parts: Sequence[_Part]) -> tuple[str, str, tuple[Placeholder, ..
         text = part.text()
         group = f"p{len(placeholders)}"
         placeholders.append(
-            Placeholder(
+            Placeholder.model_construct(
                 expression=part.expression,
                 conversion=cast(Conversion, part.conversion),
                 formatSpec=part.spec,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -37,17 +39,25 @@ def output(repo: GitRepo, **options: object) -> bytes:
     return b"".join(dumps_line(line) + b"\n" for line in catalog.lines) + catalog.manifest.model_dump_json().encode()
 
 
-def cache_files(cache: Path) -> list[Path]:
-    return sorted(p for p in (cache / "extractor").rglob("*.json"))
+def entries(cache: Path) -> list[tuple[str, str, bytes]]:
+    path = cache / "extractor" / "scan.sqlite3"
+    if not path.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return sorted(db.execute("SELECT scope, oid, data FROM entries").fetchall())
+
+
+def overwrite(cache: Path, oid: str, data: bytes) -> None:
+    with contextlib.closing(sqlite3.connect(cache / "extractor" / "scan.sqlite3")) as db, db:
+        db.execute("UPDATE entries SET data = ? WHERE oid = ?", (data, oid))
 
 
 def test_output_is_identical_serial_parallel_cold_and_warm(repo: GitRepo, isolated_cache: Path) -> None:
     serial = output(repo, jobs=1, cache=False)
     parallel = output(repo, jobs=2, cache=False)
-    assert cache_files(isolated_cache) == []  # --no-cache writes nothing
+    assert entries(isolated_cache) == []  # --no-cache writes nothing
     cold = output(repo, jobs=2)
-    entries = cache_files(isolated_cache)
-    assert len(entries) == len(SOURCES)  # one entry per blob, the ruled-out and the broken included
+    assert len(entries(isolated_cache)) == len(SOURCES)  # one entry per blob, ruled-out and broken included
     warm = output(repo, jobs=2)
     assert serial == parallel == cold == warm
     assert b"syntax error: invalid syntax (line 1)" in serial
@@ -69,21 +79,29 @@ def test_warm_run_reads_the_cache_and_never_parses(
 
 def test_corrupt_or_foreign_entries_are_ignored_and_rewritten(repo: GitRepo, isolated_cache: Path) -> None:
     expected = output(repo, jobs=1)
-    entries = cache_files(isolated_cache)
-    entries[0].write_bytes(b"{not json")
-    entries[1].write_bytes(b'{"kind": "scanned", "sites": [{"surprise": 1}]}')
-    entries[2].unlink()
-    again = output(repo, jobs=1)
-    assert again == expected
-    assert entries[0].read_bytes() != b"{not json" and b"surprise" not in entries[1].read_bytes()
+    stored = entries(isolated_cache)
+    overwrite(isolated_cache, stored[0][1], b"{not json")
+    overwrite(isolated_cache, stored[1][1], b'{"kind": "scanned", "sites": [{"surprise": 1}]}')
+    assert output(repo, jobs=1) == expected
+    assert entries(isolated_cache) == stored
+
+
+def test_a_corrupt_cache_file_is_set_aside(repo: GitRepo, isolated_cache: Path) -> None:
+    expected = output(repo, jobs=1)
+    database = isolated_cache / "extractor" / "scan.sqlite3"
+    for extra in database.parent.glob("scan.sqlite3-*"):
+        extra.unlink()
+    database.write_bytes(b"this is not a database" * 100)
+    assert output(repo, jobs=1) == expected
+    assert (isolated_cache / "extractor" / "scan.corrupt").exists()
+    assert len(entries(isolated_cache)) == len(SOURCES)
 
 
 def test_cache_key_follows_the_options(repo: GitRepo, isolated_cache: Path) -> None:
     output(repo, jobs=1)
     output(repo, jobs=1, context=3)
     output(repo, jobs=1, exceptions=("*",))
-    keys = {p.parent.parent.name for p in cache_files(isolated_cache)}
-    assert len(keys) == 3
+    assert len({scope for scope, _, _ in entries(isolated_cache)}) == 3
 
 
 def test_prefilter_and_skipped_files_agree(repo: GitRepo) -> None:

@@ -1,0 +1,165 @@
+# Pieces: reuse the sites of the defs and classes a new version of a file shares with an older one.
+"""A piece is a statement at the top level or directly in a top-level class that is either a def or a
+class, or holds no `raise` at all. Its sites depend only on its own text and on the classes around it:
+conditions stop at the function boundary, variables resolve within the function, and its qualified
+name is the classes' names plus its own.
+
+To rescan a new version of a file, every piece of the old version found again (same first line, same
+hash of its lines) is replaced by a `pass` at its indentation and blank lines, and the rest is parsed
+once. That parse equals the whole file's: the text before each replaced piece is the same in both, and
+a complete statement and a `pass` at the same indentation leave the tokenizer in the same state. It is
+checked, not assumed: each `pass` must come back as a statement at its line and column, inside the same
+classes as before (a `pass` inside a string, say, sends the file to a full parse). Replacing statements
+changes which names they bind, which only a raise outside any function could notice (its message may
+name a variable bound anywhere in the module or class): such a raise also sends the file to a full parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from extractor.models import FileResult, Piece, Site, SkippedSite
+
+if TYPE_CHECKING:
+    from extractor.scan import ScanOptions
+
+__all__ = ["pieces_of", "rescan"]
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_FIRST = 80  # how much of a piece's first line is kept to find it again
+_SHORTEST = 4  # lines; shorter statements cost less to parse again than to remember
+
+
+def _hash(lines: Sequence[str], start: int, end: int) -> str:
+    return hashlib.sha256("\n".join(lines[start - 1 : end]).encode()).hexdigest()[:24]
+
+
+def _statements(body: Sequence[ast.stmt], scope: tuple[str, ...] = ()) -> Iterator[tuple[ast.stmt, tuple[str, ...]]]:
+    for statement in body:
+        yield statement, scope
+        if isinstance(statement, ast.ClassDef) and not scope:
+            yield from _statements(statement.body, (statement.name,))
+
+
+def _extent(statement: ast.stmt) -> tuple[int, int]:
+    decorators = getattr(statement, "decorator_list", [])
+    start = min([statement.lineno, *(d.lineno for d in decorators)])
+    return start, statement.end_lineno or statement.lineno
+
+
+def pieces_of(lines: Sequence[str], body: Sequence[ast.stmt], skip: frozenset[int] = frozenset()) -> list[Piece]:
+    """List the pieces of a parsed file (none starting at a line in `skip`: placeholders of reused ones)."""
+    pieces: list[Piece] = []
+    _collect(lines, body, (), skip, pieces)
+    return pieces
+
+
+def _collect(
+    lines: Sequence[str], body: Sequence[ast.stmt], scope: tuple[str, ...], skip: frozenset[int], out: list[Piece]
+) -> None:
+    extents = [_extent(statement) for statement in body]
+    for index, statement in enumerate(body):
+        start, end = extents[index]
+        if isinstance(statement, ast.ClassDef) and not scope:
+            _collect(lines, statement.body, (statement.name,), skip, out)
+        # A piece owns its lines: no other statement may start or end on them (`a = 1; b = 2`).
+        shared = (index and extents[index - 1][1] >= start) or (index + 1 < len(body) and extents[index + 1][0] <= end)
+        if start in skip or shared or end - start + 1 < _SHORTEST or lines[end - 1].rstrip().endswith("\\"):
+            continue
+        if not isinstance(statement, _DEFS) and any("raise" in line for line in lines[start - 1 : end]):
+            continue
+        first = lines[start - 1][:_FIRST]
+        out.append(
+            Piece.model_construct(hash=_hash(lines, start, end), start=start, end=end, first=first, scope=list(scope))
+        )
+
+
+def _shift_site(site: Site, delta: int, lines: Sequence[str], context: int) -> Site:
+    from extractor.scan import window
+
+    line = site.lineNumber + delta
+    start, end, code = window(lines, line, context)
+    extraction = site.extraction
+    if delta:
+        extraction = extraction.model_copy(
+            update={
+                "endLineNumber": extraction.endLineNumber + delta,
+                "conditions": [c.model_copy(update={"line": c.line + delta}) for c in extraction.conditions],
+            }
+        )
+    return site.model_copy(
+        update={
+            "lineNumber": line,
+            "sourceCode": code,
+            "sourceCodeStart": start,
+            "sourceCodeEnd": end,
+            "extraction": extraction,
+        }
+    )
+
+
+def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> FileResult | None:
+    """Scan a new version of a file reusing the pieces it shares with `previous`; None means parse it all."""
+    from extractor.scan import lines_with_raise, visit
+
+    known: dict[str, list[Piece]] = {}
+    for piece in previous.pieces:
+        known.setdefault(piece.first, []).append(piece)
+    total = len(lines)
+    matches: list[tuple[int, int, Piece]] = []
+    position = 1
+    while position <= total:
+        for piece in known.get(lines[position - 1][:_FIRST], ()):
+            end = position + piece.end - piece.start
+            if end <= total and _hash(lines, position, end) == piece.hash:
+                matches.append((position, end, piece))
+                position = end
+                break
+        position += 1
+    if not matches:
+        return None
+
+    synthetic = list(lines)
+    for start, end, _ in matches:
+        first = lines[start - 1]
+        synthetic[start - 1] = first[: len(first) - len(first.lstrip())] + "pass"
+        for index in range(start, end):
+            synthetic[index] = ""
+    visited = visit("\n".join(synthetic) + "\n", lines, options, lines_with_raise(synthetic))
+    if isinstance(visited, str):
+        return None
+    body, visitor = visited
+    if visitor.outside_function:
+        return None
+    standing = {
+        (statement.lineno, statement.col_offset): scope
+        for statement, scope in _statements(body)
+        if isinstance(statement, ast.Pass)
+    }
+    sites: list[Site] = list(visitor.sites)
+    skipped: list[SkippedSite] = list(visitor.skipped)
+    pieces: list[Piece] = []
+    for start, end, piece in matches:
+        first = lines[start - 1]
+        if standing.get((start, len(first) - len(first.lstrip()))) != tuple(piece.scope):
+            return None
+        delta = start - piece.start
+        sites += [
+            _shift_site(site, delta, lines, options.context)
+            for site in previous.sites
+            if piece.start <= site.lineNumber <= piece.end
+        ]
+        skipped += [
+            skip.model_copy(update={"line": skip.line + delta})
+            for skip in previous.skippedSites
+            if piece.start <= skip.line <= piece.end
+        ]
+        pieces.append(piece.model_copy(update={"start": start, "end": end}))
+    pieces += pieces_of(lines, body, frozenset(start for start, _, _ in matches))
+    sites.sort(key=lambda site: (site.lineNumber, site.extraction.column))
+    skipped.sort(key=lambda skip: skip.line)
+    pieces.sort(key=lambda piece: piece.start)
+    return FileResult(kind="scanned", sites=sites, skippedSites=skipped, pieces=pieces)

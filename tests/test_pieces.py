@@ -1,0 +1,77 @@
+"""Rescanning a new version of a file from its old pieces gives exactly what a full parse gives."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from extractor.models import FileResult
+from extractor.scan import ScanOptions, scan_blob
+
+OPTIONS = ScanOptions(exceptions=("*",), context=2)
+
+OLD = '''\
+import os
+
+LIMIT = 3
+
+
+def check(n):
+    if n > LIMIT:
+        raise ValueError(f"n ({n}) is above {LIMIT}")
+
+
+class Config:
+    size: int = 1
+    """The size."""
+
+    def verify(self):
+        if self.size < 0:
+            raise ValueError(f"size ({self.size}) must be >= 0")
+
+    @property
+    def double(self):
+        raise NotImplementedError
+'''
+
+
+def outcome(result: FileResult) -> tuple[object, ...]:
+    return (result.kind, result.reason, result.sites, result.skippedSites)
+
+
+def rescanned(old: str, new: str) -> tuple[FileResult, FileResult]:
+    previous = scan_blob(textwrap.dedent(old).encode(), options=OPTIONS)
+    assert previous.pieces
+    data = textwrap.dedent(new).encode()
+    return scan_blob(data, options=OPTIONS), scan_blob(data, options=OPTIONS, previous=previous)
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        pytest.param("# a new header\n\n" + OLD, id="everything shifts down"),
+        pytest.param(OLD.replace("size: int = 1", "size: int = 2\n    extra: int = 0"), id="class body changes"),
+        pytest.param(OLD.replace("is above", "exceeds"), id="a function's message changes"),
+        pytest.param(OLD.replace("class Config:", "class Settings:"), id="the class is renamed: qualnames follow"),
+        pytest.param(OLD + "\n\ndef later():\n    raise KeyError('k')\n", id="a function is added"),
+        pytest.param(
+            OLD.replace("import os\n", 'import os\nDOC = """\n') + '"""\n', id="old pieces now inside a string"
+        ),
+        pytest.param(OLD.replace("LIMIT = 3", "msg = 'module'\nraise ValueError(msg)"), id="module-level raise"),
+        pytest.param(OLD.replace("    @property\n", "    @property\n    @cached\n"), id="decorators change"),
+        pytest.param(OLD.replace("import os", "import os; import sys"), id="statements sharing a line"),
+        pytest.param(OLD.replace("def check(n):", "def check(n):  # \\"), id="comment ending in a backslash"),
+        pytest.param("def check(:\n" + OLD, id="the new version does not parse"),
+    ],
+)
+def test_rescan_equals_full_parse(new: str) -> None:
+    full, incremental = rescanned(OLD, new)
+    assert outcome(incremental) == outcome(full)
+
+
+def test_reused_sites_move_with_their_piece() -> None:
+    full, incremental = rescanned(OLD, "# header\n" * 5 + OLD)
+    lines = [site.lineNumber for site in incremental.sites]
+    assert lines == [site.lineNumber + 0 for site in full.sites] and lines[0] == 13
+    assert incremental.sites[0].sourceCode == full.sites[0].sourceCode
