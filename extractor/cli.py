@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -316,4 +317,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
+        return ExitCode.TROUBLE
+    except Exception as error:  # a bug, not bad input: still one line, with a way to see more
+        if os.environ.get("EXTRACTOR_DEBUG"):
+            raise
+        print(
+            f"{PROG}: error: unexpected {type(error).__name__}: {error} "
+            "(a bug: please report it; EXTRACTOR_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return ExitCode.TROUBLE

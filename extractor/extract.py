@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -153,6 +154,8 @@ _RULED_OUT = b'{"kind":"ruled-out"}'
 
 
 def _warm_up() -> None:
+    # Ctrl-C reaches the whole process group: the main process alone handles it and stops the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
 
 

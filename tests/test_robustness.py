@@ -1,0 +1,182 @@
+"""Bad input and hostile source: one line on stderr and exit 2, or a complete run that names what it skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import GitRepo, git
+
+
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "extractor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.fixture
+def place(tmp_path: Path, git_repo: GitRepo) -> Path:
+    """An empty working directory beside a small repository tagged v1."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("x")\n'}, tag="v1")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    return cwd
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("extractor: error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    for needle in needles:
+        assert needle in result.stderr
+
+
+def bad_inputs(repo: Path, tmp: Path) -> list[tuple[list[str], list[str]]]:
+    corrupt = tmp / "corrupt.jsonl"
+    corrupt.write_text('{"record": 1}\n')
+    return [
+        (["--repo", str(repo), "--sha", "no-such-rev"], ["unknown revision 'no-such-rev'", str(repo)]),
+        (["--repo", str(tmp / "missing"), "--sha", "v1"], ["no repository at", "missing"]),
+        (["--repo", str(tmp), "--sha", "v1"], ["is not a git repository", str(tmp)]),
+        (["--repo", str(repo), "--sha", "v1", "--path", "nothing/here"], ["no Python file under nothing/here"]),
+        (["--repo", str(repo), "--sha", "v1", "--output", "/proc/forbidden"], ["cannot write", "/proc/forbidden"]),
+        (["diff", str(corrupt), "v1", "--repo", str(repo)], [f"{corrupt}:1"]),
+        (["match", "--catalog", str(corrupt), "text"], [f"{corrupt}:1"]),
+        (["--repo", f"file://{tmp}/nowhere.git", "--sha", "v1"], ["cannot clone", "nowhere.git"]),
+        (["--release", "0.0.0.404"], ["cannot reach the package index"]),
+        (["diff", "release:", "v1", "--repo", str(repo)], ["release: needs a version"]),
+    ]
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(
+    place: Path, git_repo: GitRepo, tmp_path: Path, isolated_cache: Path, case: int
+) -> None:
+    args, needles = bad_inputs(git_repo.path, tmp_path)[case]
+    # The user cache (scan results) may be filled; nothing else may appear.
+    before = sorted(p.name for p in tmp_path.iterdir() if p != isolated_cache)
+    # No network here: the package index is an address nothing listens on.
+    result = run(*args, cwd=place, env={"PIP_INDEX_URL": "http://127.0.0.1:9/simple"})
+    assert_one_line_error(result, *needles)
+    assert list(place.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir() if p != isolated_cache) == before
+    assert not (isolated_cache / "extractor" / "sdists").exists() or not any(
+        (isolated_cache / "extractor" / "sdists").glob("*.tar.gz")
+    )
+
+
+def test_unknown_release_version_names_it(isolated_cache: Path, tmp_path: Path) -> None:
+    """The index answers, but has no such release."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = json.dumps({"meta": {"api-version": "1.1"}, "name": "vllm", "files": []}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        index = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        result = run("--release", "9.8.7", cwd=tmp_path, env={"PIP_INDEX_URL": index})
+    finally:
+        server.shutdown()
+    assert_one_line_error(result, "no release 9.8.7 of vllm")
+    assert list(tmp_path.iterdir()) == [isolated_cache] or list(tmp_path.iterdir()) == []
+
+
+HOSTILE = {
+    "vllm/config/good.py": 'def f(x):\n    if x:\n        raise ValueError(f"bad {x!r}")\n',
+    "vllm/config/syntax.py": "def f(:\n    raise ValueError('x')\n",
+    "vllm/config/py2.py": "print 'hello'\nraise ValueError, 'old style'\n",
+    "vllm/config/latin1.py": "# -*- coding: latin-1 -*-\nraise ValueError('caf\xe9')\n".encode("latin-1"),
+    "vllm/config/not_utf8.py": b"raise ValueError('\xff\xfe')\n",
+    "vllm/config/empty.py": "",
+    "vllm/config/newer.py": "type Alias = int\nraise ValueError('after a 3.12 statement')\n",
+    "vllm/config/deep.py": "def f(x):\n"
+    + "".join("    " * (i + 1) + f"if x > {i}:\n" for i in range(400))
+    + "    " * 401
+    + "raise ValueError('deep')\n",
+}
+
+
+def test_hostile_tree_completes_and_names_every_skipped_file(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit(HOSTILE)
+    os.symlink("good.py", git_repo.path / "vllm" / "config" / "link.py")
+    git_repo.commit({}, tag="v1")
+    out = tmp_path / "out"
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", str(out), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "extractor: warning: 6 file(s) in scope could not be parsed" in result.stderr
+    sha = git(git_repo.path, "rev-parse", "HEAD")
+    manifest = json.loads((out / sha / "manifest.json").read_text())
+    reasons = {entry["path"].rsplit("/", 1)[1]: entry["reason"] for entry in manifest["skippedFiles"]}
+    assert set(reasons) == {"syntax.py", "py2.py", "not_utf8.py", "newer.py", "deep.py", "link.py"}
+    assert reasons["syntax.py"] == "syntax error: invalid syntax (line 1)"
+    assert reasons["newer.py"].startswith("syntax error:") and "(line 1)" in reasons["newer.py"]
+    assert reasons["not_utf8.py"].startswith("cannot decode:")
+    assert reasons["link.py"] == "not a regular file (git mode 120000)"
+    assert "too deep" in reasons["deep.py"] or reasons["deep.py"].startswith(("cannot parse", "syntax error"))
+    messages = [orjson.loads(line)["record"]["errorMessage"] for line in (out / sha / "records.jsonl").open("rb")]
+    assert messages == ["bad {x!r}", "café"]
+
+
+def test_a_huge_generated_module_completes(git_repo: GitRepo, tmp_path: Path) -> None:
+    body = "".join(
+        f"    if x == {i}:\n        raise ValueError(f'value {{x}} is not the one {i}')\n" for i in range(40_000)
+    )
+    git_repo.commit({"vllm/config/generated.py": "def check(x):\n" + body}, tag="v1")
+    assert len((git_repo.path / "vllm" / "config" / "generated.py").read_bytes()) > 3_000_000
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-500:]
+    assert result.stdout.count("\n") == 40_000
+
+
+def test_ctrl_c_exits_130_and_leaves_no_partial_files(vllm_repo: Path, tmp_path: Path, isolated_cache: Path) -> None:
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "extractor",
+            "--repo",
+            str(vllm_repo),
+            "--sha",
+            "v0.28.0",
+            "--path",
+            "vllm",
+            "--exception",
+            "*",
+            "--output",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(1.5)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C does: the whole process group
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err == "extractor: interrupted\n"
+    assert not out.exists() or not any(out.rglob("*.*"))
