@@ -42,6 +42,18 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
         help="lines of source kept each side of the raise (default: 18)",
     )
     group.add_argument(
+        "--config-from",
+        action="append",
+        metavar="PREFIX",
+        help="where config classes are read for the fields records read, repeatable (default: vllm/config)",
+    )
+    group.add_argument(
+        "--flags-from",
+        default="vllm/engine/arg_utils.py",
+        metavar="PATH",
+        help="the file that defines the command-line flags (default: vllm/engine/arg_utils.py)",
+    )
+    group.add_argument(
         "--jobs",
         type=_positive,
         metavar="N",
@@ -69,6 +81,18 @@ def _add_repo(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_catalog(parser: argparse.ArgumentParser) -> None:
+    """Add --catalog, and the options for when it names a revision to extract on the fly."""
+    parser.add_argument(
+        "--catalog",
+        required=True,
+        metavar="DIR_OR_FILE",
+        help="a catalog directory or records.jsonl, release:X.Y.Z, or a revision of --repo",
+    )
+    _add_repo(parser)
+    _add_scope(parser)
+
+
 def _non_negative(text: str) -> int:
     try:
         value = int(text)
@@ -91,6 +115,8 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
         repo_name=args.repo_name,
         jobs=args.jobs,
         cache=not args.no_cache,
+        config_from=tuple(args.config_from or ("vllm/config",)),
+        flags_from=args.flags_from.strip("/"),
     )
 
 
@@ -207,14 +233,7 @@ def _match_parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="rendered error messages; with none or '-', read a log from stdin, one input per line",
     )
-    parser.add_argument(
-        "--catalog",
-        required=True,
-        metavar="DIR_OR_FILE",
-        help="a catalog directory or records.jsonl, release:X.Y.Z, or a revision of --repo",
-    )
-    _add_repo(parser)
-    _add_scope(parser)
+    _add_catalog(parser)
     parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
     return parser
 
@@ -295,10 +314,38 @@ def _run_nightly(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
+def _explain_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} explain",
+        description="Explain one record: where it is thrown, when, which fields and flags it reads, and related "
+        "errors. Exit status: 0 printed, 1 nothing found, 2 trouble.",
+    )
+    parser.add_argument("query", metavar="ID|SLUG|TEXT", help="a record id, a slug, or a rendered error message")
+    _add_catalog(parser)
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="(default: text)")
+    return parser
+
+
+def _run_explain(argv: Sequence[str]) -> int:
+    args = _explain_parser().parse_args(argv)
+    from extractor.catalog import open_catalog
+    from extractor.explain import find, render
+
+    catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
+    explanation = find(catalog.lines, args.query)
+    if explanation is None:
+        print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)
+        return ExitCode.NOT_FOUND
+    sys.stdout.write(render(explanation, format=args.format))
+    sys.stdout.flush()
+    return ExitCode.OK
+
+
 _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "diff": _run_diff,
     "match": _run_match,
     "nightly": _run_nightly,
+    "explain": _run_explain,
 }
 
 

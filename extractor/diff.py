@@ -109,7 +109,14 @@ def _differing(old: CatalogLine, new: CatalogLine) -> list[str]:
         fields.append("cause")
     if old.record.errorType != new.record.errorType:
         fields.append("errorType")
+    if _fields(old) != _fields(new):
+        fields.append("fields")
     return fields
+
+
+def _fields(line: CatalogLine) -> list[tuple[object, ...]]:
+    """The config fields a record reads and how they are set (unresolved names change with the text)."""
+    return [(f.cls, f.field, f.flags, f.via, f.key) for f in line.extraction.fields if f.resolved]
 
 
 _LOCATION = {"filePath", "lineNumber", "function"}

@@ -16,6 +16,7 @@ from extractor import git as git_stage
 from extractor._version import __version__
 from extractor.cache import ScanCache
 from extractor.errors import ExtractorError, ScopeError
+from extractor.fields import FieldIndex
 from extractor.models import CatalogLine, Counts, FileOutcome, Manifest, Scope, Site, SkippedFile, SkippedSite
 from extractor.records import RunContext, build_records
 from extractor.scan import ScanOptions
@@ -35,6 +36,8 @@ class ExtractOptions:
     repo_name: str | None = None
     jobs: int | None = None  # worker processes; None means one per core
     cache: bool = True
+    config_from: tuple[str, ...] = ("vllm/config",)
+    flags_from: str = "vllm/engine/arg_utils.py"
 
     @property
     def scan_options(self) -> ScanOptions:
@@ -42,7 +45,13 @@ class ExtractOptions:
 
     @property
     def scope(self) -> Scope:
-        return Scope(paths=list(self.paths), exceptions=list(self.exceptions), context=self.context)
+        return Scope(
+            paths=list(self.paths),
+            exceptions=list(self.exceptions),
+            context=self.context,
+            configFrom=list(self.config_from),
+            flagsFrom=self.flags_from,
+        )
 
 
 @dataclass(frozen=True)
@@ -89,16 +98,25 @@ _PARALLEL_BYTES = 256 * 1024
 _BATCH_BYTES = 64 * 1024
 
 
+def _under(path: str, prefixes: Sequence[str]) -> bool:
+    return any(path == p.strip("/") or path.startswith(p.strip("/") + "/") for p in prefixes if p.strip("/"))
+
+
 def _scan_blobs(
     commit: git_stage.Commit,
     blobs: Sequence[git_stage.Blob],
     *,
     options: ExtractOptions,
     cache: ScanCache | None,
+    facts: set[str],
 ) -> dict[str, FileOutcome]:
-    """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new."""
+    """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
+
+    Blobs in `facts` are parsed whole for their classes and flags, even if they hold no site.
+    """
     oids = list(dict.fromkeys(blob.oid for blob in blobs))
     results = cache.get_many(oids) if cache is not None else {}
+    results = {oid: r for oid, r in results.items() if r.facts or oid not in facts}
     missing = list({blob.oid: blob for blob in blobs if blob.oid not in results}.values())
     new: list[tuple[str, bytes]] = []
     if missing:
@@ -107,7 +125,7 @@ def _scan_blobs(
             earlier = cache.previous_versions([blob.path for blob in missing])
             stored = cache.raw({oid for oid in earlier.values()})
             previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
-        new = _scan_missing(commit, missing, previous, options=options)
+        new = _scan_missing(commit, missing, previous, options=options, facts=facts)
         results.update((oid, FileOutcome.model_validate_json(data)) for oid, data in new)
     if cache is not None:
         cache.store(new, {blob.path: blob.oid for blob in blobs})
@@ -121,6 +139,7 @@ def _scan_missing(
     previous: dict[str, bytes],
     *,
     options: ExtractOptions,
+    facts: set[str],
 ) -> list[tuple[str, bytes]]:
     """Read and scan blobs, the prefilter first; return each one's serialized result."""
     from extractor.scan import could_hold, scan_many
@@ -133,10 +152,11 @@ def _scan_missing(
     pool = _start_pool(jobs) if parallel else None  # workers import the parser while blobs are read
     try:
         out: list[tuple[str, bytes]] = []
-        to_parse: list[tuple[str, bytes, bytes | None]] = []
+        to_parse: list[tuple[str, bytes, bytes | None, bool]] = []
         for blob, data in git_stage.read_blobs(commit, ordered):
-            if could_hold(data, scan_options):
-                to_parse.append((blob.oid, data, previous.get(blob.oid)))
+            wanted = blob.oid in facts
+            if wanted or could_hold(data, scan_options):
+                to_parse.append((blob.oid, data, previous.get(blob.oid), wanted))
             else:
                 out.append((blob.oid, _RULED_OUT))
         if pool is not None:
@@ -167,13 +187,13 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
 
 
 def _parallel(
-    pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes, bytes | None]], scan_options: ScanOptions
+    pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes, bytes | None, bool]], scan_options: ScanOptions
 ) -> Iterator[tuple[str, bytes]]:
     """Scan in worker processes; the caller orders results by path, so output does not depend on timing."""
     from extractor.scan import scan_many
 
     futures = []
-    batch: list[tuple[str, bytes, bytes | None]] = []
+    batch: list[tuple[str, bytes, bytes | None, bool]] = []
     size = 0
     for entry in blobs:
         batch.append(entry)
@@ -194,9 +214,16 @@ def extract_commit(
     pinned_sha: str | None = None,
 ) -> Catalog:
     """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at."""
-    blobs = git_stage.list_blobs(commit, options.paths)
+    listed = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
+    blobs = [blob for blob in listed if _under(blob.path, options.paths)]
     if not blobs:
         raise ScopeError(f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]})")
+    # Config classes and the CLI definition are read for what records' fields mean, in scope or not.
+    facts = {
+        blob.oid
+        for blob in listed
+        if blob.is_regular and (_under(blob.path, options.config_from) or blob.path == options.flags_from)
+    }
     skipped_files: list[SkippedFile] = []
     regular = []
     for blob in blobs:
@@ -204,12 +231,13 @@ def extract_commit(
             regular.append(blob)
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
+    auxiliary = [b for b in listed if b.oid in facts and not _under(b.path, options.paths)]
     cache = None
     if options.cache:
         cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
     gc.disable()  # many small acyclic objects: the cyclic collector would only slow the run down
     try:
-        results = _scan_blobs(commit, regular, options=options, cache=cache)
+        results = _scan_blobs(commit, [*regular, *auxiliary], options=options, cache=cache, facts=facts)
         files: list[tuple[str, Sequence[Site]]] = []
         skipped_sites: list[SkippedSite] = []
         parsed = 0
@@ -232,6 +260,18 @@ def extract_commit(
             analyzed_at=stamp,
         )
         lines = build_records(files, run=run)
+        index = FieldIndex.build(
+            classes=[
+                c
+                for b in listed
+                if _under(b.path, options.config_from) and b.oid in facts and b.oid in results
+                for c in results[b.oid].classes
+            ],
+            flags=next(
+                (results[b.oid].flags for b in listed if b.path == options.flags_from and b.oid in results), None
+            ),
+        )
+        lines = index.annotate(lines)
     finally:
         gc.enable()
     manifest = Manifest(

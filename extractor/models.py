@@ -82,6 +82,25 @@ class Condition(_Frozen):
     line: int
 
 
+class FieldRef(_Frozen):
+    """A configuration field a record's condition or message reads, as far as it can be resolved."""
+
+    expression: str
+    cls: str | None = Field(default=None, alias="class")
+    field: str | None = None
+    annotation: str | None = None
+    default: str | None = None
+    constraints: list[str] = []
+    doc: str | None = None
+    flags: list[str] = []
+    via: str | None = None
+    key: str | None = None
+    resolved: bool = False
+    reason: str | None = None
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+
 class Extraction(_Frozen):
     """What the extractor captures beside a record for later analysis."""
 
@@ -94,6 +113,8 @@ class Extraction(_Frozen):
     column: int
     endLineNumber: int
     warnings: list[str]
+    fields: list[FieldRef] = []
+    related: list[str] = []
 
 
 class Site(_Frozen):
@@ -174,6 +195,8 @@ class Scope(_Frozen):
     paths: list[str]
     exceptions: list[str]
     context: int
+    configFrom: list[str] = ["vllm/config"]
+    flagsFrom: str = "vllm/engine/arg_utils.py"
 
 
 class Counts(_Frozen):
@@ -228,6 +251,33 @@ class Piece(_Frozen):
     scope: list[str]  # the classes it sits in, outermost first
 
 
+class FieldFacts(_Frozen):
+    """A field declared in a class body: what its source says."""
+
+    name: str
+    annotation: str
+    default: str | None
+    constraints: list[str]
+    doc: str | None
+    init: bool = True
+
+
+class ClassFacts(_Frozen):
+    """A top-level class of a file: its bases, fields and what its __post_init__ assigns."""
+
+    name: str
+    bases: list[str]
+    fields: list[FieldFacts]
+    postInit: list[str]
+
+
+class FlagFacts(_Frozen):
+    """What a CLI definition file says: flags per (class, field), and keys it overwrites itself."""
+
+    flags: list[tuple[str, str, list[str], bool]]  # class, field, option strings, explicit BooleanOptionalAction
+    overwritten: list[tuple[str, str]]  # (attribute of the args object, key)
+
+
 class FileOutcome(BaseModel):
     """What the pipeline reads of a FileResult: everything but the pieces (read faster without them)."""
 
@@ -237,6 +287,9 @@ class FileOutcome(BaseModel):
     reason: str | None = None
     sites: list[Site] = []
     skippedSites: list[SkippedSite] = []
+    classes: list[ClassFacts] = []
+    flags: FlagFacts | None = None
+    facts: bool = False
 
 
 class FileResult(_Frozen):
@@ -246,4 +299,7 @@ class FileResult(_Frozen):
     reason: str | None = None
     sites: list[Site] = []
     skippedSites: list[SkippedSite] = []
+    classes: list[ClassFacts] = []
+    flags: FlagFacts | None = None
+    facts: bool = False  # whether classes and flags were read (a full parse reads them)
     pieces: list[Piece] = []

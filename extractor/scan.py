@@ -95,13 +95,16 @@ def lines_with_raise(lines: Sequence[str]) -> list[int]:
     return [number for number, line in enumerate(lines, start=1) if "raise" in line]
 
 
-def scan_blob(data: bytes, *, options: ScanOptions, previous: FileResult | None = None) -> FileResult:
+def scan_blob(
+    data: bytes, *, options: ScanOptions, previous: FileResult | None = None, facts: bool = False
+) -> FileResult:
     """Scan one blob as the pipeline does: the prefilter, then the parser; a pure function of its inputs.
 
     `previous` is the result for an earlier version of the same file: its unchanged pieces are reused
-    instead of parsed again (the result is the same as without it).
+    instead of parsed again (the result is the same as without it). `facts` asks for the file's classes
+    and CLI flags even if it holds no site: it is parsed whole.
     """
-    if not could_hold(data, options):
+    if not facts and not could_hold(data, options):
         return FileResult(kind="ruled-out")
     try:
         text = decode(data)
@@ -110,7 +113,7 @@ def scan_blob(data: bytes, *, options: ScanOptions, previous: FileResult | None 
     except UnicodeDecodeError as error:
         return FileResult(kind="skipped", reason=f"cannot decode: {error.reason} at byte {error.start}")
     lines = split_lines(text)
-    if previous is not None and previous.pieces:
+    if previous is not None and previous.pieces and not facts:
         from extractor.pieces import rescan
 
         reused = rescan(lines, previous, options)
@@ -126,8 +129,18 @@ def _scan_text(text: str, lines: list[str], options: ScanOptions) -> FileResult:
     if isinstance(visited, str):
         return FileResult(kind="skipped", reason=visited)
     body, visitor = visited
-    pieces = pieces_of(lines, body)
-    return FileResult(kind="scanned", sites=visitor.sites, skippedSites=visitor.skipped, pieces=pieces)
+    from extractor.facts import file_facts
+
+    classes, flags = file_facts(body, visitor.segment)
+    return FileResult(
+        kind="scanned",
+        sites=visitor.sites,
+        skippedSites=visitor.skipped,
+        classes=classes,
+        flags=flags,
+        facts=True,
+        pieces=pieces_of(lines, body),
+    )
 
 
 def visit(
@@ -149,20 +162,22 @@ def visit(
     return tree.body, visitor
 
 
-def scan_many(batch: list[tuple[str, bytes, bytes | None]], options: ScanOptions) -> list[tuple[str, bytes]]:
+def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanOptions) -> list[tuple[str, bytes]]:
     """Scan blobs (a worker process's unit of work) and return each result serialized, by blob id.
 
-    Each item is (blob id, bytes, serialized result of the file's previous version or None).
+    Each item is (blob id, bytes, serialized result of the file's previous version or None, whether
+    the file's facts are wanted).
     """
     gc.disable()  # parsing makes many short-lived acyclic objects; the cyclic collector only slows it
     try:
         out = []
-        for oid, data, previous in batch:
+        for oid, data, previous, facts in batch:
             earlier = None
             if previous is not None:
                 with contextlib.suppress(ValueError):  # a corrupt previous entry only costs a full parse
                     earlier = FileResult.model_validate_json(previous)
-            out.append((oid, scan_blob(data, options=options, previous=earlier).model_dump_json().encode()))
+            result = scan_blob(data, options=options, previous=earlier, facts=facts)
+            out.append((oid, result.model_dump_json().encode()))
         return out
     finally:
         gc.enable()

@@ -53,7 +53,13 @@ def test_writes_records_and_manifest_under_the_full_sha(
     assert lines[0]["record"]["errorMessage"] == "n ({n}) exceeds limit ({self.limit})."
     manifest = orjson.loads((directory / "manifest.json").read_bytes())
     assert (manifest["sha"], manifest["revision"], manifest["counts"]["records"]) == (sha, "v1", 1)
-    assert manifest["scope"] == {"paths": ["vllm/config"], "exceptions": ["ValueError"], "context": 18}
+    assert manifest["scope"] == {
+        "paths": ["vllm/config"],
+        "exceptions": ["ValueError"],
+        "context": 18,
+        "configFrom": ["vllm/config"],
+        "flagsFrom": "vllm/engine/arg_utils.py",
+    }
     assert "1 records" in capsys.readouterr().err
 
 

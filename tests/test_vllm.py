@@ -311,3 +311,55 @@ def test_incremental_scan_of_0_28_after_0_27_equals_a_cold_one(vllm_repo: Path, 
         del os.environ["SOURCE_DATE_EPOCH"]
     assert [line.model_dump() for line in warm.lines] == [line.model_dump() for line in cold.lines]
     assert warm.manifest == cold.manifest
+
+
+def _fields(config_028: list[CatalogLine], needle: str) -> dict[str, Any]:
+    line = by_message(config_028, needle)
+    return {f.expression: f.model_dump(by_alias=True) for f in line.extraction.fields}
+
+
+def test_fields_of_the_scheduler_record(config_028: list[CatalogLine]) -> None:
+    fields = _fields(config_028, "is smaller than max_model_len")
+    batched = fields["self.max_num_batched_tokens"]
+    assert (batched["class"], batched["flags"], batched["constraints"]) == (
+        "SchedulerConfig",
+        ["--max-num-batched-tokens"],
+        ["ge=1"],
+    )
+    assert batched["doc"].startswith("Maximum number of tokens that can be processed in a single iteration")
+    assert fields["max_model_len"]["resolved"] is False and fields["max_model_len"]["reason"]
+
+
+def test_fields_of_the_padded_drafter_record(config_028: list[CatalogLine]) -> None:
+    fields = _fields(config_028, "disable_padded_drafter_batch=True")
+    asynchronous = fields["self.scheduler_config.async_scheduling"]
+    assert (asynchronous["class"], asynchronous["flags"]) == (
+        "SchedulerConfig",
+        ["--async-scheduling", "--no-async-scheduling"],
+    )
+    padded = fields["self.speculative_config.disable_padded_drafter_batch"]
+    assert (padded["class"], padded["flags"], padded["via"], padded["key"]) == (
+        "SpeculativeConfig",
+        [],
+        "--speculative-config",
+        "disable_padded_drafter_batch",
+    )
+    assert padded["doc"].startswith("Disable input padding for speculative decoding")
+
+
+def test_explain_the_rendered_scheduler_message(vllm_repo: Path) -> None:
+    text = (
+        "max_num_batched_tokens (2048) is smaller than max_model_len (32768). This effectively limits the maximum "
+        "sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
+        "max_num_batched_tokens or decrease max_model_len."
+    )
+    command = [sys.executable, "-m", "extractor", "explain", "--catalog", "v0.28.0", "--repo", str(vllm_repo), text]
+    plain = subprocess.run(command, capture_output=True, text=True)
+    assert plain.returncode == 0, plain.stderr
+    assert "vllm/config/scheduler.py:254" in plain.stdout and "--max-num-batched-tokens" in plain.stdout
+    assert "Related errors" in plain.stdout and "must be greater than or equal to" in plain.stdout
+    markdown = subprocess.run([*command, "--format", "markdown"], capture_output=True, text=True).stdout
+    assert "| field | set with | default | constraints | meaning |" in markdown
+    row = "| `SchedulerConfig.max_num_batched_tokens` | --max-num-batched-tokens | `DEFAULT_MAX_NUM_BATCHED_TOKENS` |"
+    assert row + " `ge=1` |" in markdown
+    assert "## Related errors" in markdown and markdown.count("```") == 2

@@ -1,0 +1,259 @@
+# Fields: resolve the attribute chains a record reads to config fields, their docs, defaults and CLI flags.
+from __future__ import annotations
+
+import bisect
+import keyword
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from extractor.models import CatalogLine, ClassFacts, FieldFacts, FieldRef, FlagFacts
+
+__all__ = ["FieldIndex"]
+
+_STRING = re.compile(r"""(?:[rRbBuUfF]{0,2})(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
+_CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
+_ANNOTATION_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_SKIP_NAMES = set(keyword.kwlist) | {"self", "cls", "super", "print", "type", "len", "isinstance", "getattr"}
+RELATED_LIMIT = 10
+
+
+@dataclass
+class _Class:
+    facts: ClassFacts
+    fields: dict[str, FieldFacts] = field(default_factory=dict)
+
+
+def chains(expression: str) -> list[str]:
+    """List the attribute chains and bare names an expression reads, without the methods it calls."""
+    text = _STRING.sub('""', expression)
+    found = []
+    for match in _CHAIN.finditer(text):
+        chain = re.sub(r"\s+", "", match.group(1))
+        parts = chain.split(".")
+        if match.group(2):  # a call: the object it is called on is read, not the method
+            parts = parts[:-1]
+        if not parts or parts[0] in keyword.kwlist:
+            continue
+        if len(parts) == 1 and parts[0] in _SKIP_NAMES:
+            continue
+        found.append(".".join(parts))
+    return found
+
+
+class FieldIndex:
+    """Config classes (fields, docs, defaults, constraints) and the CLI flags that set them, at one revision."""
+
+    def __init__(
+        self,
+        classes: dict[str, _Class],
+        flags: dict[tuple[str, str], list[str]],
+        boolean: set[tuple[str, str]],
+        overwritten: set[tuple[str, str]],
+    ) -> None:
+        self.classes = classes
+        self.flags = flags
+        self.boolean = boolean
+        self.overwritten = overwritten
+        self.root = self._root()
+        # The field of the root config through which the command line sets each config class.
+        self.cli_parent: dict[str, tuple[str, str]] = {}
+        if self.root is not None:
+            for name, facts in self.classes[self.root].fields.items():
+                target = self.class_of(facts.annotation)
+                if target is not None and target != self.root:
+                    self.cli_parent.setdefault(target, (self.root, name))
+
+    @classmethod
+    def build(cls, *, classes: Iterable[ClassFacts], flags: FlagFacts | None) -> FieldIndex:
+        known: dict[str, _Class] = {}
+        for facts in classes:
+            known.setdefault(facts.name, _Class(facts))
+        for entry in known.values():
+            entry.fields = cls._fields_of(entry.facts.name, known, set())
+        flag_map: dict[tuple[str, str], list[str]] = {}
+        boolean: set[tuple[str, str]] = set()
+        overwritten: set[tuple[str, str]] = set()
+        if flags is not None:
+            for class_name, field_name, options, explicit in flags.flags:
+                flag_map.setdefault((class_name, field_name), []).extend(
+                    o for o in options if o not in flag_map.get((class_name, field_name), [])
+                )
+                if explicit:
+                    boolean.add((class_name, field_name))
+            overwritten = {(attr, key) for attr, key in flags.overwritten}
+        return cls(known, flag_map, boolean, overwritten)
+
+    @staticmethod
+    def _fields_of(name: str, known: dict[str, _Class], seen: set[str]) -> dict[str, FieldFacts]:
+        if name in seen or name not in known:
+            return {}
+        seen.add(name)
+        fields: dict[str, FieldFacts] = {}
+        for base in known[name].facts.bases:
+            fields.update(FieldIndex._fields_of(base.rpartition(".")[2], known, seen))
+        fields.update((f.name, f) for f in known[name].facts.fields)
+        return fields
+
+    def _root(self) -> str | None:
+        """The config that holds the others: the class with the most fields typed as config classes."""
+        best, count = None, 0
+        for name, entry in sorted(self.classes.items()):
+            typed = sum(1 for f in entry.fields.values() if self.class_of(f.annotation) not in (None, name))
+            if typed > count:
+                best, count = name, typed
+        return best
+
+    def class_of(self, annotation: str) -> str | None:
+        """Unwrap `X | None`, `Optional[X]`, `"X"` to the config class an annotation names, if one."""
+        names = [n.rpartition(".")[2] for n in _ANNOTATION_NAME.findall(annotation.replace("'", " ").replace('"', " "))]
+        candidates = [n for n in names if n in self.classes]
+        return candidates[0] if len(set(candidates)) == 1 else None
+
+    def options_of(self, class_name: str, field_name: str, facts: FieldFacts) -> list[str]:
+        """The flags that set a field, with the `--no-` forms argparse adds for a boolean."""
+        options = list(self.flags.get((class_name, field_name), []))
+        names = {n.rpartition(".")[2] for n in _ANNOTATION_NAME.findall(facts.annotation)}
+        optional_value = names - {"None", "Optional", "Union"} == {"bool", "str"}
+        if (class_name, field_name) in self.boolean or ("bool" in names and not optional_value):
+            options += ["--no-" + o[2:] for o in options if o.startswith("--") and not o.startswith("--no-")]
+        return options
+
+    def resolve(self, chain: str, function: str) -> FieldRef:
+        """Follow `self.a.b` from the class of the enclosing method to a config field."""
+        parts = chain.split(".")
+        if parts[0] != "self":
+            what = "an attribute chain" if len(parts) > 1 else "a name"
+            return FieldRef(expression=chain, reason=f"{what} starting at a local, parameter or global, not self")
+        owner = function.split(".")[0]
+        if owner not in self.classes:
+            return FieldRef(expression=chain, reason=f"self is a {owner}, not a config class")
+        if len(parts) == 1:
+            return FieldRef(expression=chain, reason="the whole object, not one of its fields")
+        current = owner
+        cli = current == self.root or current in self.cli_parent
+        parent = self.cli_parent.get(current) if current != self.root else None
+        for position, attribute in enumerate(parts[1:], start=1):
+            facts = self.classes[current].fields.get(attribute)
+            if facts is None:
+                return FieldRef(expression=chain, reason=f"{current} has no field {attribute} (a property or method?)")
+            if position == len(parts) - 1:
+                return self._reference(chain, current, facts, cli=cli, parent=parent)
+            target = self.class_of(facts.annotation)
+            if target is None:
+                return FieldRef(
+                    expression=chain, reason=f"{current}.{attribute} is {facts.annotation}, not a config class"
+                )
+            cli = cli and current == self.root and self.cli_parent.get(target) == (current, attribute)
+            parent = (current, attribute)
+            current = target
+        raise AssertionError("unreachable")
+
+    def _reference(
+        self, chain: str, owner: str, facts: FieldFacts, *, cli: bool, parent: tuple[str, str] | None
+    ) -> FieldRef:
+        flags = self.options_of(owner, facts.name, facts) if cli else []
+        via = key = reason = None
+        if not cli:
+            reason = "reached through another instance than the one the command line sets"
+        elif not flags and parent is not None:
+            parent_flags = [o for o in self.flags.get(parent, []) if o.startswith("--")]
+            derived = self._derived(owner, facts, parent)
+            if derived:
+                reason = f"derived by vLLM: {derived}"
+            elif parent_flags:
+                via, key = parent_flags[0], facts.name
+        return FieldRef(
+            expression=chain,
+            cls=owner,
+            field=facts.name,
+            annotation=facts.annotation,
+            default=facts.default,
+            constraints=list(facts.constraints),
+            doc=facts.doc,
+            flags=flags,
+            via=via,
+            key=key,
+            resolved=True,
+            reason=reason,
+        )
+
+    def _derived(self, owner: str, facts: FieldFacts, parent: tuple[str, str]) -> str | None:
+        if not facts.init:
+            return "init=False"
+        if facts.name in self.classes[owner].facts.postInit:
+            return f"assigned in {owner}.__post_init__"
+        if (parent[1], facts.name) in self.overwritten:
+            return f"set by the CLI code before {owner} is built"
+        return None
+
+    def fields_of(self, line: CatalogLine) -> list[FieldRef]:
+        """Resolve every chain a record's conditions, then its placeholders, read; once each."""
+        extraction = line.extraction
+        texts = [c.test for c in extraction.conditions] + [p.expression for p in extraction.placeholders]
+        seen: dict[str, FieldRef] = {}
+        for text in texts:
+            for chain in chains(text):
+                if chain not in seen:
+                    seen[chain] = self.resolve(chain, extraction.function)
+        return list(seen.values())
+
+    def annotate(self, lines: Sequence[CatalogLine]) -> list[CatalogLine]:
+        """Add `fields` and `related` to every line's extraction (lines sorted by file and line)."""
+        resolved = [self.fields_of(line) for line in lines]
+        keys = [sorted({(f.cls or "", f.field or "") for f in refs if f.resolved}) for refs in resolved]
+        by_field: dict[tuple[str, str], list[int]] = {}
+        by_function: dict[tuple[str, str], list[int]] = {}
+        for index, line in enumerate(lines):
+            for key in keys[index]:
+                by_field.setdefault(key, []).append(index)
+            by_function.setdefault((line.record.filePath, line.extraction.function), []).append(index)
+        out = []
+        for index, line in enumerate(lines):
+            related: list[int] = []
+            taken = {index}
+            for group in [by_function[(line.record.filePath, line.extraction.function)]] + [
+                by_field[key] for key in keys[index]
+            ]:
+                for other in _nearest(lines, group, index, RELATED_LIMIT - len(related), taken):
+                    related.append(other)
+                    taken.add(other)
+                if len(related) >= RELATED_LIMIT:
+                    break
+            ids = [lines[i].record.id for i in related]
+            extraction = line.extraction.model_copy(update={"fields": resolved[index], "related": ids})
+            out.append(line.model_copy(update={"extraction": extraction}))
+        return out
+
+
+def _nearest(lines: Sequence[CatalogLine], group: list[int], origin: int, limit: int, taken: set[int]) -> list[int]:
+    """Pick up to `limit` members of a group (indexes in file and line order): same file first, nearest
+    lines first, then the other files in path order. Linear in what it returns, not in the group."""
+    if limit <= 0:
+        return []
+    record = lines[origin].record
+    position = bisect.bisect_left(group, origin)
+    before, after = position - 1, position
+    picked: list[int] = []
+    same_file = True
+    while len(picked) < limit and (before >= 0 or after < len(group)):
+        candidates = []
+        if before >= 0:
+            candidates.append(group[before])
+        if after < len(group):
+            candidates.append(group[after])
+        if same_file:
+            near = [c for c in candidates if lines[c].record.filePath == record.filePath]
+            if not near:
+                same_file = False
+                continue
+            best = min(near, key=lambda c: (abs(lines[c].record.lineNumber - record.lineNumber), c))
+        else:
+            best = min(candidates)  # other files: in path order, this one's neighbours first
+        if best == (group[before] if before >= 0 else None):
+            before -= 1
+        else:
+            after += 1
+        if best not in taken:
+            picked.append(best)
+    return picked

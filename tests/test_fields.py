@@ -1,0 +1,211 @@
+"""Fields: config classes and CLI flags read from source, attribute chains resolved, explained as a page."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from extractor.extract import ExtractOptions, extract
+from extractor.fields import chains
+from extractor.models import CatalogLine
+from tests.conftest import GitRepo
+
+CONFIG = '''
+from pydantic import Field
+from dataclasses import field
+
+
+class SchedulerConfig:
+    max_num_batched_tokens: int = Field(default=2048, ge=1)
+    """Maximum number of tokens per step.
+
+    More text."""
+    async_scheduling: bool | None = None
+    """Schedule asynchronously."""
+    mode: bool | str | None = None
+    """A flag with an optional value."""
+
+    def verify(self, max_model_len):
+        if self.max_num_batched_tokens < max_model_len and not self.async_scheduling:
+            raise ValueError(f"batched ({self.max_num_batched_tokens}) < {max_model_len}")
+
+
+class ModelConfig:
+    max_model_len: int = 4096
+    """The context length."""
+    hidden: int = field(default=0, init=False)
+
+
+class SpeculativeConfig:
+    draft_model_config: ModelConfig | None = None
+    """The draft model."""
+    padded: bool = False
+    """Disable padding."""
+    target: int = 0
+    """Set by the engine."""
+
+
+class VllmConfig:
+    model_config: ModelConfig = Field(default_factory=ModelConfig)
+    """Model."""
+    scheduler_config: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    """Scheduler."""
+    speculative_config: SpeculativeConfig | None = None
+    """Speculation."""
+
+    def __post_init__(self):
+        if self.speculative_config is not None and self.speculative_config.padded:
+            raise ValueError("no padding with speculation")
+        if self.speculative_config.draft_model_config.max_model_len > self.model_config.max_model_len:
+            raise ValueError("draft longer than target")
+        if self.speculative_config.target or self.model_config.hidden:
+            raise ValueError(f"{self.speculative_config.target}")
+'''
+
+ARGS = """
+class EngineArgs:
+    def add_cli_args(parser):
+        scheduler_kwargs = get_kwargs(SchedulerConfig)
+        parser.add_argument(
+            "--max-num-batched-tokens", **{**scheduler_kwargs["max_num_batched_tokens"], "default": None}
+        )
+        parser.add_argument("--async-scheduling", **scheduler_kwargs["async_scheduling"])
+        parser.add_argument("--mode", **scheduler_kwargs["mode"])
+        model_kwargs = get_kwargs(ModelConfig)
+        length = model_kwargs["max_model_len"]
+        parser.add_argument("--max-model-len", **length)
+        vllm_kwargs = get_kwargs(VllmConfig)
+        parser.add_argument("--speculative-config", "-sc", **vllm_kwargs["speculative_config"])
+
+    def create_speculative_config(self):
+        self.speculative_config.update({"target": 1})
+"""
+
+
+@pytest.fixture(scope="module")
+def lines(tmp_path_factory: pytest.TempPathFactory) -> list[CatalogLine]:
+    repo = GitRepo(tmp_path_factory.mktemp("fields") / "repo")
+    repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
+    return list(extract(repo=str(repo.path), revision="v1", options=ExtractOptions(cache=False)).lines)
+
+
+def fields_of(lines: list[CatalogLine], needle: str) -> dict[str, dict[str, object]]:
+    (line,) = [line for line in lines if needle in line.record.errorMessage]
+    return {f.expression: f.model_dump(by_alias=True) for f in line.extraction.fields}
+
+
+def test_field_facts_flags_and_unresolved_parameters(lines: list[CatalogLine]) -> None:
+    fields = fields_of(lines, "batched (")
+    assert list(fields) == ["self.max_num_batched_tokens", "max_model_len", "self.async_scheduling"]
+    batched = fields["self.max_num_batched_tokens"]
+    assert (batched["class"], batched["field"], batched["annotation"], batched["default"]) == (
+        "SchedulerConfig",
+        "max_num_batched_tokens",
+        "int",
+        "2048",
+    )
+    assert batched["constraints"] == ["ge=1"] and batched["doc"] == "Maximum number of tokens per step.\n\nMore text."
+    assert batched["flags"] == ["--max-num-batched-tokens"] and batched["resolved"]
+    assert fields["self.async_scheduling"]["flags"] == ["--async-scheduling", "--no-async-scheduling"]
+    assert fields["max_model_len"]["resolved"] is False and "local, parameter" in str(fields["max_model_len"]["reason"])
+
+
+def test_field_without_a_flag_is_set_through_its_parents_json(lines: list[CatalogLine]) -> None:
+    fields = fields_of(lines, "no padding")
+    padded = fields["self.speculative_config.padded"]
+    assert (padded["flags"], padded["via"], padded["key"]) == ([], "--speculative-config", "padded")
+    assert fields["self.speculative_config"]["flags"] == ["--speculative-config", "-sc"]
+
+
+def test_flags_belong_to_the_instance_the_command_line_sets(lines: list[CatalogLine]) -> None:
+    fields = fields_of(lines, "draft longer")
+    assert fields["self.model_config.max_model_len"]["flags"] == ["--max-model-len"]
+    draft = fields["self.speculative_config.draft_model_config.max_model_len"]
+    assert draft["resolved"] and draft["flags"] == [] and draft["via"] is None
+
+
+def test_derived_fields_say_so(lines: list[CatalogLine]) -> None:
+    fields = fields_of(lines, "{self.speculative_config.target}")
+    assert fields["self.speculative_config.target"]["via"] is None
+    assert "set by the CLI code" in str(fields["self.speculative_config.target"]["reason"])
+    assert (
+        fields["self.model_config.hidden"]["reason"] == "derived by vLLM: init=False"
+        or fields["self.model_config.hidden"]["flags"] == []
+    )
+
+
+def test_related_records_share_a_function_or_a_field(lines: list[CatalogLine]) -> None:
+    by_message = {line.record.errorMessage: line for line in lines}
+    padding = by_message["no padding with speculation"]
+    assert by_message["draft longer than target"].record.id in padding.extraction.related
+    assert padding.record.id not in padding.extraction.related
+
+
+def test_chains_skip_calls_strings_and_keywords() -> None:
+    assert chains("self.a.b not in get_args(Types) and x.y() == 'self.z' and not w") == [
+        "self.a.b",
+        "Types",
+        "x",
+        "w",
+    ]
+
+
+@pytest.fixture
+def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    repo = GitRepo(tmp_path_factory.mktemp("explain") / "repo")
+    repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
+    out = tmp_path_factory.mktemp("out")
+    subprocess.run(
+        [sys.executable, "-m", "extractor", "--repo", str(repo.path), "--sha", "v1", "--output", str(out)], check=True
+    )
+    (directory,) = out.iterdir()
+    return str(directory)
+
+
+def explain(catalog: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "extractor", "explain", "--catalog", catalog, *args]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def test_explain_by_text_id_and_slug(catalog_dir: str) -> None:
+    text = explain(catalog_dir, "ValueError: batched (100) < 4096")
+    assert text.returncode == 0, text.stderr
+    assert "vllm/config/all.py:18" in text.stdout and "--max-num-batched-tokens" in text.stdout
+    assert "self.max_num_batched_tokens = 100" in text.stdout
+    assert "raised when `self.max_num_batched_tokens < max_model_len and not self.async_scheduling`" in text.stdout
+    document = json.loads(explain(catalog_dir, "ValueError: batched (100) < 4096", "--format", "json").stdout)
+    record_id, slug = document["record"]["id"], document["record"]["slug"]
+    assert explain(catalog_dir, record_id).stdout == text.stdout.replace(
+        "Values     self.max_num_batched_tokens = 100, max_model_len = 4096\n", ""
+    )
+    assert explain(catalog_dir, slug).returncode == 0
+
+
+def test_explain_markdown_has_a_fields_table_and_nothing_found_exits_1(catalog_dir: str) -> None:
+    markdown = explain(catalog_dir, "no padding with speculation", "--format", "markdown").stdout
+    assert markdown.startswith("# ValueError: no-padding-with-speculation\n")
+    assert "| field | set with | default | constraints | meaning |" in markdown
+    assert "| `SpeculativeConfig.padded` | --speculative-config (JSON key `padded`) |" in markdown
+    missing = explain(catalog_dir, "nothing like this at all")
+    assert (missing.returncode, missing.stdout) == (1, "")
+
+
+def test_a_renamed_flag_shows_in_diff_as_modified_fields(tmp_path_factory: pytest.TempPathFactory) -> None:
+    from extractor.catalog import open_catalog
+    from extractor.diff import diff_catalogs
+
+    repo = GitRepo(tmp_path_factory.mktemp("rename") / "repo")
+    repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
+    repo.commit(
+        {"vllm/engine/arg_utils.py": ARGS.replace("--max-num-batched-tokens", "--max-batched-tokens")}, tag="v2"
+    )
+    options = ExtractOptions(cache=False)
+    diff = diff_catalogs(
+        open_catalog("v1", repo=str(repo.path), options=options),
+        open_catalog("v2", repo=str(repo.path), options=options),
+    )
+    changed = [(c.kind.value, c.fields) for c in diff.changes if c.kind.value != "unchanged"]
+    assert changed == [("modified", ("fields",))]
