@@ -116,7 +116,7 @@ def _differing(old: CatalogLine, new: CatalogLine) -> list[str]:
 
 def _fields(line: CatalogLine) -> list[tuple[object, ...]]:
     """The config fields a record reads and how they are set (unresolved names change with the text)."""
-    return [(f.cls, f.field, f.flags, f.via, f.key) for f in line.extraction.fields if f.resolved]
+    return [(f.class_, f.field, f.flags, f.via, f.key) for f in line.extraction.fields if f.resolved]
 
 
 _LOCATION = {"filePath", "lineNumber", "function"}

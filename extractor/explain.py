@@ -110,7 +110,7 @@ def render(explanation: Explanation, *, format: str) -> str:
             ]
             for f in resolved:
                 cells = [
-                    f"`{f.cls}.{f.field}`",
+                    f"`{f.class_}.{f.field}`",
                     _how_set(f),
                     f"`{f.default}`" if f.default else "",
                     ", ".join(f"`{c}`" for c in f.constraints),
@@ -139,7 +139,7 @@ def render(explanation: Explanation, *, format: str) -> str:
         out += ["", "Fields"]
         for f in resolved:
             out.append(
-                f"  {f.cls}.{f.field}: {f.annotation} = {f.default}"
+                f"  {f.class_}.{f.field}: {f.annotation} = {f.default}"
                 + (f"  [{', '.join(f.constraints)}]" if f.constraints else "")
             )
             out.append(f"      set with: {_how_set(f)}")

@@ -6,6 +6,7 @@ import keyword
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from extractor.models import CatalogLine, ClassFacts, FieldFacts, FieldRef, FlagFacts
 
@@ -24,7 +25,8 @@ class _Class:
     fields: dict[str, FieldFacts] = field(default_factory=dict)
 
 
-def chains(expression: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def chains(expression: str) -> tuple[str, ...]:
     """List the attribute chains and bare names an expression reads, without the methods it calls."""
     text = _STRING.sub('""', expression)
     found = []
@@ -38,7 +40,25 @@ def chains(expression: str) -> list[str]:
         if len(parts) == 1 and parts[0] in _SKIP_NAMES:
             continue
         found.append(".".join(parts))
-    return found
+    return tuple(found)
+
+
+def _unresolved(chain: str, reason: str) -> FieldRef:
+    # Built without validation (and the deep copy of default lists it implies): thousands per catalog.
+    return FieldRef.model_construct(
+        expression=chain,
+        class_=None,
+        field=None,
+        annotation=None,
+        default=None,
+        constraints=[],
+        doc=None,
+        flags=[],
+        via=None,
+        key=None,
+        resolved=False,
+        reason=reason,
+    )
 
 
 class FieldIndex:
@@ -56,6 +76,7 @@ class FieldIndex:
         self.boolean = boolean
         self.overwritten = overwritten
         self.root = self._root()
+        self._resolved: dict[tuple[str, str], FieldRef] = {}
         # The field of the root config through which the command line sets each config class.
         self.cli_parent: dict[str, tuple[str, str]] = {}
         if self.root is not None:
@@ -121,29 +142,34 @@ class FieldIndex:
 
     def resolve(self, chain: str, function: str) -> FieldRef:
         """Follow `self.a.b` from the class of the enclosing method to a config field."""
+        key = (chain, function.split(".")[0] if chain.startswith("self") else "")
+        found = self._resolved.get(key)
+        if found is None:  # many records read the same chains: each is resolved once
+            found = self._resolved[key] = self._resolve(chain, function)
+        return found
+
+    def _resolve(self, chain: str, function: str) -> FieldRef:
         parts = chain.split(".")
         if parts[0] != "self":
             what = "an attribute chain" if len(parts) > 1 else "a name"
-            return FieldRef(expression=chain, reason=f"{what} starting at a local, parameter or global, not self")
+            return _unresolved(chain, f"{what} starting at a local, parameter or global, not self")
         owner = function.split(".")[0]
         if owner not in self.classes:
-            return FieldRef(expression=chain, reason=f"self is a {owner}, not a config class")
+            return _unresolved(chain, f"self is a {owner}, not a config class")
         if len(parts) == 1:
-            return FieldRef(expression=chain, reason="the whole object, not one of its fields")
+            return _unresolved(chain, "the whole object, not one of its fields")
         current = owner
         cli = current == self.root or current in self.cli_parent
         parent = self.cli_parent.get(current) if current != self.root else None
         for position, attribute in enumerate(parts[1:], start=1):
             facts = self.classes[current].fields.get(attribute)
             if facts is None:
-                return FieldRef(expression=chain, reason=f"{current} has no field {attribute} (a property or method?)")
+                return _unresolved(chain, f"{current} has no field {attribute} (a property or method?)")
             if position == len(parts) - 1:
                 return self._reference(chain, current, facts, cli=cli, parent=parent)
             target = self.class_of(facts.annotation)
             if target is None:
-                return FieldRef(
-                    expression=chain, reason=f"{current}.{attribute} is {facts.annotation}, not a config class"
-                )
+                return _unresolved(chain, f"{current}.{attribute} is {facts.annotation}, not a config class")
             cli = cli and current == self.root and self.cli_parent.get(target) == (current, attribute)
             parent = (current, attribute)
             current = target
@@ -163,9 +189,9 @@ class FieldIndex:
                 reason = f"derived by vLLM: {derived}"
             elif parent_flags:
                 via, key = parent_flags[0], facts.name
-        return FieldRef(
+        return FieldRef.model_construct(
             expression=chain,
-            cls=owner,
+            class_=owner,
             field=facts.name,
             annotation=facts.annotation,
             default=facts.default,
@@ -201,7 +227,7 @@ class FieldIndex:
     def annotate(self, lines: Sequence[CatalogLine]) -> list[CatalogLine]:
         """Add `fields` and `related` to every line's extraction (lines sorted by file and line)."""
         resolved = [self.fields_of(line) for line in lines]
-        keys = [sorted({(f.cls or "", f.field or "") for f in refs if f.resolved}) for refs in resolved]
+        keys = [sorted({(f.class_ or "", f.field or "") for f in refs if f.resolved}) for refs in resolved]
         by_field: dict[tuple[str, str], list[int]] = {}
         by_function: dict[tuple[str, str], list[int]] = {}
         for index, line in enumerate(lines):

@@ -86,7 +86,7 @@ class FieldRef(_Frozen):
     """A configuration field a record's condition or message reads, as far as it can be resolved."""
 
     expression: str
-    cls: str | None = Field(default=None, alias="class")
+    class_: str | None = Field(default=None, alias="class")
     field: str | None = None
     annotation: str | None = None
     default: str | None = None

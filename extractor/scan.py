@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from extractor.models import Condition, ConditionKind, Extraction, FileResult, Site, SkippedSite
+from extractor.models import ClassFacts, Condition, ConditionKind, Extraction, FileResult, FlagFacts, Site, SkippedSite
 
 if TYPE_CHECKING:
     from extractor.template import Template
@@ -119,26 +119,29 @@ def scan_blob(
         reused = rescan(lines, previous, options)
         if reused is not None:
             return reused
-    return _scan_text(text, lines, options)
+    return _scan_text(text, lines, options, facts=facts)
 
 
-def _scan_text(text: str, lines: list[str], options: ScanOptions) -> FileResult:
+def _scan_text(text: str, lines: list[str], options: ScanOptions, *, facts: bool = False) -> FileResult:
     from extractor.pieces import pieces_of
 
     visited = visit(text, lines, options)
     if isinstance(visited, str):
         return FileResult(kind="skipped", reason=visited)
     body, visitor = visited
-    from extractor.facts import file_facts
+    classes: list[ClassFacts] = []
+    flags: FlagFacts | None = None
+    if facts:  # only the config and CLI files are asked for them
+        from extractor.facts import file_facts
 
-    classes, flags = file_facts(body, visitor.segment)
+        classes, flags = file_facts(body, visitor.segment)
     return FileResult(
         kind="scanned",
         sites=visitor.sites,
         skippedSites=visitor.skipped,
         classes=classes,
         flags=flags,
-        facts=True,
+        facts=facts,
         pieces=pieces_of(lines, body),
     )
 

@@ -145,12 +145,7 @@ def test_related_records_share_a_function_or_a_field(lines: list[CatalogLine]) -
 
 
 def test_chains_skip_calls_strings_and_keywords() -> None:
-    assert chains("self.a.b not in get_args(Types) and x.y() == 'self.z' and not w") == [
-        "self.a.b",
-        "Types",
-        "x",
-        "w",
-    ]
+    assert chains("self.a.b not in get_args(Types) and x.y() == 'self.z' and not w") == ("self.a.b", "Types", "x", "w")
 
 
 @pytest.fixture
