@@ -289,17 +289,12 @@ class FileOutcome(BaseModel):
     skippedSites: list[SkippedSite] = []
     classes: list[ClassFacts] = []
     flags: FlagFacts | None = None
-    facts: bool = False
+    facts: bool = False  # whether classes and flags were read (asked of config and CLI files only)
 
 
-class FileResult(_Frozen):
-    """What scanning one blob gave: its sites, a skip with the reason, or ruled out by the prefilter."""
+class FileResult(FileOutcome):
+    """What scanning one blob gave (a cache entry): the outcome, and the pieces a later version may reuse."""
 
-    kind: Literal["scanned", "skipped", "ruled-out"]
-    reason: str | None = None
-    sites: list[Site] = []
-    skippedSites: list[SkippedSite] = []
-    classes: list[ClassFacts] = []
-    flags: FlagFacts | None = None
-    facts: bool = False  # whether classes and flags were read (a full parse reads them)
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     pieces: list[Piece] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,6 +19,17 @@ GIT_ENV = {
     "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
 }
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m extractor ARGS` in a subprocess, as a user would."""
+    return subprocess.run(
+        [sys.executable, "-m", "extractor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def git(cwd: Path, *args: str, input: str | None = None) -> str:

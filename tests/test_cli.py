@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -12,6 +9,7 @@ import pytest
 
 from extractor.cli import main
 from tests.conftest import GitRepo, git
+from tests.conftest import run_cli as run
 
 SOURCE = """
 class Config:
@@ -29,16 +27,6 @@ def repo(git_repo: GitRepo) -> GitRepo:
         tag="v1",
     )
     return git_repo
-
-
-def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "extractor", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_writes_records_and_manifest_under_the_full_sha(

@@ -14,16 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import GitRepo, git
-
-
-def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "extractor", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
+from tests.conftest import run_cli as run
 
 
 @pytest.fixture
