@@ -17,18 +17,19 @@ __all__ = ["CACHE_FORMAT", "ScanCache"]
 
 CACHE_FORMAT = 2
 # The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
-_PRODUCERS = ("scan.py", "template.py", "pieces.py", "models.py")
+_PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL,
                                     PRIMARY KEY (scope, oid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS paths (scope TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
                                   PRIMARY KEY (scope, path)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 """
 
 
-def _code_digest() -> str:
+def _code_digest(names: Sequence[str] = _PRODUCERS) -> str:
     digest = hashlib.sha256()
-    for name in _PRODUCERS:
+    for name in names:
         with contextlib.suppress(OSError):
             digest.update((Path(__file__).parent / name).read_bytes())
     return digest.hexdigest()[:16]
@@ -131,6 +132,32 @@ class ScanCache:
         except sqlite3.DatabaseError:
             with contextlib.suppress(sqlite3.DatabaseError):
                 db.execute("ROLLBACK")
+
+    def catalog_key(self, parts: dict[str, object]) -> str:
+        """Key a whole catalog: what the scan depends on, plus the commit, scope and every module's code."""
+        every_module = sorted(p.name for p in Path(__file__).parent.glob("*.py"))
+        key = orjson.dumps(
+            {**parts, "scan": self.scope, "code": _code_digest(every_module)}, option=orjson.OPT_SORT_KEYS
+        )
+        return hashlib.sha256(key).hexdigest()
+
+    def catalog(self, key: str) -> bytes | None:
+        """Return a stored catalog (lines and manifest as written, before the run's timestamps)."""
+        db = self._connect()
+        if db is None:
+            return None
+        try:
+            row = db.execute("SELECT data FROM catalogs WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        return bytes(row[0]) if row else None
+
+    def store_catalog(self, key: str, data: bytes) -> None:
+        db = self._connect()
+        if db is None:
+            return
+        with contextlib.suppress(sqlite3.DatabaseError):
+            db.execute("INSERT OR REPLACE INTO catalogs (key, data) VALUES (?, ?)", (key, data))
 
     def close(self) -> None:
         if self._db is not None:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
+import orjson
+from pydantic import ValidationError
+
 from extractor import git as git_stage
 from extractor._version import __version__
 from extractor.cache import ScanCache
@@ -129,7 +132,6 @@ def _scan_blobs(
         results.update((oid, FileOutcome.model_validate_json(data)) for oid, data in new)
     if cache is not None:
         cache.store(new, {blob.path: blob.oid for blob in blobs})
-        cache.close()
     return results
 
 
@@ -213,7 +215,72 @@ def extract_commit(
     options: ExtractOptions,
     pinned_sha: str | None = None,
 ) -> Catalog:
-    """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at."""
+    """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at.
+
+    A catalog made before for the same commit, scope and code is read back and only restamped.
+    """
+    cache = None
+    key = ""
+    if options.cache:
+        cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+        key = cache.catalog_key(
+            {
+                "commit": commit.sha,
+                "pinned": pinned_sha,
+                "repo": options.repo_name or commit.repo_name,
+                "scope": options.scope.model_dump(),
+            }
+        )
+        stored = cache.catalog(key)
+        if stored is not None:
+            restored = _restore(stored, commit, analyzed_at())
+            if restored is not None:
+                cache.close()
+                return restored
+    catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
+    if cache is not None:
+        cache.store_catalog(key, _freeze(catalog))
+        cache.close()
+    return catalog
+
+
+_UNSTAMPED = "1970-01-01T00:00:00.000Z"
+
+
+def _freeze(catalog: Catalog) -> bytes:
+    """Serialize a catalog without its run's timestamps, to be restamped when it is read back."""
+    lines = [
+        line.model_copy(
+            update={"record": line.record.model_copy(update={"analyzedAt": _UNSTAMPED}), "datasetVersion": _UNSTAMPED}
+        ).model_dump(mode="json", by_alias=True)
+        for line in catalog.lines
+    ]
+    manifest = catalog.manifest.model_dump(mode="json")
+    return orjson.dumps({"lines": lines, "manifest": manifest, "warnings": list(catalog.warnings)})
+
+
+def _restore(data: bytes, commit: git_stage.Commit, stamp: str) -> Catalog | None:
+    """Read a stored catalog back with this run's timestamp and revision; None if it does not validate."""
+    try:
+        document = orjson.loads(data)
+        lines = []
+        for raw in document["lines"]:
+            raw["record"]["analyzedAt"] = stamp
+            raw["datasetVersion"] = stamp
+            lines.append(CatalogLine.model_validate(raw))
+        manifest = Manifest.model_validate({**document["manifest"], "analyzedAt": stamp, "revision": commit.revision})
+        return Catalog(lines=tuple(lines), manifest=manifest, warnings=tuple(document["warnings"]))
+    except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError):
+        return None
+
+
+def _extract_commit(
+    commit: git_stage.Commit,
+    *,
+    options: ExtractOptions,
+    pinned_sha: str | None,
+    cache: ScanCache | None,
+) -> Catalog:
     listed = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     blobs = [blob for blob in listed if _under(blob.path, options.paths)]
     if not blobs:
@@ -232,9 +299,6 @@ def extract_commit(
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
     auxiliary = [b for b in listed if b.oid in facts and not _under(b.path, options.paths)]
-    cache = None
-    if options.cache:
-        cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
     gc.disable()  # many small acyclic objects: the cyclic collector would only slow the run down
     try:
         results = _scan_blobs(commit, [*regular, *auxiliary], options=options, cache=cache, facts=facts)

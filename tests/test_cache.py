@@ -48,8 +48,10 @@ def entries(cache: Path) -> list[tuple[str, str, bytes]]:
 
 
 def overwrite(cache: Path, oid: str, data: bytes) -> None:
+    """Corrupt one file's entry, and forget whole catalogs so that the next run reads the entries."""
     with contextlib.closing(sqlite3.connect(cache / "extractor" / "scan.sqlite3")) as db, db:
         db.execute("UPDATE entries SET data = ? WHERE oid = ?", (data, oid))
+        db.execute("DELETE FROM catalogs")
 
 
 def test_output_is_identical_serial_parallel_cold_and_warm(repo: GitRepo, isolated_cache: Path) -> None:
@@ -95,6 +97,19 @@ def test_a_corrupt_cache_file_is_set_aside(repo: GitRepo, isolated_cache: Path) 
     assert output(repo, jobs=1) == expected
     assert (isolated_cache / "extractor" / "scan.corrupt").exists()
     assert len(entries(isolated_cache)) == len(SOURCES)
+
+
+def test_a_whole_catalog_is_read_back_and_restamped(
+    repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = output(repo, jobs=1)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1798761600")
+    import extractor.extract
+
+    monkeypatch.setattr(extractor.extract, "_extract_commit", lambda *a, **k: pytest.fail("extracted again"))
+    again = output(repo, jobs=1)
+    assert again == first.replace(b"2026-01-01T00:00:00.000Z", b"2027-01-01T00:00:00.000Z")
+    assert again != first
 
 
 def test_cache_key_follows_the_options(repo: GitRepo, isolated_cache: Path) -> None:
