@@ -351,6 +351,8 @@ _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the extractor's command line and return its exit code."""
+    # pydantic looks for plugins among every installed distribution at import: none are used here.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = _SUBCOMMANDS.get(arguments[0]) if arguments else None
     try:

@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import signal
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 from pydantic import ValidationError
@@ -19,10 +17,13 @@ from extractor import git as git_stage
 from extractor._version import __version__
 from extractor.cache import ScanCache
 from extractor.errors import ExtractorError, ScopeError
-from extractor.fields import FieldIndex
 from extractor.models import CatalogLine, Counts, FileOutcome, Manifest, Scope, Site, SkippedFile, SkippedSite
 from extractor.records import RunContext, build_records
-from extractor.scan import ScanOptions
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from extractor.scan import ScanOptions
 
 __all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit"]
 
@@ -44,6 +45,8 @@ class ExtractOptions:
 
     @property
     def scan_options(self) -> ScanOptions:
+        from extractor.scan import ScanOptions
+
         return ScanOptions(exceptions=self.exceptions, context=self.context)
 
     @property
@@ -182,6 +185,9 @@ def _warm_up() -> None:
 
 
 def _start_pool(jobs: int) -> ProcessPoolExecutor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_warm_up)
     for _ in range(jobs):  # start every worker now rather than on first use
         pool.submit(int)
@@ -192,6 +198,8 @@ def _parallel(
     pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes, bytes | None, bool]], scan_options: ScanOptions
 ) -> Iterator[tuple[str, bytes]]:
     """Scan in worker processes; the caller orders results by path, so output does not depend on timing."""
+    from concurrent.futures import as_completed
+
     from extractor.scan import scan_many
 
     futures = []
@@ -324,6 +332,8 @@ def _extract_commit(
             analyzed_at=stamp,
         )
         lines = build_records(files, run=run)
+        from extractor.fields import FieldIndex
+
         index = FieldIndex.build(
             classes=[
                 c
