@@ -150,7 +150,7 @@ def _extract_parser() -> argparse.ArgumentParser:
 def _run_extract(argv: Sequence[str]) -> int:
     args = _extract_parser().parse_args(argv)
     from extractor.extract import extract, extract_commit
-    from extractor.write import write_catalog, write_lines
+    from extractor.write import encode_lines, write_catalog
 
     options = _options(args)
     if args.release is not None:
@@ -163,11 +163,11 @@ def _run_extract(argv: Sequence[str]) -> int:
     for warning in catalog.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.output == "-":
-        write_lines(catalog.lines, sys.stdout.buffer)
+        sys.stdout.buffer.write(catalog.encoded or encode_lines(catalog.lines))
         sys.stdout.flush()
         return ExitCode.OK
     root = Path(args.output) if args.output else Path("output", *catalog.manifest.repo.split("/"))
-    directory = write_catalog(catalog.lines, catalog.manifest, root / catalog.manifest.sha)
+    directory = write_catalog(catalog.lines, catalog.manifest, root / catalog.manifest.sha, encoded=catalog.encoded)
     if not args.quiet:
         print(
             f"{PROG}: {len(catalog.lines)} records from {catalog.manifest.counts.filesParsed} of "

@@ -19,6 +19,7 @@ from extractor.cache import ScanCache
 from extractor.errors import ExtractorError, ScopeError
 from extractor.models import CatalogLine, Counts, FileOutcome, Manifest, Scope, Site, SkippedFile, SkippedSite
 from extractor.records import RunContext, build_records
+from extractor.write import encode_lines
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -67,6 +68,7 @@ class Catalog:
     lines: tuple[CatalogLine, ...]
     manifest: Manifest
     warnings: tuple[str, ...] = field(default=())
+    encoded: bytes | None = None  # records.jsonl as written, when already serialized
 
 
 def analyzed_at() -> str:
@@ -252,33 +254,29 @@ def extract_commit(
     return catalog
 
 
-_UNSTAMPED = "1970-01-01T00:00:00.000Z"
-
-
 def _freeze(catalog: Catalog) -> bytes:
-    """Serialize a catalog without its run's timestamps, to be restamped when it is read back."""
-    lines = [
-        line.model_copy(
-            update={"record": line.record.model_copy(update={"analyzedAt": _UNSTAMPED}), "datasetVersion": _UNSTAMPED}
-        ).model_dump(mode="json", by_alias=True)
-        for line in catalog.lines
-    ]
-    manifest = catalog.manifest.model_dump(mode="json")
-    return orjson.dumps({"lines": lines, "manifest": manifest, "warnings": list(catalog.warnings)})
+    """Serialize a catalog for the cache: a header line (stamp, manifest, warnings), then records.jsonl."""
+    header = {
+        "stamp": catalog.manifest.analyzedAt,
+        "manifest": catalog.manifest.model_dump(mode="json"),
+        "warnings": list(catalog.warnings),
+    }
+    return orjson.dumps(header) + b"\n" + (catalog.encoded or encode_lines(catalog.lines))
 
 
 def _restore(data: bytes, commit: git_stage.Commit, stamp: str) -> Catalog | None:
     """Read a stored catalog back with this run's timestamp and revision; None if it does not validate."""
     try:
-        document = orjson.loads(data)
-        lines = []
-        for raw in document["lines"]:
-            raw["record"]["analyzedAt"] = stamp
-            raw["datasetVersion"] = stamp
-            lines.append(CatalogLine.model_validate(raw))
-        manifest = Manifest.model_validate({**document["manifest"], "analyzedAt": stamp, "revision": commit.revision})
-        return Catalog(lines=tuple(lines), manifest=manifest, warnings=tuple(document["warnings"]))
-    except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError):
+        head, _, body = data.partition(b"\n")
+        header = orjson.loads(head)
+        old, new = orjson.dumps(header["stamp"]), orjson.dumps(stamp)
+        # Only a key's own value can read `"analyzedAt":"...`: inside a string the quotes are escaped.
+        body = body.replace(b'"analyzedAt":' + old, b'"analyzedAt":' + new)
+        body = body.replace(b'"datasetVersion":' + old, b'"datasetVersion":' + new)
+        lines = tuple(CatalogLine.model_validate_json(line) for line in body.splitlines())
+        manifest = Manifest.model_validate({**header["manifest"], "analyzedAt": stamp, "revision": commit.revision})
+        return Catalog(lines=lines, manifest=manifest, warnings=tuple(header["warnings"]), encoded=body)
+    except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError, ValueError):
         return None
 
 
@@ -369,4 +367,4 @@ def _extract_commit(
     warnings = []
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
-    return Catalog(lines=tuple(lines), manifest=manifest, warnings=tuple(warnings))
+    return Catalog(lines=tuple(lines), manifest=manifest, warnings=tuple(warnings), encoded=encode_lines(lines))

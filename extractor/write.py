@@ -6,7 +6,6 @@ import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
 import orjson
 from pydantic import BaseModel
@@ -14,7 +13,7 @@ from pydantic import BaseModel
 from extractor.errors import ExtractorError
 from extractor.models import CatalogLine, Manifest
 
-__all__ = ["MANIFEST", "RECORDS", "atomic_write", "dumps_line", "write_catalog", "write_lines"]
+__all__ = ["MANIFEST", "RECORDS", "atomic_write", "dumps_line", "encode_lines", "write_catalog"]
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
@@ -38,9 +37,9 @@ def dumps_model(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def write_lines(lines: Iterable[CatalogLine], stream: IO[bytes]) -> None:
-    for line in lines:
-        stream.write(dumps_line(line) + b"\n")
+def encode_lines(lines: Iterable[CatalogLine]) -> bytes:
+    """Serialize lines as records.jsonl: one compact JSON object per line."""
+    return b"".join(dumps_line(line) + b"\n" for line in lines)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -73,9 +72,10 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def write_catalog(lines: Iterable[CatalogLine], manifest: Manifest, directory: Path) -> Path:
+def write_catalog(
+    lines: Iterable[CatalogLine], manifest: Manifest, directory: Path, *, encoded: bytes | None = None
+) -> Path:
     """Write records.jsonl then manifest.json (the manifest last: it marks the catalog complete)."""
-    records = b"".join(dumps_line(line) + b"\n" for line in lines)
-    atomic_write(directory / RECORDS, records)
+    atomic_write(directory / RECORDS, encoded if encoded is not None else encode_lines(lines))
     atomic_write(directory / MANIFEST, dumps_model(manifest))
     return directory
