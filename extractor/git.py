@@ -20,7 +20,6 @@ import platformdirs
 from extractor.errors import RepositoryError, RevisionError
 
 __all__ = [
-    "DEFAULT_REPO",
     "Blob",
     "Commit",
     "cache_dir",
@@ -31,7 +30,6 @@ __all__ = [
     "resolve",
 ]
 
-DEFAULT_REPO = "https://github.com/vllm-project/vllm"  # also in cli.py, kept apart so --help imports no git code
 DEFAULT_REPO_NAME = "vllm-project/vllm"
 _GITHUB = re.compile(r"github\.com[:/]+(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
