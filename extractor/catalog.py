@@ -13,7 +13,7 @@ from extractor.errors import CatalogError, ReleaseError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, read_file, resolve
 from extractor.models import CatalogLine, Manifest
-from extractor.write import MANIFEST, RECORDS
+from extractor.write import MANIFEST, RECORDS, default_root
 
 __all__ = ["RELEASE_PREFIX", "LoadedCatalog", "is_complete", "load_catalog", "open_catalog", "release_commit"]
 
@@ -106,7 +106,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     if path.exists() and (path.is_file() or (path / RECORDS).exists()):
         return load_catalog(path)
     commit = resolve(repo, spec)
-    base = root if root is not None else Path("output", *(options.repo_name or commit.repo_name).split("/"))
+    base = root if root is not None else default_root(options.repo_name or commit.repo_name)
     reused = is_complete(base / commit.sha, options=options, sha=commit.sha)
     if reused is not None:
         return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)

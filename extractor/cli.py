@@ -150,7 +150,7 @@ def _extract_parser() -> argparse.ArgumentParser:
 def _run_extract(argv: Sequence[str]) -> int:
     args = _extract_parser().parse_args(argv)
     from extractor.extract import extract, extract_commit
-    from extractor.write import encode_lines, write_catalog
+    from extractor.write import default_root, encode_lines, write_catalog
 
     options = _options(args)
     if args.release is not None:
@@ -166,7 +166,7 @@ def _run_extract(argv: Sequence[str]) -> int:
         sys.stdout.buffer.write(catalog.encoded or encode_lines(catalog.lines))
         sys.stdout.flush()
         return ExitCode.OK
-    root = Path(args.output) if args.output else Path("output", *catalog.manifest.repo.split("/"))
+    root = Path(args.output) if args.output else default_root(catalog.manifest.repo)
     directory = write_catalog(catalog.lines, catalog.manifest, root / catalog.manifest.sha, encoded=catalog.encoded)
     if not args.quiet:
         print(

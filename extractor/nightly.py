@@ -17,7 +17,7 @@ from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
 from extractor.models import IndexEntry, NightlyIndex
-from extractor.write import atomic_write, dumps_model, write_catalog
+from extractor.write import atomic_write, default_root, dumps_model, write_catalog
 
 __all__ = ["INDEX", "LOCK", "NightlyResult", "nightly", "read_index"]
 
@@ -65,7 +65,7 @@ def nightly(
         open_repo(repo, fetch=True)
     commit = resolve(repo, f"refs/heads/{branch}" if not branch.startswith("refs/") else branch)
     log(f"resolved {branch} to {commit.sha} ({time.monotonic() - started:.2f}s)")
-    root = output or Path("output", *(options.repo_name or commit.repo_name).split("/"))
+    root = output or default_root(options.repo_name or commit.repo_name)
     # Nothing is written before the branch resolves; an up-to-date index needs no lock either.
     if root.exists() and _up_to_date(root, commit, options):
         log(f"{commit.sha[:12]} is already published; nothing to do")

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from extractor.errors import ExtractorError
 from extractor.models import CatalogLine, Manifest
 
-__all__ = ["MANIFEST", "RECORDS", "atomic_write", "dumps_line", "encode_lines", "write_catalog"]
+__all__ = ["MANIFEST", "RECORDS", "atomic_write", "default_root", "dumps_line", "encode_lines", "write_catalog"]
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
@@ -35,6 +35,11 @@ def dumps_line(line: CatalogLine) -> bytes:
 
 def dumps_model(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def default_root(repo_name: str) -> Path:
+    """Where catalogs of a repository go unless told otherwise: output/<owner>/<name>."""
+    return Path("output", *repo_name.split("/"))
 
 
 def encode_lines(lines: Iterable[CatalogLine]) -> bytes:
