@@ -15,9 +15,19 @@ from pydantic import ValidationError
 
 from extractor import git as git_stage
 from extractor._version import __version__
-from extractor.cache import ScanCache
+from extractor.cache import ScanCache, wait_for_writes
 from extractor.errors import ExtractorError, ScopeError
-from extractor.models import CatalogLine, Counts, FileOutcome, Manifest, Scope, Site, SkippedFile, SkippedSite
+from extractor.models import (
+    CatalogLine,
+    Counts,
+    FileOutcome,
+    Manifest,
+    Scope,
+    Site,
+    SkippedFile,
+    SkippedSite,
+    replace,
+)
 from extractor.records import RunContext, build_records
 from extractor.write import encode_lines
 
@@ -190,6 +200,8 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    wait_for_writes()  # no thread of this process may hold a lock while it forks
+
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_warm_up)
     for _ in range(jobs):  # start every worker now rather than on first use
         pool.submit(int)
@@ -229,10 +241,10 @@ def extract_commit(
 
     A catalog made before for the same commit, scope and code is read back and only restamped.
     """
-    cache = None
-    key = ""
-    if options.cache:
-        cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+    if not options.cache:
+        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
+    cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+    try:
         key = cache.catalog_key(
             {
                 "commit": commit.sha,
@@ -245,13 +257,12 @@ def extract_commit(
         if stored is not None:
             restored = _restore(stored, commit, analyzed_at())
             if restored is not None:
-                cache.close()
                 return restored
-    catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
-    if cache is not None:
+        catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
         cache.store_catalog(key, _freeze(catalog))
-        cache.close()
-    return catalog
+        return catalog
+    finally:
+        cache.close()  # what is queued is written in the background
 
 
 def _freeze(catalog: Catalog) -> bytes:
@@ -320,7 +331,7 @@ def _extract_commit(
                 skipped_files.append(SkippedFile(path=blob.path, reason=result.reason or "unknown"))
                 continue
             files.append((blob.path, result.sites))
-            skipped_sites += [s.model_copy(update={"path": blob.path}) for s in result.skippedSites]
+            skipped_sites += [replace(s, path=blob.path) for s in result.skippedSites]
         stamp = analyzed_at()
         run = RunContext(
             repo_name=options.repo_name or commit.repo_name,

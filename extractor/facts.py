@@ -16,12 +16,15 @@ CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length"
 Segment = Callable[[ast.expr], str]
 
 
-def file_facts(body: Sequence[ast.stmt], segment: Segment) -> tuple[list[ClassFacts], FlagFacts | None]:
+def file_facts(body: Sequence[ast.stmt], segment: Segment, source: str) -> tuple[list[ClassFacts], FlagFacts | None]:
     """Read a parsed module's top-level classes and, if it defines CLI flags from configs, those."""
     classes = [_class_facts(node, segment) for node in body if isinstance(node, ast.ClassDef)]
-    return [c for c in classes if c.fields or c.postInit], _flag_facts(
-        ast.Module(body=list(body), type_ignores=[]), segment
-    )
+    flags = None
+    # Flags need both a `get_kwargs(...)` and an `add_argument(...)` call: without both names in the
+    # text there are none, and walking every node of a big module is not free.
+    if "get_kwargs" in source and "add_argument" in source:
+        flags = _flag_facts(ast.Module(body=list(body), type_ignores=[]), segment)
+    return [c for c in classes if c.fields or c.postInit], flags
 
 
 def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:

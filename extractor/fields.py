@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from extractor.models import CatalogLine, ClassFacts, FieldFacts, FieldRef, FlagFacts
+from extractor.models import CatalogLine, ClassFacts, FieldFacts, FieldRef, FlagFacts, construct, replace
 
 __all__ = ["FieldIndex"]
 
@@ -45,7 +45,8 @@ def chains(expression: str) -> tuple[str, ...]:
 
 def _unresolved(chain: str, reason: str) -> FieldRef:
     # Built without validation (and the deep copy of default lists it implies): thousands per catalog.
-    return FieldRef.model_construct(
+    return construct(
+        FieldRef,
         expression=chain,
         class_=None,
         field=None,
@@ -189,7 +190,8 @@ class FieldIndex:
                 reason = f"derived by vLLM: {derived}"
             elif parent_flags:
                 via, key = parent_flags[0], facts.name
-        return FieldRef.model_construct(
+        return construct(
+            FieldRef,
             expression=chain,
             class_=owner,
             field=facts.name,
@@ -247,8 +249,7 @@ class FieldIndex:
                 if len(related) >= RELATED_LIMIT:
                     break
             ids = [lines[i].record.id for i in related]
-            extraction = line.extraction.model_copy(update={"fields": resolved[index], "related": ids})
-            out.append(line.model_copy(update={"extraction": extraction}))
+            out.append(replace(line, extraction=replace(line.extraction, fields=resolved[index], related=ids)))
         return out
 
 

@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from extractor.models import FileResult, Piece, Site, SkippedSite
+from extractor.models import FileResult, Piece, Site, SkippedSite, construct, replace
 
 if TYPE_CHECKING:
     from extractor.scan import ScanOptions
@@ -73,7 +73,7 @@ def _collect(
             continue
         first = lines[start - 1][:_FIRST]
         out.append(
-            Piece.model_construct(hash=_hash(lines, start, end), start=start, end=end, first=first, scope=list(scope))
+            construct(Piece, hash=_hash(lines, start, end), start=start, end=end, first=first, scope=list(scope))
         )
 
 
@@ -84,20 +84,13 @@ def _shift_site(site: Site, delta: int, lines: Sequence[str], context: int) -> S
     start, end, code = window(lines, line, context)
     extraction = site.extraction
     if delta:
-        extraction = extraction.model_copy(
-            update={
-                "endLineNumber": extraction.endLineNumber + delta,
-                "conditions": [c.model_copy(update={"line": c.line + delta}) for c in extraction.conditions],
-            }
+        extraction = replace(
+            extraction,
+            endLineNumber=extraction.endLineNumber + delta,
+            conditions=[replace(c, line=c.line + delta) for c in extraction.conditions],
         )
-    return site.model_copy(
-        update={
-            "lineNumber": line,
-            "sourceCode": code,
-            "sourceCodeStart": start,
-            "sourceCodeEnd": end,
-            "extraction": extraction,
-        }
+    return replace(
+        site, lineNumber=line, sourceCode=code, sourceCodeStart=start, sourceCodeEnd=end, extraction=extraction
     )
 
 
@@ -153,11 +146,11 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
             if piece.start <= site.lineNumber <= piece.end
         ]
         skipped += [
-            skip.model_copy(update={"line": skip.line + delta})
+            replace(skip, line=skip.line + delta)
             for skip in previous.skippedSites
             if piece.start <= skip.line <= piece.end
         ]
-        pieces.append(piece.model_copy(update={"start": start, "end": end}))
+        pieces.append(replace(piece, start=start, end=end))
     pieces += pieces_of(lines, body, frozenset(start for start, _, _ in matches))
     sites.sort(key=lambda site: (site.lineNumber, site.extraction.column))
     skipped.sort(key=lambda skip: skip.line)

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from extractor.models import CatalogLine, ErrorType, Record, Site
+from extractor.models import CatalogLine, ErrorType, Record, Site, construct
 
 __all__ = ["ERROR_TYPES", "RunContext", "build_records", "error_type", "record_id", "slug_words"]
 
@@ -105,7 +105,8 @@ def build_records(files: Sequence[tuple[str, Sequence[Site]]], *, run: RunContex
         used.add(slug)
         url = f"https://github.com/{run.repo_name}/blob/{run.sha}/{path}#L{site.sourceCodeStart}-L{site.sourceCodeEnd}"
         # Every value here is built from validated parts; the schema test checks the written lines.
-        record = Record.model_construct(
+        record = construct(
+            Record,
             id=identifier,
             repo=run.repo_name,
             slug=slug,
@@ -122,7 +123,5 @@ def build_records(files: Sequence[tuple[str, Sequence[Site]]], *, run: RunContex
             analyzedSha=run.sha,
             analyzedAt=run.analyzed_at,
         )
-        lines.append(
-            CatalogLine.model_construct(record=record, extraction=site.extraction, datasetVersion=run.analyzed_at)
-        )
+        lines.append(construct(CatalogLine, record=record, extraction=site.extraction, datasetVersion=run.analyzed_at))
     return lines

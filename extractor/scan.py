@@ -12,7 +12,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from extractor.models import ClassFacts, Condition, ConditionKind, Extraction, FileResult, FlagFacts, Site, SkippedSite
+from extractor.models import (
+    ClassFacts,
+    Condition,
+    ConditionKind,
+    Extraction,
+    FileResult,
+    FlagFacts,
+    Site,
+    SkippedSite,
+    construct,
+)
 
 if TYPE_CHECKING:
     from extractor.template import Template
@@ -134,7 +144,7 @@ def _scan_text(text: str, lines: list[str], options: ScanOptions, *, facts: bool
     if facts:  # only the config and CLI files are asked for them
         from extractor.facts import file_facts
 
-        classes, flags = file_facts(body, visitor.segment)
+        classes, flags = file_facts(body, visitor.segment, text)
     return FileResult(
         kind="scanned",
         sites=visitor.sites,
@@ -290,7 +300,7 @@ class _Visitor:
             items = ", ".join(self.one_line(item.context_expr) + _as(self, item.optional_vars) for item in node.items)
             self.block(
                 node.body,
-                state.enter(Condition.model_construct(kind=ConditionKind.WITH, test=items, line=node.lineno), node),
+                state.enter(construct(Condition, kind=ConditionKind.WITH, test=items, line=node.lineno), node),
             )
         elif isinstance(node, ast.Try | ast.TryStar):
             self.try_(node, state)
@@ -299,57 +309,51 @@ class _Visitor:
 
     def if_(self, node: ast.If, state: _State, kind: ConditionKind) -> None:
         test = self.one_line(node.test)
-        self.block(node.body, state.enter(Condition.model_construct(kind=kind, test=test, line=node.lineno), node))
+        self.block(node.body, state.enter(construct(Condition, kind=kind, test=test, line=node.lineno), node))
         if not node.orelse:
             return
-        negated = state.enter(Condition.model_construct(kind=kind, test=test, negated=True, line=node.lineno), node)
+        negated = state.enter(construct(Condition, kind=kind, test=test, negated=True, line=node.lineno), node)
         first = node.orelse[0]
         if len(node.orelse) == 1 and isinstance(first, ast.If) and self._is_elif(first):
             chained = negated._replace(chain=(*negated.chain, (node.orelse, 0, node)))
             self.if_(first, chained, ConditionKind.ELIF)
             return
         line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
-        self.block(
-            node.orelse, negated.enter(Condition.model_construct(kind=ConditionKind.ELSE, test="", line=line), node)
-        )
+        self.block(node.orelse, negated.enter(construct(Condition, kind=ConditionKind.ELSE, test="", line=line), node))
 
     def _is_elif(self, node: ast.If) -> bool:
         return self._line_bytes(node.lineno)[node.col_offset :].startswith(b"elif")
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, state: _State, kind: ConditionKind, test: str) -> None:
-        self.block(node.body, state.enter(Condition.model_construct(kind=kind, test=test, line=node.lineno), node))
+        self.block(node.body, state.enter(construct(Condition, kind=kind, test=test, line=node.lineno), node))
         if node.orelse:
-            exhausted = state.enter(
-                Condition.model_construct(kind=kind, test=test, negated=True, line=node.lineno), node
-            )
+            exhausted = state.enter(construct(Condition, kind=kind, test=test, negated=True, line=node.lineno), node)
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
             self.block(
                 node.orelse,
-                exhausted.enter(Condition.model_construct(kind=ConditionKind.ELSE, test="", line=line), node),
+                exhausted.enter(construct(Condition, kind=ConditionKind.ELSE, test="", line=line), node),
             )
 
     def try_(self, node: ast.Try | ast.TryStar, state: _State) -> None:
-        attempt = state.enter(Condition.model_construct(kind=ConditionKind.TRY, test="", line=node.lineno), node)
+        attempt = state.enter(construct(Condition, kind=ConditionKind.TRY, test="", line=node.lineno), node)
         self.block(node.body, attempt)
         for handler in node.handlers:
             caught = self.one_line(handler.type) if handler.type is not None else ""
-            inner = state.enter(
-                Condition.model_construct(kind=ConditionKind.EXCEPT, test=caught, line=handler.lineno), node
-            )
+            inner = state.enter(construct(Condition, kind=ConditionKind.EXCEPT, test=caught, line=handler.lineno), node)
             if handler.name:
                 inner = inner._replace(caught=state.caught | {handler.name})
             self.block(handler.body, inner)
         if node.orelse:
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
             self.block(
-                node.orelse, attempt.enter(Condition.model_construct(kind=ConditionKind.ELSE, test="", line=line), node)
+                node.orelse, attempt.enter(construct(Condition, kind=ConditionKind.ELSE, test="", line=line), node)
             )
         if node.finalbody:
             last = node.orelse or (node.handlers[-1].body if node.handlers else node.body)
             line = self.keyword_line("finally", node.finalbody, last[-1].end_lineno or node.lineno)
             self.block(
                 node.finalbody,
-                state.enter(Condition.model_construct(kind=ConditionKind.FINALLY, test="", line=line), node),
+                state.enter(construct(Condition, kind=ConditionKind.FINALLY, test="", line=line), node),
             )
 
     def match(self, node: ast.Match, state: _State) -> None:
@@ -362,10 +366,10 @@ class _Visitor:
             line = case.pattern.lineno
             self.block(
                 case.body,
-                earlier.enter(Condition.model_construct(kind=ConditionKind.MATCH_CASE, test=test, line=line), node),
+                earlier.enter(construct(Condition, kind=ConditionKind.MATCH_CASE, test=test, line=line), node),
             )
             earlier = earlier.enter(
-                Condition.model_construct(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node
+                construct(Condition, kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node
             )
 
     # Sites ---------------------------------------------------------------------------------------
@@ -398,7 +402,8 @@ class _Visitor:
         line = node.lineno
         start, end, code = window(self.lines, line, self.options.context)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
-        extraction = Extraction.model_construct(
+        extraction = construct(
+            Extraction,
             placeholders=list(template.placeholders),
             conditions=list(state.conditions),
             function=qualname,
@@ -410,7 +415,8 @@ class _Visitor:
             warnings=list(template.warnings),
         )
         self.sites.append(
-            Site.model_construct(
+            construct(
+                Site,
                 errorClass=name,
                 errorMessage=template.message,
                 messagePattern=template.pattern,

@@ -12,7 +12,7 @@ from typing import Literal, cast
 
 import libcst as cst
 
-from extractor.models import MessageKind, Placeholder
+from extractor.models import MessageKind, Placeholder, construct
 
 __all__ = ["Template", "message_template", "pattern_for"]
 
@@ -91,7 +91,8 @@ def pattern_for(parts: Sequence[_Part]) -> tuple[str, str, tuple[Placeholder, ..
         text = part.text()
         group = f"p{len(placeholders)}"
         placeholders.append(
-            Placeholder.model_construct(
+            construct(
+                Placeholder,
                 expression=part.expression,
                 conversion=cast(Conversion, part.conversion),
                 formatSpec=part.spec,

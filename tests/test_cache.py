@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from extractor.cache import wait_for_writes
 from extractor.extract import ExtractOptions, extract
 from extractor.write import dumps_line
 from tests.conftest import GitRepo
@@ -36,6 +37,7 @@ def repo(git_repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatc
 
 def output(repo: GitRepo, **options: object) -> bytes:
     catalog = extract(repo=str(repo.path), revision="v1", options=ExtractOptions(paths=("pkg",), **options))  # type: ignore[arg-type]
+    wait_for_writes()  # the tests below read and break the cache file behind the extractor's back
     return b"".join(dumps_line(line) + b"\n" for line in catalog.lines) + catalog.manifest.model_dump_json().encode()
 
 
