@@ -1,6 +1,4 @@
 # Entry point for `python -m extractor`.
-import sys
+from extractor.cli import run
 
-from extractor.cli import main
-
-sys.exit(main())
+run()

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import orjson
@@ -112,8 +113,9 @@ def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
 
 # Below this much source to parse, starting worker processes costs more than it saves.
 _PARALLEL_BYTES = 256 * 1024
-# Work is handed to workers in batches of about this much source, largest files first.
+# Work is handed to workers in batches of about this much source (or this many files), largest first.
 _BATCH_BYTES = 64 * 1024
+_BATCH_FILES = 256
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
@@ -159,35 +161,49 @@ def _scan_missing(
     facts: set[str],
 ) -> list[tuple[str, bytes]]:
     """Read and scan blobs, the prefilter first; return each one's serialized result."""
-    from extractor.scan import could_hold, scan_many
-
     scan_options = options.scan_options
     jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
     # Largest first, so the last batch handed out is a small one and workers finish together.
     ordered = sorted(missing, key=lambda blob: (-blob.size, blob.oid))
+    git_stage.prefetch(commit, ordered)
+    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered]
     parallel = jobs > 1 and sum(blob.size for blob in ordered) >= _PARALLEL_BYTES
-    pool = _start_pool(jobs) if parallel else None  # workers import the parser while blobs are read
+    # This process is one of the `jobs`: the others start (and import the parser) first.
+    pool = _start_pool(jobs - 1) if parallel else None
     try:
-        out: list[tuple[str, bytes]] = []
-        to_parse: list[tuple[str, bytes, bytes | None, bool]] = []
-        for blob, data in git_stage.read_blobs(commit, ordered):
-            wanted = blob.oid in facts
-            if wanted or could_hold(data, scan_options):
-                to_parse.append((blob.oid, data, previous.get(blob.oid), wanted))
-            else:
-                out.append((blob.oid, _RULED_OUT))
         if pool is not None:
-            out += _parallel(pool, to_parse, scan_options)
-        else:
-            for entry in _progress(to_parse, len(to_parse), "scanning"):
-                out += scan_many([entry], scan_options)
+            sizes = [blob.size for blob in ordered]
+            return list(_parallel(pool, jobs - 1, commit.git_dir, items, sizes, scan_options))
+        out: list[tuple[str, bytes]] = []
+        for item in _progress(items, len(items), "scanning"):
+            out += _scan_stored(commit.git_dir, [item], scan_options)
         return out
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        git_stage.close_readers()
 
 
 _RULED_OUT = b'{"kind":"ruled-out"}'
+_Item = tuple[str, bytes | None, bool]  # blob id, the previous version's result, whether facts are wanted
+
+
+def _scan_stored(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions) -> list[tuple[str, bytes]]:
+    """Read blobs from git (this process's own reader) and scan those the prefilter lets through.
+
+    Workers read the blobs they scan themselves: the main process neither reads nor sends them.
+    """
+    from extractor.scan import could_hold, scan_many
+
+    contents = git_stage.reader(git_dir).read([oid for oid, _, _ in items])
+    out: list[tuple[str, bytes]] = []
+    to_parse = []
+    for (oid, previous, wanted), data in zip(items, contents, strict=True):
+        if wanted or could_hold(data, scan_options):
+            to_parse.append((oid, data, previous, wanted))
+        else:
+            out.append((oid, _RULED_OUT))
+    return out + scan_many(to_parse, scan_options)
 
 
 def _warm_up() -> None:
@@ -209,26 +225,53 @@ def _start_pool(jobs: int) -> ProcessPoolExecutor:
 
 
 def _parallel(
-    pool: ProcessPoolExecutor, blobs: Sequence[tuple[str, bytes, bytes | None, bool]], scan_options: ScanOptions
+    pool: ProcessPoolExecutor,
+    workers: int,
+    git_dir: Path,
+    items: Sequence[_Item],
+    sizes: Sequence[int],
+    scan_options: ScanOptions,
 ) -> Iterator[tuple[str, bytes]]:
-    """Scan in worker processes; the caller orders results by path, so output does not depend on timing."""
-    from concurrent.futures import as_completed
+    """Scan in the worker processes and in this one; the caller orders results by path, so output does
+    not depend on timing.
 
-    from extractor.scan import scan_many
+    Workers are kept two batches ahead (the largest first); between handing out batches, this process
+    scans the smallest one left itself rather than wait, so no core is spent on waiting.
+    """
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-    futures = []
-    batch: list[tuple[str, bytes, bytes | None, bool]] = []
+    batches: deque[list[_Item]] = deque([[]])
     size = 0
-    for entry in blobs:
-        batch.append(entry)
-        size += len(entry[1])
-        if size >= _BATCH_BYTES:
-            futures.append(pool.submit(scan_many, batch, scan_options))
-            batch, size = [], 0
-    if batch:
-        futures.append(pool.submit(scan_many, batch, scan_options))
-    for future in _progress(as_completed(futures), len(futures), "scanning", unit="batch"):
-        yield from future.result()
+    for item, item_size in zip(items, sizes, strict=True):
+        if size >= _BATCH_BYTES or len(batches[-1]) >= _BATCH_FILES:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += item_size
+
+    def done() -> Iterator[list[tuple[str, bytes]]]:
+        running: set[Future[list[tuple[str, bytes]]]] = set()
+        while batches or running:
+            while batches and len(running) < 2 * workers:
+                running.add(pool.submit(_scan_stored, git_dir, batches.popleft(), scan_options))
+            if batches:
+                yield _scan_stored(git_dir, batches.pop(), scan_options)
+            else:
+                wait(running, return_when=FIRST_COMPLETED)
+            for future in [f for f in running if f.done()]:
+                running.remove(future)
+                yield future.result()
+
+    total = len(batches)
+    # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        for results in _progress(done(), total, "scanning", unit="batch"):
+            yield from results
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def extract_commit(

@@ -21,12 +21,16 @@ from extractor.errors import RepositoryError, RevisionError
 
 __all__ = [
     "Blob",
+    "BlobReader",
     "Commit",
     "cache_dir",
+    "close_readers",
     "list_blobs",
     "open_repo",
+    "prefetch",
     "read_blobs",
     "read_file",
+    "reader",
     "resolve",
 ]
 
@@ -202,12 +206,75 @@ def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
     return sorted(blobs, key=lambda blob: blob.path)
 
 
+class BlobReader:
+    """A long-lived `git cat-file --batch` of one repository, read a batch of blobs at a time."""
+
+    # Requests written before answers are read: a chunk of ids must fit in the pipe without blocking.
+    _CHUNK = 512
+
+    def __init__(self, git_dir: Path) -> None:
+        self.git_dir = git_dir
+        self._process = subprocess.Popen(
+            ["git", "cat-file", "--batch"],
+            cwd=git_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def read(self, oids: Sequence[str]) -> list[bytes]:
+        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError."""
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        out: list[bytes] = []
+        for start in range(0, len(oids), self._CHUNK):
+            chunk = oids[start : start + self._CHUNK]
+            try:
+                stdin.write(b"".join(oid.encode() + b"\n" for oid in chunk))
+                stdin.flush()
+            except OSError:
+                raise RepositoryError(f"git cat-file stopped reading {self.git_dir}") from None
+            for oid in chunk:
+                header = stdout.readline().split()
+                if len(header) != 3 or header[1] != b"blob":
+                    raise RepositoryError(f"cannot read blob {oid} from {self.git_dir}")
+                out.append(stdout.read(int(header[2])))
+                stdout.read(1)
+        return out
+
+    def close(self) -> None:
+        for stream in (self._process.stdin, self._process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._process.kill()
+        self._process.wait()
+
+
+_readers: dict[tuple[int, Path], BlobReader] = {}
+
+
+def reader(git_dir: Path) -> BlobReader:
+    """This process's reader of a repository (a worker forked from another process starts its own)."""
+    key = (os.getpid(), git_dir)
+    found = _readers.get(key)
+    if found is None:
+        found = _readers[key] = BlobReader(git_dir)
+    return found
+
+
+def close_readers() -> None:
+    """Stop this process's readers (a worker's stop with it)."""
+    for key in [key for key in _readers if key[0] == os.getpid()]:
+        _readers.pop(key).close()
+
+
 def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, bytes]]:
     """Read blobs through one `git cat-file --batch` process, fetching missing ones in bulk first."""
     wanted = list(blobs)
     if not wanted:
         return
-    _prefetch(commit, wanted)
+    prefetch(commit, wanted)
     process = subprocess.Popen(
         ["git", "cat-file", "--batch"],
         cwd=commit.git_dir,
@@ -251,7 +318,7 @@ def read_file(commit: Commit, path: str) -> bytes | None:
     return data
 
 
-def _prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
+def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
     """In a blob-filtered clone, fetch the blobs that are not here yet in one request."""
     repo = commit.git_dir
     if _config(repo, "remote.origin.promisor") != "true":

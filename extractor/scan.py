@@ -181,6 +181,7 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
     Each item is (blob id, bytes, serialized result of the file's previous version or None, whether
     the file's facts are wanted).
     """
+    collecting = gc.isenabled()
     gc.disable()  # parsing makes many short-lived acyclic objects; the cyclic collector only slows it
     try:
         out = []
@@ -193,7 +194,8 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
             out.append((oid, result.model_dump_json().encode()))
         return out
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def scan(data: bytes, *, options: ScanOptions) -> FileScan:
