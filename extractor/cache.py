@@ -3,21 +3,21 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from pydantic import ValidationError
 
 from extractor._version import __version__
-from extractor.models import FileOutcome
 
-__all__ = ["CACHE_FORMAT", "ScanCache", "wait_for_writes"]
+__all__ = ["CACHE_FORMAT", "EntryStore", "ScanCache", "close_stores", "wait_for_writes"]
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 # The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
 _PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py")
 _SCHEMA = """
@@ -33,6 +33,19 @@ CREATE TABLE IF NOT EXISTS catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) W
 # overlaps with building records and writing the catalog. The thread is not a daemon: the interpreter
 # waits for it at exit.
 _writers: list[threading.Thread] = []
+
+
+_DIGEST = 32  # bytes of SHA-256 before each stored value
+
+
+def _seal(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest() + data
+
+
+def _unseal(stored: bytes) -> bytes | None:
+    """The value a row was written with, or None if its bytes are not those (truncated, altered)."""
+    data = stored[_DIGEST:]
+    return data if len(stored) >= _DIGEST and hashlib.sha256(data).digest() == stored[:_DIGEST] else None
 
 
 def wait_for_writes() -> None:
@@ -61,8 +74,54 @@ def _insert(cursor: sqlite3.Cursor, table: str, rows: Sequence[tuple[str, str, s
 _ROWS_PER_STATEMENT = 300  # 900 parameters: under SQLite's oldest limit of 999
 
 
+@dataclass(frozen=True)
+class EntryStore:
+    """Where the processes that scan store what they found, each through its own connection, batch by
+    batch as they go: the results never wait in the main process to be written."""
+
+    path: Path
+    scope: str
+
+    def put(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        """Store results (sealed) in one transaction; a failure only costs a later re-scan."""
+        with contextlib.suppress(sqlite3.DatabaseError, OSError):
+            db = _store_connection(self.path)
+            sealed = [(self.scope, oid, _seal(data)) for oid, data in entries]
+            with contextlib.closing(db.cursor()) as cursor:
+                cursor.execute("BEGIN IMMEDIATE")
+                try:
+                    _insert(cursor, "entries (scope, oid, data)", sealed)
+                except BaseException:
+                    cursor.execute("ROLLBACK")
+                    raise
+                cursor.execute("COMMIT")
+
+
+_connections: dict[tuple[int, Path], sqlite3.Connection] = {}
+
+
+def _store_connection(path: Path) -> sqlite3.Connection:
+    """This process's connection for storing entries (a forked worker opens its own)."""
+    key = (os.getpid(), path)
+    db = _connections.get(key)
+    if db is None:
+        db = _connections[key] = sqlite3.connect(path, timeout=60, isolation_level=None)
+        db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+def close_stores() -> None:
+    """Close this process's entry-storing connections."""
+    for key in [key for key in _connections if key[0] == os.getpid()]:
+        _connections.pop(key).close()
+
+
 class ScanCache:
-    """Scan results by blob id; an entry that does not validate is ignored and rewritten, never trusted.
+    """Scan results by blob id; an entry that does not check out is ignored and rewritten, never trusted.
+
+    Each value is stored behind the SHA-256 of its bytes and read back only if they match: a value
+    comes from the extractor's own serializer, so bytes that are exactly what it wrote are valid, and
+    checking that costs a hash rather than a validation of every nested field.
 
     One SQLite file (WAL mode) holds every scope; a scope is a hash of the cache format, the extractor
     version, a digest of the scanning code and the options that shape a file's result. A cache that
@@ -110,22 +169,19 @@ class ScanCache:
         db.executescript(_SCHEMA)
         return db
 
-    def get_many(self, oids: Sequence[str]) -> dict[str, FileOutcome]:
-        """Return the valid cached results among `oids`."""
-        found: dict[str, FileOutcome] = {}
-        for oid, data in self._select("SELECT oid, data FROM entries WHERE scope = ? AND oid IN ({})", oids):
-            with contextlib.suppress(ValidationError):
-                found[oid] = FileOutcome.model_validate_json(data)
+    def get_many(self, oids: Sequence[str]) -> dict[str, bytes]:
+        """Return the intact cached results among `oids`, as the scanner serialized them."""
+        found: dict[str, bytes] = {}
+        for oid, stored in self._select("SELECT oid, data FROM entries WHERE scope = ? AND oid IN ({})", oids):
+            data = _unseal(stored)
+            if data is not None:
+                found[oid] = data
         return found
 
     def previous_versions(self, paths: Sequence[str]) -> dict[str, str]:
         """Map paths to the blob each had when last scanned in this scope."""
         rows = self._select("SELECT path, oid FROM paths WHERE scope = ? AND path IN ({})", paths)
         return {path: str(oid) for path, oid in rows}
-
-    def raw(self, oids: Iterable[str]) -> dict[str, bytes]:
-        """Return stored results as they are (for a worker to reuse the pieces of a previous version)."""
-        return dict(self._select("SELECT oid, data FROM entries WHERE scope = ? AND oid IN ({})", list(oids)))
 
     def _select(self, query: str, keys: Sequence[str]) -> list[tuple[str, bytes]]:
         db = self._connect()
@@ -141,14 +197,17 @@ class ScanCache:
             return []
         return rows
 
-    def store(self, entries: Sequence[tuple[str, bytes]], paths: dict[str, str]) -> None:
-        """Store new results and the blob each path has now, in one transaction, in the background."""
+    def entry_store(self) -> EntryStore | None:
+        """A handle for the scanning processes to store their results with; None if the cache is unusable."""
+        return EntryStore(self.path, self.scope) if self._connect() is not None else None
+
+    def store_paths(self, paths: dict[str, str]) -> None:
+        """Record the blob each path has now (in the background), for a later version to reuse pieces of."""
 
         def write(db: sqlite3.Connection) -> None:
             with contextlib.closing(db.cursor()) as cursor:
                 cursor.execute("BEGIN IMMEDIATE")
                 try:
-                    _insert(cursor, "entries (scope, oid, data)", [(self.scope, oid, data) for oid, data in entries])
                     _insert(cursor, "paths (scope, path, oid)", [(self.scope, p, oid) for p, oid in paths.items()])
                 except BaseException:
                     cursor.execute("ROLLBACK")
@@ -174,13 +233,13 @@ class ScanCache:
             row = db.execute("SELECT data FROM catalogs WHERE key = ?", (key,)).fetchone()
         except sqlite3.DatabaseError:
             return None
-        return bytes(row[0]) if row else None
+        return _unseal(bytes(row[0])) if row else None
 
     def store_catalog(self, key: str, data: bytes) -> None:
         """Store a whole catalog (in the background, after the writes before it)."""
 
         def write(db: sqlite3.Connection) -> None:
-            db.execute("INSERT OR REPLACE INTO catalogs (key, data) VALUES (?, ?)", (key, data))
+            db.execute("INSERT OR REPLACE INTO catalogs (key, data) VALUES (?, ?)", (key, _seal(data)))
 
         self._write(write)
 

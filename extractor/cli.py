@@ -150,7 +150,7 @@ def _extract_parser() -> argparse.ArgumentParser:
 def _run_extract(argv: Sequence[str]) -> int:
     args = _extract_parser().parse_args(argv)
     from extractor.extract import extract, extract_commit
-    from extractor.write import default_root, encode_lines, write_catalog
+    from extractor.write import default_root, write_catalog
 
     options = _options(args)
     if args.release is not None:
@@ -163,14 +163,14 @@ def _run_extract(argv: Sequence[str]) -> int:
     for warning in catalog.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.output == "-":
-        sys.stdout.buffer.write(catalog.encoded or encode_lines(catalog.lines))
+        sys.stdout.buffer.write(catalog.encoded)
         sys.stdout.flush()
         return ExitCode.OK
     root = Path(args.output) if args.output else default_root(catalog.manifest.repo)
-    directory = write_catalog(catalog.lines, catalog.manifest, root / catalog.manifest.sha, encoded=catalog.encoded)
+    directory = write_catalog(catalog.encoded, catalog.manifest, root / catalog.manifest.sha)
     if not args.quiet:
         print(
-            f"{PROG}: {len(catalog.lines)} records from {catalog.manifest.counts.filesParsed} of "
+            f"{PROG}: {catalog.manifest.counts.records} records from {catalog.manifest.counts.filesParsed} of "
             f"{catalog.manifest.counts.filesInScope} files at {catalog.manifest.sha[:12]} -> {directory}",
             file=sys.stderr,
         )

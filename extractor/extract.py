@@ -8,15 +8,16 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from pydantic import ValidationError
 
 from extractor import git as git_stage
 from extractor._version import __version__
-from extractor.cache import ScanCache, wait_for_writes
+from extractor.cache import EntryStore, ScanCache, close_stores, wait_for_writes
 from extractor.errors import ExtractorError, ScopeError
 from extractor.models import (
     CatalogLine,
@@ -24,13 +25,11 @@ from extractor.models import (
     FileOutcome,
     Manifest,
     Scope,
-    Site,
     SkippedFile,
     SkippedSite,
-    replace,
+    construct,
 )
-from extractor.records import RunContext, build_records
-from extractor.write import encode_lines
+from extractor.records import RunContext, SiteData, build_records
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -74,12 +73,16 @@ class ExtractOptions:
 
 @dataclass(frozen=True)
 class Catalog:
-    """An extracted catalog: its lines in order and the manifest that describes it."""
+    """An extracted catalog: records.jsonl as written, the manifest that describes it, and its lines
+    (read from the JSONL, and validated, the first time they are asked for)."""
 
-    lines: tuple[CatalogLine, ...]
+    encoded: bytes
     manifest: Manifest
     warnings: tuple[str, ...] = field(default=())
-    encoded: bytes | None = None  # records.jsonl as written, when already serialized
+
+    @cached_property
+    def lines(self) -> tuple[CatalogLine, ...]:
+        return tuple(CatalogLine.model_validate_json(line) for line in self.encoded.splitlines())
 
 
 def analyzed_at() -> str:
@@ -129,26 +132,32 @@ def _scan_blobs(
     options: ExtractOptions,
     cache: ScanCache | None,
     facts: set[str],
-) -> dict[str, FileOutcome]:
+) -> dict[str, dict[str, Any]]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
-    Blobs in `facts` are parsed whole for their classes and flags, even if they hold no site.
+    Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
+    classes and flags, even if they hold no site.
     """
     oids = list(dict.fromkeys(blob.oid for blob in blobs))
-    results = cache.get_many(oids) if cache is not None else {}
-    results = {oid: r for oid, r in results.items() if r.facts or oid not in facts}
+    results: dict[str, dict[str, Any]] = {}
+    if cache is not None:
+        for oid, data in cache.get_many(oids).items():
+            result = orjson.loads(data)
+            if result.get("facts") or oid not in facts:
+                results[oid] = result
     missing = list({blob.oid: blob for blob in blobs if blob.oid not in results}.values())
     new: list[tuple[str, bytes]] = []
     if missing:
         previous: dict[str, bytes] = {}
         if cache is not None:
             earlier = cache.previous_versions([blob.path for blob in missing])
-            stored = cache.raw({oid for oid in earlier.values()})
+            stored = cache.get_many(sorted(set(earlier.values())))
             previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
-        new = _scan_missing(commit, missing, previous, options=options, facts=facts)
-        results.update((oid, FileOutcome.model_validate_json(data)) for oid, data in new)
+        store = cache.entry_store() if cache is not None else None
+        new = _scan_missing(commit, missing, previous, options=options, facts=facts, store=store)
+        results.update((oid, orjson.loads(data)) for oid, data in new)
     if cache is not None:
-        cache.store(new, {blob.path: blob.oid for blob in blobs})
+        cache.store_paths({blob.path: blob.oid for blob in blobs})
     return results
 
 
@@ -159,39 +168,57 @@ def _scan_missing(
     *,
     options: ExtractOptions,
     facts: set[str],
+    store: EntryStore | None,
 ) -> list[tuple[str, bytes]]:
-    """Read and scan blobs, the prefilter first; return each one's serialized result."""
+    """Read and scan blobs, the prefilter first; return each one's serialized result (and store it)."""
     scan_options = options.scan_options
     jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
     # Largest first, so the last batch handed out is a small one and workers finish together.
     ordered = sorted(missing, key=lambda blob: (-blob.size, blob.oid))
     git_stage.prefetch(commit, ordered)
-    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered]
+    batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered)
     parallel = jobs > 1 and sum(blob.size for blob in ordered) >= _PARALLEL_BYTES
     # This process is one of the `jobs`: the others start (and import the parser) first.
     pool = _start_pool(jobs - 1) if parallel else None
     try:
         if pool is not None:
-            sizes = [blob.size for blob in ordered]
-            return list(_parallel(pool, jobs - 1, commit.git_dir, items, sizes, scan_options))
+            return list(_parallel(pool, jobs - 1, commit.git_dir, batches, scan_options, store))
         out: list[tuple[str, bytes]] = []
-        for item in _progress(items, len(items), "scanning"):
-            out += _scan_stored(commit.git_dir, [item], scan_options)
+        for batch in _progress(batches, len(batches), "scanning", unit="batch"):
+            out += _scan_stored(commit.git_dir, batch, scan_options, store)
         return out
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         git_stage.close_readers()
+        close_stores()
 
 
 _RULED_OUT = b'{"kind":"ruled-out"}'
 _Item = tuple[str, bytes | None, bool]  # blob id, the previous version's result, whether facts are wanted
 
 
-def _scan_stored(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions) -> list[tuple[str, bytes]]:
-    """Read blobs from git (this process's own reader) and scan those the prefilter lets through.
+def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob]) -> list[list[_Item]]:
+    """Cut work into batches of about _BATCH_BYTES of source (or _BATCH_FILES files), in order."""
+    batches: list[list[_Item]] = [[]]
+    size = 0
+    for item, blob in zip(items, blobs, strict=True):
+        if size >= _BATCH_BYTES or len(batches[-1]) >= _BATCH_FILES:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += blob.size
+    return batches
 
-    Workers read the blobs they scan themselves: the main process neither reads nor sends them.
+
+def _scan_stored(
+    git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions, store: EntryStore | None
+) -> list[tuple[str, bytes]]:
+    """Read blobs from git (this process's own reader), scan those the prefilter lets through, and
+    store the results; a pure function of the blobs and options, whichever process runs it.
+
+    Workers read and store what they scan themselves: the main process neither sends blobs nor
+    writes results.
     """
     from extractor.scan import could_hold, scan_many
 
@@ -203,7 +230,10 @@ def _scan_stored(git_dir: Path, items: Sequence[_Item], scan_options: ScanOption
             to_parse.append((oid, data, previous, wanted))
         else:
             out.append((oid, _RULED_OUT))
-    return out + scan_many(to_parse, scan_options)
+    out += scan_many(to_parse, scan_options)
+    if store is not None:
+        store.put(out)
+    return out
 
 
 def _warm_up() -> None:
@@ -228,9 +258,9 @@ def _parallel(
     pool: ProcessPoolExecutor,
     workers: int,
     git_dir: Path,
-    items: Sequence[_Item],
-    sizes: Sequence[int],
+    batches: list[list[_Item]],
     scan_options: ScanOptions,
+    store: EntryStore | None,
 ) -> Iterator[tuple[str, bytes]]:
     """Scan in the worker processes and in this one; the caller orders results by path, so output does
     not depend on timing.
@@ -241,34 +271,26 @@ def _parallel(
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, Future, wait
 
-    batches: deque[list[_Item]] = deque([[]])
-    size = 0
-    for item, item_size in zip(items, sizes, strict=True):
-        if size >= _BATCH_BYTES or len(batches[-1]) >= _BATCH_FILES:
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += item_size
+    pending = deque(batches)
 
     def done() -> Iterator[list[tuple[str, bytes]]]:
         running: set[Future[list[tuple[str, bytes]]]] = set()
-        while batches or running:
-            while batches and len(running) < 2 * workers:
-                running.add(pool.submit(_scan_stored, git_dir, batches.popleft(), scan_options))
-            if batches:
-                yield _scan_stored(git_dir, batches.pop(), scan_options)
+        while pending or running:
+            while pending and len(running) < 4 * workers:
+                running.add(pool.submit(_scan_stored, git_dir, pending.popleft(), scan_options, store))
+            if pending:
+                yield _scan_stored(git_dir, pending.pop(), scan_options, store)
             else:
                 wait(running, return_when=FIRST_COMPLETED)
             for future in [f for f in running if f.done()]:
                 running.remove(future)
                 yield future.result()
 
-    total = len(batches)
     # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
     interval = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     try:
-        for results in _progress(done(), total, "scanning", unit="batch"):
+        for results in _progress(done(), len(batches), "scanning", unit="batch"):
             yield from results
     finally:
         sys.setswitchinterval(interval)
@@ -315,11 +337,15 @@ def _freeze(catalog: Catalog) -> bytes:
         "manifest": catalog.manifest.model_dump(mode="json"),
         "warnings": list(catalog.warnings),
     }
-    return orjson.dumps(header) + b"\n" + (catalog.encoded or encode_lines(catalog.lines))
+    return orjson.dumps(header) + b"\n" + catalog.encoded
 
 
 def _restore(data: bytes, commit: git_stage.Commit, stamp: str) -> Catalog | None:
-    """Read a stored catalog back with this run's timestamp and revision; None if it does not validate."""
+    """Read a stored catalog back with this run's timestamp and revision; None if it does not validate.
+
+    The cache hands back exactly the bytes `_freeze` made (it checks them): the lines are not parsed
+    here, only when a caller asks for them.
+    """
     try:
         head, _, body = data.partition(b"\n")
         header = orjson.loads(head)
@@ -327,9 +353,10 @@ def _restore(data: bytes, commit: git_stage.Commit, stamp: str) -> Catalog | Non
         # Only a key's own value can read `"analyzedAt":"...`: inside a string the quotes are escaped.
         body = body.replace(b'"analyzedAt":' + old, b'"analyzedAt":' + new)
         body = body.replace(b'"datasetVersion":' + old, b'"datasetVersion":' + new)
-        lines = tuple(CatalogLine.model_validate_json(line) for line in body.splitlines())
         manifest = Manifest.model_validate({**header["manifest"], "analyzedAt": stamp, "revision": commit.revision})
-        return Catalog(lines=lines, manifest=manifest, warnings=tuple(header["warnings"]), encoded=body)
+        if body.count(b"\n") != manifest.counts.records:
+            return None
+        return Catalog(encoded=body, manifest=manifest, warnings=tuple(header["warnings"]))
     except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError, ValueError):
         return None
 
@@ -362,19 +389,19 @@ def _extract_commit(
     gc.disable()  # many small acyclic objects: the cyclic collector would only slow the run down
     try:
         results = _scan_blobs(commit, [*regular, *auxiliary], options=options, cache=cache, facts=facts)
-        files: list[tuple[str, Sequence[Site]]] = []
+        files: list[tuple[str, list[SiteData]]] = []
         skipped_sites: list[SkippedSite] = []
         parsed = 0
         for blob in regular:
             result = results[blob.oid]
-            if result.kind == "ruled-out":
+            if result["kind"] == "ruled-out":
                 continue
             parsed += 1
-            if result.kind == "skipped":
-                skipped_files.append(SkippedFile(path=blob.path, reason=result.reason or "unknown"))
+            if result["kind"] == "skipped":
+                skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
                 continue
-            files.append((blob.path, result.sites))
-            skipped_sites += [replace(s, path=blob.path) for s in result.skippedSites]
+            files.append((blob.path, result["sites"]))
+            skipped_sites += [construct(SkippedSite, **{**s, "path": blob.path}) for s in result["skippedSites"]]
         stamp = analyzed_at()
         run = RunContext(
             repo_name=options.repo_name or commit.repo_name,
@@ -386,18 +413,20 @@ def _extract_commit(
         lines = build_records(files, run=run)
         from extractor.fields import FieldIndex
 
+        def facts_of(blob: git_stage.Blob) -> FileOutcome:
+            return FileOutcome.model_validate(results[blob.oid])
+
         index = FieldIndex.build(
             classes=[
                 c
                 for b in listed
                 if _under(b.path, options.config_from) and b.oid in facts and b.oid in results
-                for c in results[b.oid].classes
+                for c in facts_of(b).classes
             ],
-            flags=next(
-                (results[b.oid].flags for b in listed if b.path == options.flags_from and b.oid in results), None
-            ),
+            flags=next((facts_of(b).flags for b in listed if b.path == options.flags_from and b.oid in results), None),
         )
         lines = index.annotate(lines)
+        encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
     finally:
         gc.enable()
     manifest = Manifest(
@@ -421,4 +450,4 @@ def _extract_commit(
     warnings = []
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
-    return Catalog(lines=tuple(lines), manifest=manifest, warnings=tuple(warnings), encoded=encode_lines(lines))
+    return Catalog(encoded=encoded, manifest=manifest, warnings=tuple(warnings))

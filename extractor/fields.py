@@ -7,8 +7,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
-from extractor.models import CatalogLine, ClassFacts, FieldFacts, FieldRef, FlagFacts, construct, replace
+from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts, construct
+from extractor.records import LineData
 
 __all__ = ["FieldIndex"]
 
@@ -78,6 +80,7 @@ class FieldIndex:
         self.overwritten = overwritten
         self.root = self._root()
         self._resolved: dict[tuple[str, str], FieldRef] = {}
+        self._data: dict[tuple[str, str], dict[str, Any]] = {}
         # The field of the root config through which the command line sets each config class.
         self.cli_parent: dict[str, tuple[str, str]] = {}
         if self.root is not None:
@@ -215,32 +218,39 @@ class FieldIndex:
             return f"set by the CLI code before {owner} is built"
         return None
 
-    def fields_of(self, line: CatalogLine) -> list[FieldRef]:
-        """Resolve every chain a record's conditions, then its placeholders, read; once each."""
-        extraction = line.extraction
-        texts = [c.test for c in extraction.conditions] + [p.expression for p in extraction.placeholders]
-        seen: dict[str, FieldRef] = {}
+    def fields_of(self, line: LineData) -> list[dict[str, Any]]:
+        """Resolve every chain a record's conditions, then its placeholders, read; once each (as data)."""
+        extraction = line["extraction"]
+        function = extraction["function"]
+        texts = [c["test"] for c in extraction["conditions"]] + [p["expression"] for p in extraction["placeholders"]]
+        seen: dict[str, dict[str, Any]] = {}
         for text in texts:
             for chain in chains(text):
                 if chain not in seen:
-                    seen[chain] = self.resolve(chain, extraction.function)
+                    seen[chain] = self._resolved_data(chain, function)
         return list(seen.values())
 
-    def annotate(self, lines: Sequence[CatalogLine]) -> list[CatalogLine]:
-        """Add `fields` and `related` to every line's extraction (lines sorted by file and line)."""
+    def _resolved_data(self, chain: str, function: str) -> dict[str, Any]:
+        key = (chain, function.split(".")[0] if chain.startswith("self") else "")
+        found = self._data.get(key)
+        if found is None:
+            found = self._data[key] = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
+        return found
+
+    def annotate(self, lines: Sequence[LineData]) -> list[LineData]:
+        """Set `fields` and `related` in every line's extraction (lines sorted by file and line)."""
         resolved = [self.fields_of(line) for line in lines]
-        keys = [sorted({(f.class_ or "", f.field or "") for f in refs if f.resolved}) for refs in resolved]
+        keys = [sorted({(f["class"] or "", f["field"] or "") for f in refs if f["resolved"]}) for refs in resolved]
         by_field: dict[tuple[str, str], list[int]] = {}
         by_function: dict[tuple[str, str], list[int]] = {}
         for index, line in enumerate(lines):
             for key in keys[index]:
                 by_field.setdefault(key, []).append(index)
-            by_function.setdefault((line.record.filePath, line.extraction.function), []).append(index)
-        out = []
+            by_function.setdefault((line["record"]["filePath"], line["extraction"]["function"]), []).append(index)
         for index, line in enumerate(lines):
             related: list[int] = []
             taken = {index}
-            for group in [by_function[(line.record.filePath, line.extraction.function)]] + [
+            for group in [by_function[(line["record"]["filePath"], line["extraction"]["function"])]] + [
                 by_field[key] for key in keys[index]
             ]:
                 for other in _nearest(lines, group, index, RELATED_LIMIT - len(related), taken):
@@ -248,17 +258,18 @@ class FieldIndex:
                     taken.add(other)
                 if len(related) >= RELATED_LIMIT:
                     break
-            ids = [lines[i].record.id for i in related]
-            out.append(replace(line, extraction=replace(line.extraction, fields=resolved[index], related=ids)))
-        return out
+            extraction = line["extraction"]
+            extraction["fields"] = resolved[index]
+            extraction["related"] = [lines[i]["record"]["id"] for i in related]
+        return list(lines)
 
 
-def _nearest(lines: Sequence[CatalogLine], group: list[int], origin: int, limit: int, taken: set[int]) -> list[int]:
+def _nearest(lines: Sequence[LineData], group: list[int], origin: int, limit: int, taken: set[int]) -> list[int]:
     """Pick up to `limit` members of a group (indexes in file and line order): same file first, nearest
     lines first, then the other files in path order. Linear in what it returns, not in the group."""
     if limit <= 0:
         return []
-    record = lines[origin].record
+    record = lines[origin]["record"]
     position = bisect.bisect_left(group, origin)
     before, after = position - 1, position
     picked: list[int] = []
@@ -270,11 +281,11 @@ def _nearest(lines: Sequence[CatalogLine], group: list[int], origin: int, limit:
         if after < len(group):
             candidates.append(group[after])
         if same_file:
-            near = [c for c in candidates if lines[c].record.filePath == record.filePath]
+            near = [c for c in candidates if lines[c]["record"]["filePath"] == record["filePath"]]
             if not near:
                 same_file = False
                 continue
-            best = min(near, key=lambda c: (abs(lines[c].record.lineNumber - record.lineNumber), c))
+            best = min(near, key=lambda c: (abs(lines[c]["record"]["lineNumber"] - record["lineNumber"]), c))
         else:
             best = min(candidates)  # other files: in path order, this one's neighbours first
         if best == (group[before] if before >= 0 else None):

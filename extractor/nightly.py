@@ -94,7 +94,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
         extracted = extract_commit(commit, options=options)
-        write_catalog(extracted.lines, extracted.manifest, directory, encoded=extracted.encoded)
+        write_catalog(extracted.encoded, extracted.manifest, directory)
         catalog = LoadedCatalog(extracted.lines, extracted.manifest, commit.sha, commit.revision)
         log(f"extracted {len(catalog.lines)} records into {directory} ({time.monotonic() - step:.2f}s)")
     else:

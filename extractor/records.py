@@ -7,12 +7,25 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from extractor.models import CatalogLine, ErrorType, Record, Site, construct
+from extractor.models import ErrorType, Record
 
-__all__ = ["ERROR_TYPES", "RunContext", "build_records", "error_type", "record_id", "slug_words"]
+__all__ = [
+    "ERROR_TYPES",
+    "LineData",
+    "RunContext",
+    "SiteData",
+    "build_records",
+    "error_type",
+    "record_id",
+    "slug_words",
+]
 
 SLUG_LIMIT = 50
+
+SiteData = dict[str, Any]  # a Site as the scanner serialized it (model_dump_json), read back by orjson
+LineData = dict[str, Any]  # a CatalogLine as records.jsonl holds it
 
 # errorType is decided by the raised class alone; the README shows this table.
 ERROR_TYPES: dict[str, ErrorType] = {
@@ -62,14 +75,15 @@ def record_id(repo: str, path: str, error_class: str, template: str, occurrence:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def slug_words(site: Site) -> str:
+def slug_words(site: SiteData) -> str:
     """Make the slug stem: the message's literal words, ASCII, lowercased, cut at a word boundary."""
+    message = site["errorMessage"]
     literal = []
     position = 0
-    for placeholder in site.extraction.placeholders:
-        literal.append(site.errorMessage[position : placeholder.start])
-        position = placeholder.end
-    literal.append(site.errorMessage[position:])
+    for placeholder in site["extraction"]["placeholders"]:
+        literal.append(message[position : placeholder["start"]])
+        position = placeholder["end"]
+    literal.append(message[position:])
     text = " ".join(literal)
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     words = [w for w in re.split(r"[^a-z0-9]+", ascii_text.lower()) if w]
@@ -81,21 +95,32 @@ def slug_words(site: Site) -> str:
         slug = candidate
     if not slug and words:
         slug = words[0][:SLUG_LIMIT]
-    return slug or site.errorClass.lower()
+    return slug or str(site["errorClass"]).lower()
 
 
-def build_records(files: Sequence[tuple[str, Sequence[Site]]], *, run: RunContext) -> list[CatalogLine]:
-    """Turn every file's sites into catalog lines, sorted by path, line and column."""
+# A record as written: every key of the model, in its order, the defaults where the extractor has
+# nothing to say (the later analysis step fills them).
+_RECORD = {name: info.get_default(call_default_factory=True) for name, info in Record.model_fields.items()}
+
+
+def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunContext) -> list[LineData]:
+    """Turn every file's sites (as serialized by the scanner) into catalog lines, sorted by path, line
+    and column: plain data in the models' key order, as records.jsonl holds them.
+
+    Lines are built as data rather than models: a catalog holds thousands, and models would be
+    validated, dumped and serialized again for nothing. The tests validate what is written.
+    """
     ordered = sorted(
         ((path, site) for path, sites in files for site in sites),
-        key=lambda item: (item[0], item[1].lineNumber, item[1].extraction.column),
+        key=lambda item: (item[0], item[1]["lineNumber"], item[1]["extraction"]["column"]),
     )
     occurrences: Counter[tuple[str, str, str]] = Counter()
     used: set[str] = set()
-    lines = []
+    lines: list[LineData] = []
     for path, site in ordered:
-        key = (path, site.errorClass, site.errorMessage)
-        identifier = record_id(run.repo_name, path, site.errorClass, site.errorMessage, occurrences[key])
+        error_class, message = site["errorClass"], site["errorMessage"]
+        key = (path, error_class, message)
+        identifier = record_id(run.repo_name, path, error_class, message, occurrences[key])
         occurrences[key] += 1
         slug = stem = slug_words(site)
         suffix = 1
@@ -103,25 +128,24 @@ def build_records(files: Sequence[tuple[str, Sequence[Site]]], *, run: RunContex
             suffix += 1
             slug = f"{stem}-{suffix}"
         used.add(slug)
-        url = f"https://github.com/{run.repo_name}/blob/{run.sha}/{path}#L{site.sourceCodeStart}-L{site.sourceCodeEnd}"
-        # Every value here is built from validated parts; the schema test checks the written lines.
-        record = construct(
-            Record,
-            id=identifier,
-            repo=run.repo_name,
-            slug=slug,
-            errorMessage=site.errorMessage,
-            messagePattern=site.messagePattern,
-            errorType=error_type(site.errorClass),
-            errorClass=site.errorClass,
-            filePath=path,
-            lineNumber=site.lineNumber,
-            sourceCode=site.sourceCode,
-            sourceCodeStart=site.sourceCodeStart,
-            sourceCodeEnd=site.sourceCodeEnd,
-            githubUrl=url,
-            analyzedSha=run.sha,
-            analyzedAt=run.analyzed_at,
-        )
-        lines.append(construct(CatalogLine, record=record, extraction=site.extraction, datasetVersion=run.analyzed_at))
+        start, end = site["sourceCodeStart"], site["sourceCodeEnd"]
+        record = {
+            **_RECORD,
+            "id": identifier,
+            "repo": run.repo_name,
+            "slug": slug,
+            "errorMessage": message,
+            "messagePattern": site["messagePattern"],
+            "errorType": error_type(error_class).value,
+            "errorClass": error_class,
+            "filePath": path,
+            "lineNumber": site["lineNumber"],
+            "sourceCode": site["sourceCode"],
+            "sourceCodeStart": start,
+            "sourceCodeEnd": end,
+            "githubUrl": f"https://github.com/{run.repo_name}/blob/{run.sha}/{path}#L{start}-L{end}",
+            "analyzedSha": run.sha,
+            "analyzedAt": run.analyzed_at,
+        }
+        lines.append({"record": record, "extraction": dict(site["extraction"]), "datasetVersion": run.analyzed_at})
     return lines

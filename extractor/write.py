@@ -77,10 +77,8 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def write_catalog(
-    lines: Iterable[CatalogLine], manifest: Manifest, directory: Path, *, encoded: bytes | None = None
-) -> Path:
-    """Write records.jsonl then manifest.json (the manifest last: it marks the catalog complete)."""
-    atomic_write(directory / RECORDS, encoded if encoded is not None else encode_lines(lines))
+def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
+    """Write records.jsonl (as encoded) then manifest.json (the manifest last: it marks the catalog complete)."""
+    atomic_write(directory / RECORDS, records)
     atomic_write(directory / MANIFEST, dumps_model(manifest))
     return directory

@@ -134,3 +134,14 @@ def test_prefilter_and_skipped_files_agree(repo: GitRepo) -> None:
             result = scan(data, options=options)
             assert isinstance(result, Scanned) and result.sites == ()
     assert catalog.manifest.counts.filesParsed == len(SOURCES) - 1
+
+
+def test_an_altered_whole_catalog_is_not_trusted(repo: GitRepo, isolated_cache: Path) -> None:
+    expected = output(repo, jobs=1)
+    with contextlib.closing(sqlite3.connect(isolated_cache / "extractor" / "scan.sqlite3")) as db, db:
+        ((data,),) = db.execute("SELECT data FROM catalogs").fetchall()
+        assert b'"errorClass":"ValueError"' in data
+        db.execute(
+            "UPDATE catalogs SET data = ?", (data.replace(b'"errorClass":"ValueError"', b'"errorClass":"OSError"'),)
+        )
+    assert output(repo, jobs=1) == expected

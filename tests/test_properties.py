@@ -141,7 +141,8 @@ def test_any_program_every_raise_is_a_record_or_a_named_skip(source: str) -> Non
         assert skip.reason
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+# No example database: replaying the saved examples of this strategy took minutes, not seconds.
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(hypothesmith.from_node())
 def test_any_libcst_generated_program_scans_without_an_exception(source: str) -> None:
     try:

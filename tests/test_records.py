@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from extractor.models import ErrorType
+import orjson
+
+from extractor.models import CatalogLine, ErrorType
 from extractor.records import RunContext, build_records, error_type
 from extractor.scan import Scanned, ScanOptions, scan
 
@@ -18,8 +20,8 @@ def records(files: dict[str, str], run: RunContext = RUN):  # type: ignore[no-un
     for path, source in files.items():
         result = scan(textwrap.dedent(source).encode(), options=ScanOptions(context=1))
         assert isinstance(result, Scanned)
-        scanned.append((path, result.sites))
-    return [line.record for line in build_records(scanned, run=run)]
+        scanned.append((path, [orjson.loads(site.model_dump_json()) for site in result.sites]))
+    return [CatalogLine.model_validate(line).record for line in build_records(scanned, run=run)]
 
 
 def test_id_survives_line_shifts_and_moves_into_another_function() -> None:
