@@ -19,7 +19,7 @@ __all__ = ["CACHE_FORMAT", "EntryStore", "ScanCache", "close_stores", "wait_for_
 
 CACHE_FORMAT = 3
 # The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
-_PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py")
+_PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL,
                                     PRIMARY KEY (scope, oid)) WITHOUT ROWID;

@@ -410,7 +410,7 @@ def _extract_commit(
             committed_at=commit.committed_at,
             analyzed_at=stamp,
         )
-        lines = build_records(files, run=run)
+        lines, reads = build_records(files, run=run)
         from extractor.fields import FieldIndex
 
         def facts_of(blob: git_stage.Blob) -> FileOutcome:
@@ -425,7 +425,7 @@ def _extract_commit(
             ],
             flags=next((facts_of(b).flags for b in listed if b.path == options.flags_from and b.oid in results), None),
         )
-        lines = index.annotate(lines)
+        lines = index.annotate(lines, reads)
         encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
     finally:
         gc.enable()

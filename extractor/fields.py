@@ -27,6 +27,11 @@ class _Class:
     fields: dict[str, FieldFacts] = field(default_factory=dict)
 
 
+def reads(texts: Iterable[str]) -> list[str]:
+    """The chains a record reads: those of its conditions' tests, then of its placeholders, once each."""
+    return list(dict.fromkeys(chain for text in texts for chain in chains(text)))
+
+
 @lru_cache(maxsize=8192)
 def chains(expression: str) -> tuple[str, ...]:
     """List the attribute chains and bare names an expression reads, without the methods it calls."""
@@ -218,17 +223,9 @@ class FieldIndex:
             return f"set by the CLI code before {owner} is built"
         return None
 
-    def fields_of(self, line: LineData) -> list[dict[str, Any]]:
-        """Resolve every chain a record's conditions, then its placeholders, read; once each (as data)."""
-        extraction = line["extraction"]
-        function = extraction["function"]
-        texts = [c["test"] for c in extraction["conditions"]] + [p["expression"] for p in extraction["placeholders"]]
-        seen: dict[str, dict[str, Any]] = {}
-        for text in texts:
-            for chain in chains(text):
-                if chain not in seen:
-                    seen[chain] = self._resolved_data(chain, function)
-        return list(seen.values())
+    def fields_of(self, reads: Sequence[str], function: str) -> list[dict[str, Any]]:
+        """Resolve the chains a record reads (see `reads`), as data."""
+        return [self._resolved_data(chain, function) for chain in reads]
 
     def _resolved_data(self, chain: str, function: str) -> dict[str, Any]:
         key = (chain, function.split(".")[0] if chain.startswith("self") else "")
@@ -237,9 +234,12 @@ class FieldIndex:
             found = self._data[key] = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
         return found
 
-    def annotate(self, lines: Sequence[LineData]) -> list[LineData]:
-        """Set `fields` and `related` in every line's extraction (lines sorted by file and line)."""
-        resolved = [self.fields_of(line) for line in lines]
+    def annotate(self, lines: Sequence[LineData], reads: Sequence[Sequence[str]]) -> list[LineData]:
+        """Set `fields` and `related` in every line's extraction (lines sorted by file and line; `reads`
+        holds each line's chains)."""
+        resolved = [
+            self.fields_of(chains, line["extraction"]["function"]) for line, chains in zip(lines, reads, strict=True)
+        ]
         keys = [sorted({(f["class"] or "", f["field"] or "") for f in refs if f["resolved"]}) for refs in resolved]
         by_field: dict[tuple[str, str], list[int]] = {}
         by_function: dict[tuple[str, str], list[int]] = {}

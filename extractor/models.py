@@ -130,6 +130,8 @@ class Site(_Frozen):
     sourceCodeStart: int
     sourceCodeEnd: int
     extraction: Extraction
+    slugStem: str  # the record's slug before it is made unique in the catalog
+    reads: list[str]  # the attribute chains its conditions, then its placeholders, read (once each)
 
 
 class Record(_Frozen):

@@ -5,9 +5,9 @@ import hashlib
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from extractor.models import ErrorType, Record
 
@@ -19,7 +19,7 @@ __all__ = [
     "build_records",
     "error_type",
     "record_id",
-    "slug_words",
+    "slug_stem",
 ]
 
 SLUG_LIMIT = 50
@@ -75,14 +75,14 @@ def record_id(repo: str, path: str, error_class: str, template: str, occurrence:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def slug_words(site: SiteData) -> str:
-    """Make the slug stem: the message's literal words, ASCII, lowercased, cut at a word boundary."""
-    message = site["errorMessage"]
+def slug_stem(message: str, placeholders: Iterable[tuple[int, int]], error_class: str) -> str:
+    """Make the slug stem: the message's literal words (placeholders' spans left out), ASCII,
+    lowercased, cut at a word boundary; the class's name when there are none."""
     literal = []
     position = 0
-    for placeholder in site["extraction"]["placeholders"]:
-        literal.append(message[position : placeholder["start"]])
-        position = placeholder["end"]
+    for start, end in placeholders:
+        literal.append(message[position:start])
+        position = end
     literal.append(message[position:])
     text = " ".join(literal)
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
@@ -95,7 +95,7 @@ def slug_words(site: SiteData) -> str:
         slug = candidate
     if not slug and words:
         slug = words[0][:SLUG_LIMIT]
-    return slug or str(site["errorClass"]).lower()
+    return slug or error_class.lower()
 
 
 # A record as written: every key of the model, in its order, the defaults where the extractor has
@@ -103,7 +103,12 @@ def slug_words(site: SiteData) -> str:
 _RECORD = {name: info.get_default(call_default_factory=True) for name, info in Record.model_fields.items()}
 
 
-def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunContext) -> list[LineData]:
+class Records(NamedTuple):
+    lines: list[LineData]
+    reads: list[list[str]]  # each line's site's attribute chains, for resolving its fields
+
+
+def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunContext) -> Records:
     """Turn every file's sites (as serialized by the scanner) into catalog lines, sorted by path, line
     and column: plain data in the models' key order, as records.jsonl holds them.
 
@@ -117,12 +122,13 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
     occurrences: Counter[tuple[str, str, str]] = Counter()
     used: set[str] = set()
     lines: list[LineData] = []
+    reads: list[list[str]] = []
     for path, site in ordered:
         error_class, message = site["errorClass"], site["errorMessage"]
         key = (path, error_class, message)
         identifier = record_id(run.repo_name, path, error_class, message, occurrences[key])
         occurrences[key] += 1
-        slug = stem = slug_words(site)
+        slug = stem = site["slugStem"]
         suffix = 1
         while slug in used:
             suffix += 1
@@ -148,4 +154,5 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
             "analyzedAt": run.analyzed_at,
         }
         lines.append({"record": record, "extraction": dict(site["extraction"]), "datasetVersion": run.analyzed_at})
-    return lines
+        reads.append(site["reads"])
+    return Records(lines, reads)

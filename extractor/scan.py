@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from extractor.fields import reads
 from extractor.models import (
     ClassFacts,
     Condition,
@@ -23,6 +24,7 @@ from extractor.models import (
     SkippedSite,
     construct,
 )
+from extractor.records import slug_stem
 
 if TYPE_CHECKING:
     from extractor.template import Template
@@ -416,6 +418,7 @@ class _Visitor:
             endLineNumber=node.end_lineno or line,
             warnings=list(template.warnings),
         )
+        texts = [c.test for c in extraction.conditions] + [p.expression for p in extraction.placeholders]
         self.sites.append(
             construct(
                 Site,
@@ -427,6 +430,8 @@ class _Visitor:
                 sourceCodeStart=start,
                 sourceCodeEnd=end,
                 extraction=extraction,
+                slugStem=slug_stem(template.message, [(p.start, p.end) for p in template.placeholders], name),
+                reads=reads(texts),
             )
         )
 

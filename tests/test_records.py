@@ -21,7 +21,7 @@ def records(files: dict[str, str], run: RunContext = RUN):  # type: ignore[no-un
         result = scan(textwrap.dedent(source).encode(), options=ScanOptions(context=1))
         assert isinstance(result, Scanned)
         scanned.append((path, [orjson.loads(site.model_dump_json()) for site in result.sites]))
-    return [CatalogLine.model_validate(line).record for line in build_records(scanned, run=run)]
+    return [CatalogLine.model_validate(line).record for line in build_records(scanned, run=run).lines]
 
 
 def test_id_survives_line_shifts_and_moves_into_another_function() -> None:
