@@ -117,8 +117,11 @@ def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
 # Below this much source to parse, starting worker processes costs more than it saves.
 _PARALLEL_BYTES = 256 * 1024
 # Work is handed to workers in batches of about this much source (or this many files), largest first.
-_BATCH_BYTES = 64 * 1024
+# A batch costs a round trip to git, a transaction and a result message: few and large batches are
+# cheaper, but there must be enough of them (about 8 per process) for the processes to end together.
+_BATCH_BYTES = 256 * 1024
 _BATCH_FILES = 256
+_BATCHES_PER_JOB = 8
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
@@ -176,7 +179,9 @@ def _scan_missing(
     # Largest first, so the last batch handed out is a small one and workers finish together.
     ordered = sorted(missing, key=lambda blob: (-blob.size, blob.oid))
     git_stage.prefetch(commit, ordered)
-    batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered)
+    total = sum(blob.size for blob in ordered)
+    limit = min(_BATCH_BYTES, max(16 * 1024, total // (jobs * _BATCHES_PER_JOB)))
+    batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
     parallel = jobs > 1 and sum(blob.size for blob in ordered) >= _PARALLEL_BYTES
     # This process is one of the `jobs`: the others start (and import the parser) first.
     pool = _start_pool(jobs - 1) if parallel else None
@@ -198,12 +203,12 @@ _RULED_OUT = b'{"kind":"ruled-out"}'
 _Item = tuple[str, bytes | None, bool]  # blob id, the previous version's result, whether facts are wanted
 
 
-def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob]) -> list[list[_Item]]:
-    """Cut work into batches of about _BATCH_BYTES of source (or _BATCH_FILES files), in order."""
+def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[_Item]]:
+    """Cut work into batches of about `limit` bytes of source (or _BATCH_FILES files), in order."""
     batches: list[list[_Item]] = [[]]
     size = 0
     for item, blob in zip(items, blobs, strict=True):
-        if size >= _BATCH_BYTES or len(batches[-1]) >= _BATCH_FILES:
+        if size >= limit or len(batches[-1]) >= _BATCH_FILES:
             batches.append([])
             size = 0
         batches[-1].append(item)
