@@ -142,13 +142,12 @@ def _scan_blobs(
     classes and flags, even if they hold no site.
     """
     oids = list(dict.fromkeys(blob.oid for blob in blobs))
-    results: dict[str, dict[str, Any]] = {}
-    if cache is not None:
-        for oid, data in cache.get_many(oids).items():
-            result = orjson.loads(data)
-            if result.get("facts") or oid not in facts:
-                results[oid] = result
-    missing = list({blob.oid: blob for blob in blobs if blob.oid not in results}.values())
+    cached = cache.get_many(oids) if cache is not None else {}
+    # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
+    for oid in facts & cached.keys():
+        if not orjson.loads(cached[oid]).get("facts"):
+            del cached[oid]
+    missing = list({blob.oid: blob for blob in blobs if blob.oid not in cached}.values())
     new: list[tuple[str, bytes]] = []
     if missing:
         previous: dict[str, bytes] = {}
@@ -158,10 +157,10 @@ def _scan_blobs(
             previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
         store = cache.entry_store() if cache is not None else None
         new = _scan_missing(commit, missing, previous, options=options, facts=facts, store=store)
-        results.update((oid, orjson.loads(data)) for oid, data in new)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
-    return results
+    # Cached results are read only now: the scan above did not wait for them.
+    return {oid: orjson.loads(data) for oid, data in [*cached.items(), *new]}
 
 
 def _scan_missing(

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -245,14 +245,17 @@ class NightlyIndex(_Frozen):
     catalogs: list[IndexEntry]
 
 
-class Piece(_Frozen):
-    """A def or class (lines start..end) whose sites depend on its own text and the classes around it."""
+class Piece(NamedTuple):
+    """A def or class (lines start..end) whose sites depend on its own text and the classes around it.
+
+    A tuple (a JSON array in the cache), not a model: a file has dozens, a package tens of thousands.
+    """
 
     hash: str
     start: int
     end: int
     first: str  # the piece's first line, to find where it may start in a new version of the file
-    scope: list[str]  # the classes it sits in, outermost first
+    scope: tuple[str, ...]  # the classes it sits in, outermost first
 
 
 class FieldFacts(_Frozen):

@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from extractor.models import FileResult, Piece, Site, SkippedSite, construct, replace
+from extractor.models import FileResult, Piece, Site, SkippedSite, replace
 
 if TYPE_CHECKING:
     from extractor.scan import ScanOptions
@@ -45,8 +45,9 @@ def _statements(body: Sequence[ast.stmt], scope: tuple[str, ...] = ()) -> Iterat
 
 
 def _extent(statement: ast.stmt) -> tuple[int, int]:
-    decorators = getattr(statement, "decorator_list", [])
-    start = min([statement.lineno, *(d.lineno for d in decorators)])
+    """A statement's first and last lines, its decorators included (they come first, in order)."""
+    decorators = getattr(statement, "decorator_list", None)
+    start = min(statement.lineno, decorators[0].lineno) if decorators else statement.lineno
     return start, statement.end_lineno or statement.lineno
 
 
@@ -72,9 +73,7 @@ def _collect(
         if not isinstance(statement, _DEFS) and any("raise" in line for line in lines[start - 1 : end]):
             continue
         first = lines[start - 1][:_FIRST]
-        out.append(
-            construct(Piece, hash=_hash(lines, start, end), start=start, end=end, first=first, scope=list(scope))
-        )
+        out.append(Piece(_hash(lines, start, end), start, end, first, scope))
 
 
 def _shift_site(site: Site, delta: int, lines: Sequence[str], context: int) -> Site:
@@ -137,7 +136,7 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
     pieces: list[Piece] = []
     for start, end, piece in matches:
         first = lines[start - 1]
-        if standing.get((start, len(first) - len(first.lstrip()))) != tuple(piece.scope):
+        if standing.get((start, len(first) - len(first.lstrip()))) != piece.scope:
             return None
         delta = start - piece.start
         sites += [
@@ -150,7 +149,7 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
             for skip in previous.skippedSites
             if piece.start <= skip.line <= piece.end
         ]
-        pieces.append(replace(piece, start=start, end=end))
+        pieces.append(piece._replace(start=start, end=end))
     pieces += pieces_of(lines, body, frozenset(start for start, _, _ in matches))
     sites.sort(key=lambda site: (site.lineNumber, site.extraction.column))
     skipped.sort(key=lambda skip: skip.line)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extractor.models import Condition, ConditionKind, ErrorType, FieldRef, Piece, Record, construct, replace
+from extractor.models import Condition, ConditionKind, ErrorType, FieldRef, Record, construct, replace
 
 RECORD = {
     "id": "0123456789abcdef",
@@ -32,7 +32,6 @@ RECORD = {
         (Record, dict(reversed(RECORD.items()))),
         (Condition, {"kind": ConditionKind.IF, "test": "x > 1", "line": 3}),
         (FieldRef, {"expression": "self.a", "class_": "A", "flags": ["--a"]}),
-        (Piece, {"hash": "h", "start": 1, "end": 9, "first": "def f():", "scope": ["C"]}),
     ],
 )
 def test_construct_equals_model_construct(cls: type, values: dict[str, object]) -> None:
