@@ -95,6 +95,9 @@ def main() -> None:
     parser.add_argument("--peers-venv", type=Path, default=cache_dir() / "bench-peers")
     args = parser.parse_args()
     semgrep, ast_grep = peers(args.peers_venv)
+    # An installed package has its bytecode compiled (pip does it at install time); an editable install
+    # under PYTHONDONTWRITEBYTECODE never gets any, and would compile every module on every run.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "extractor")], check=True)
     repo = release_repo(["0.27.0", "0.28.0"])
     work = Path(tempfile.mkdtemp(prefix="extractor-bench-"))
     tree = work / "tree-0.28.0"
