@@ -29,9 +29,9 @@ CREATE TABLE IF NOT EXISTS catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) W
 """
 
 
-# Writes go to a thread of their own: SQLite releases the GIL while it writes megabytes, so storing
-# overlaps with building records and writing the catalog. The thread is not a daemon: the interpreter
-# waits for it at exit.
+# Results are stored by the processes that scan them (EntryStore). What the main process writes after
+# that (paths, the whole catalog) goes to a thread of its own, so that it overlaps with building and
+# writing the catalog; the thread is not a daemon: the interpreter waits for it at exit.
 _writers: list[threading.Thread] = []
 
 
@@ -63,8 +63,8 @@ def _code_digest(names: Sequence[str] = _PRODUCERS) -> str:
 
 
 def _insert(cursor: sqlite3.Cursor, table: str, rows: Sequence[tuple[str, str, str | bytes]]) -> None:
-    """Insert rows a few hundred per statement: SQLite lets go of the GIL for a statement, not a row, so
-    the main thread's work and this thread's do not take turns row by row."""
+    """Insert rows a few hundred per statement: fewer statements cost less, and SQLite lets go of the GIL
+    for a statement, not a row, so a writing thread does not take turns with the main one row by row."""
     for start in range(0, len(rows), _ROWS_PER_STATEMENT):
         chunk = rows[start : start + _ROWS_PER_STATEMENT]
         values = ",".join(["(?, ?, ?)"] * len(chunk))

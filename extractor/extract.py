@@ -181,7 +181,7 @@ def _scan_missing(
     total = sum(blob.size for blob in ordered)
     limit = min(_BATCH_BYTES, max(16 * 1024, total // (jobs * _BATCHES_PER_JOB)))
     batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
-    parallel = jobs > 1 and sum(blob.size for blob in ordered) >= _PARALLEL_BYTES
+    parallel = jobs > 1 and total >= _PARALLEL_BYTES
     # This process is one of the `jobs`: the others start (and import the parser) first.
     pool = _start_pool(jobs - 1) if parallel else None
     try:
@@ -219,10 +219,11 @@ def _scan_stored(
     git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions, store: EntryStore | None
 ) -> list[tuple[str, bytes]]:
     """Read blobs from git (this process's own reader), scan those the prefilter lets through, and
-    store the results; a pure function of the blobs and options, whichever process runs it.
+    store the results; what a blob gives depends on its bytes and the options alone, whichever process
+    scans it.
 
-    Workers read and store what they scan themselves: the main process neither sends blobs nor
-    writes results.
+    Workers read and store what they scan themselves: the main process neither sends them blobs nor
+    writes their results.
     """
     from extractor.scan import could_hold, scan_many
 
@@ -269,8 +270,8 @@ def _parallel(
     """Scan in the worker processes and in this one; the caller orders results by path, so output does
     not depend on timing.
 
-    Workers are kept two batches ahead (the largest first); between handing out batches, this process
-    scans the smallest one left itself rather than wait, so no core is spent on waiting.
+    Each worker is kept up to four batches ahead (the largest first); between handing out batches, this
+    process scans the smallest one left itself rather than wait, so no core is spent on waiting.
     """
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, Future, wait

@@ -171,3 +171,16 @@ def test_ctrl_c_exits_130_and_leaves_no_partial_files(vllm_repo: Path, tmp_path:
     assert process.returncode == 130, err
     assert err == "extractor: interrupted\n"
     assert not out.exists() or not any(out.rglob("*.*"))
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_missing_object_is_one_line_exit_2_serial_or_parallel(
+    git_repo: GitRepo, tmp_path: Path, isolated_cache: Path, jobs: str
+) -> None:
+    """A blob gone from the object store (a damaged repository), read in this process or in a worker."""
+    files = {f"vllm/config/m{i}.py": f"raise ValueError('m{i}')\n" + "# padding\n" * 4000 for i in range(8)}
+    git_repo.commit(files, tag="v1")
+    oid = git(git_repo.path, "rev-parse", "v1:vllm/config/m3.py")
+    (git_repo.path / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--jobs", jobs, "--output", "-", cwd=tmp_path)
+    assert_one_line_error(result, oid)
