@@ -93,6 +93,19 @@ def _shift_site(site: Site, delta: int, lines: Sequence[str], context: int) -> S
     )
 
 
+def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
+    """Tell whether a statement starting at line `start` can end at line `end`: the next line with code
+    on it is not indented deeper (were it, the old piece's text would be only the head of a longer
+    statement here). A cheap check that spares a parse doomed to fail; the parse still has the last word.
+    """
+    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
+    for line in lines[end:]:
+        code = line.lstrip()
+        if code and not code.startswith("#"):
+            return len(line) - len(code) <= indent
+    return True
+
+
 def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> FileResult | None:
     """Scan a new version of a file reusing the pieces it shares with `previous`; None means parse it all."""
     from extractor.scan import lines_with_raise, visit
@@ -106,7 +119,7 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
     while position <= total:
         for piece in known.get(lines[position - 1][:_FIRST], ()):
             end = position + piece.end - piece.start
-            if end <= total and _hash(lines, position, end) == piece.hash:
+            if end <= total and _ends_at(lines, end, position) and _hash(lines, position, end) == piece.hash:
                 matches.append((position, end, piece))
                 position = end
                 break

@@ -75,3 +75,41 @@ def test_reused_sites_move_with_their_piece() -> None:
     lines = [site.lineNumber for site in incremental.sites]
     assert lines == [site.lineNumber + 0 for site in full.sites] and lines[0] == 13
     assert incremental.sites[0].sourceCode == full.sites[0].sourceCode
+
+
+GROWING = """\
+class C:
+    def grow(self, n):
+        a = 1
+        b = 2
+        if n > a + b:
+            raise ValueError("big")
+
+    def keep(self, n):
+        x = 1
+        y = 2
+        if n < x - y:
+            raise ValueError("small")
+"""
+
+
+def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A method that grew at its end starts with the old method's exact lines: taking them for the old
+    piece would cut the method in two (and cost a parse that fails); the rest of the file is reused."""
+    from extractor import pieces
+    from extractor.scan import decode, split_lines
+
+    new = GROWING.replace(
+        'raise ValueError("big")\n',
+        'raise ValueError("big")\n        if n == 7:\n            raise ValueError("seven")\n',
+    )
+    previous = scan_blob(GROWING.encode(), options=OPTIONS)
+    lines = split_lines(decode(new.encode()))
+    reused = pieces.rescan(lines, previous, OPTIONS)
+    assert reused is not None  # `keep` is reused; `grow` is parsed again, whole
+    assert outcome(reused) == outcome(scan_blob(new.encode(), options=OPTIONS))
+    assert [site.errorMessage for site in reused.sites] == ["big", "seven", "small"]
+    monkeypatch.setattr(pieces, "_ends_at", lambda *args: True)
+    assert pieces.rescan(lines, previous, OPTIONS) is None  # without the check: a failed parse, then a full one
