@@ -119,7 +119,7 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
     while position <= total:
         for piece in known.get(lines[position - 1][:_FIRST], ()):
             end = position + piece.end - piece.start
-            if end <= total and _ends_at(lines, end, position) and _hash(lines, position, end) == piece.hash:
+            if end <= total and _hash(lines, position, end) == piece.hash and _ends_at(lines, end, position):
                 matches.append((position, end, piece))
                 position = end
                 break
