@@ -57,7 +57,7 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=_positive,
         metavar="N",
-        help="worker processes that parse files (default: one per core)",
+        help="processes that parse files, this one included (default: one per core)",
     )
     group.add_argument(
         "--no-cache",

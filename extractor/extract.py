@@ -49,7 +49,7 @@ class ExtractOptions:
     exceptions: tuple[str, ...] = ("ValueError",)
     context: int = 18
     repo_name: str | None = None
-    jobs: int | None = None  # worker processes; None means one per core
+    jobs: int | None = None  # processes that scan, the main one included; None means one per core
     cache: bool = True
     config_from: tuple[str, ...] = ("vllm/config",)
     flags_from: str = "vllm/engine/arg_utils.py"
