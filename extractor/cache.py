@@ -263,6 +263,12 @@ class ScanCache:
         finally:
             db.close()
 
+    def release(self) -> None:
+        """Close the connection reads went through (it opens again when needed)."""
+        if self._writes is None and self._db is not None:
+            self._db.close()
+            self._db = None
+
     def close(self) -> None:
         """Let the queued writes finish in the background (`wait_for_writes` waits for them) and close."""
         if self._writes is not None:

@@ -357,12 +357,16 @@ def run() -> NoReturn:
     run would spend a tenth of a second on it.
     """
     code = main()
-    if "extractor.cache" in sys.modules:
-        sys.modules["extractor.cache"].wait_for_writes()
+    try:
+        if "extractor.cache" in sys.modules:
+            sys.modules["extractor.cache"].wait_for_writes()
+    except KeyboardInterrupt:  # the catalog is written; only the cache's last writes are given up
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        code = ExitCode.INTERRUPTED
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except BrokenPipeError:
+    except OSError:
         code = ExitCode.TROUBLE
     os._exit(code)
 

@@ -156,6 +156,8 @@ def _scan_blobs(
             stored = cache.get_many(sorted(set(earlier.values())))
             previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
         store = cache.entry_store() if cache is not None else None
+        if cache is not None:
+            cache.release()  # no SQLite connection may cross the fork of the workers
         new = _scan_missing(commit, missing, previous, options=options, facts=facts, store=store)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
@@ -175,10 +177,11 @@ def _scan_missing(
     """Read and scan blobs, the prefilter first; return each one's serialized result (and store it)."""
     scan_options = options.scan_options
     jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
-    # Largest first, so the last batch handed out is a small one and workers finish together.
-    ordered = sorted(missing, key=lambda blob: (-blob.size, blob.oid))
+    # Largest first, so the last batch handed out is a small one and workers finish together (a size
+    # git cannot tell goes first: reading that blob will say what is wrong).
+    ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
     git_stage.prefetch(commit, ordered)
-    total = sum(blob.size for blob in ordered)
+    total = sum(blob.size or 0 for blob in ordered)
     limit = min(_BATCH_BYTES, max(16 * 1024, total // (jobs * _BATCHES_PER_JOB)))
     batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
     parallel = jobs > 1 and total >= _PARALLEL_BYTES
@@ -211,7 +214,7 @@ def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int
             batches.append([])
             size = 0
         batches[-1].append(item)
-        size += blob.size
+        size += blob.size or 0
     return batches
 
 
@@ -244,6 +247,7 @@ def _scan_stored(
 def _warm_up() -> None:
     # Ctrl-C reaches the whole process group: the main process alone handles it and stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.enable()  # forked while the main process runs without it: scan_many turns it off per batch
     import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
 
 

@@ -58,7 +58,7 @@ class Blob:
     path: str
     oid: str
     mode: str
-    size: int = 0
+    size: int | None = 0  # None: git cannot tell (the object is missing from a damaged repository)
 
     @property
     def is_regular(self) -> bool:
@@ -202,9 +202,8 @@ def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
         meta, _, path = entry.partition("\t")
         mode, kind, oid, size = meta.split()
         if kind == "blob" and path.endswith(".py"):
-            # A size git cannot tell (an object missing from a damaged repository) only orders work;
-            # reading the blob then says what is wrong.
-            blobs.append(Blob(path=path, oid=oid, mode=mode, size=int(size) if size.isdigit() else 0))
+            # A size git cannot tell only orders work; reading the blob then says what is wrong.
+            blobs.append(Blob(path=path, oid=oid, mode=mode, size=int(size) if size.isdigit() else None))
     return sorted(blobs, key=lambda blob: blob.path)
 
 
@@ -225,26 +224,38 @@ class BlobReader:
         )
 
     def read(self, oids: Sequence[str]) -> list[bytes]:
-        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError."""
+        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError.
+
+        After an error the reader is closed: answers still in the pipe must never pass for others'.
+        """
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
         out: list[bytes] = []
-        for start in range(0, len(oids), self._CHUNK):
-            chunk = oids[start : start + self._CHUNK]
-            try:
+        try:
+            for start in range(0, len(oids), self._CHUNK):
+                chunk = oids[start : start + self._CHUNK]
                 stdin.write(b"".join(oid.encode() + b"\n" for oid in chunk))
                 stdin.flush()
-            except OSError:
-                raise RepositoryError(f"git cat-file stopped reading {self.git_dir}") from None
-            for oid in chunk:
-                header = stdout.readline().split()
-                if len(header) != 3 or header[1] != b"blob":
-                    raise RepositoryError(f"cannot read blob {oid} from {self.git_dir}")
-                out.append(stdout.read(int(header[2])))
-                stdout.read(1)
+                for oid in chunk:
+                    header = stdout.readline().split()
+                    if len(header) != 3 or header[0] != oid.encode() or header[1] != b"blob":
+                        raise RepositoryError(f"cannot read blob {oid} from {self.git_dir}: missing or damaged")
+                    size = int(header[2])
+                    data = stdout.read(size)
+                    if len(data) != size or stdout.read(1) != b"\n":
+                        raise RepositoryError(f"git cat-file stopped answering in {self.git_dir}")
+                    out.append(data)
+        except OSError:
+            self.close()
+            raise RepositoryError(f"git cat-file stopped reading in {self.git_dir}") from None
+        except BaseException:
+            self.close()
+            raise
         return out
 
     def close(self) -> None:
+        for key in [key for key, reader in _readers.items() if reader is self]:
+            del _readers[key]
         for stream in (self._process.stdin, self._process.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -268,7 +279,7 @@ def reader(git_dir: Path) -> BlobReader:
 def close_readers() -> None:
     """Stop this process's readers (a worker's stop with it)."""
     for key in [key for key in _readers if key[0] == os.getpid()]:
-        _readers.pop(key).close()
+        _readers[key].close()
 
 
 def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, bytes]]:

@@ -286,7 +286,7 @@ class FlagFacts(_Frozen):
 
 
 class FileOutcome(BaseModel):
-    """What the pipeline reads of a FileResult: everything but the pieces (read faster without them)."""
+    """A FileResult without its pieces: how a config or CLI file's classes and flags are read back."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -336,10 +336,11 @@ def _make(cls: type[M], state: dict[str, Any], fields_set: set[str]) -> M:
 
 
 def construct(cls: type[M], /, **values: Any) -> M:
-    """Build a model from trusted values, as `cls.model_construct(**values)` does, only faster.
+    """Build a model from trusted values, like `cls.model_construct(**values)` but faster and stricter.
 
-    Values are taken by field name, unvalidated; a missing field takes its default (a fresh copy of a
-    list or dict). The written lines are validated against the schema by the tests.
+    Values are taken by field name (not alias), unvalidated; a missing field takes its default (a fresh
+    copy of a list or dict), and an unknown or missing required field is a TypeError. The written lines
+    are validated against the schema by the tests.
     """
     layout = _LAYOUTS.get(cls) or _LAYOUTS.setdefault(cls, _Layout(cls))
     state = {**layout.template, **values}  # the fields' order, whatever the order of `values`

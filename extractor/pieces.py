@@ -99,7 +99,8 @@ def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
     statement here). A cheap check that spares a parse doomed to fail; the parse still has the last word.
     """
     indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
-    for line in lines[end:]:
+    for index in range(end, len(lines)):
+        line = lines[index]
         code = line.lstrip()
         if code and not code.startswith("#"):
             return len(line) - len(code) <= indent

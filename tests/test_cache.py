@@ -10,7 +10,7 @@ import pytest
 
 from extractor.cache import wait_for_writes
 from extractor.extract import ExtractOptions, extract
-from extractor.write import dumps_line
+from extractor.write import encode_lines
 from tests.conftest import GitRepo
 
 SOURCES = {
@@ -38,7 +38,9 @@ def repo(git_repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatc
 def output(repo: GitRepo, **options: object) -> bytes:
     catalog = extract(repo=str(repo.path), revision="v1", options=ExtractOptions(paths=("pkg",), **options))  # type: ignore[arg-type]
     wait_for_writes()  # the tests below read and break the cache file behind the extractor's back
-    return b"".join(dumps_line(line) + b"\n" for line in catalog.lines) + catalog.manifest.model_dump_json().encode()
+    # What is written is built as plain data: it must be what the models themselves serialize.
+    assert catalog.encoded == encode_lines(catalog.lines)
+    return catalog.encoded + catalog.manifest.model_dump_json().encode()
 
 
 def entries(cache: Path) -> list[tuple[str, str, bytes]]:

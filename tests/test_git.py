@@ -100,3 +100,22 @@ def test_url_is_cloned_bare_and_blob_filtered_then_fetched_when_the_revision_is_
 def test_unreachable_url_is_an_error(isolated_cache: Path, tmp_path: Path) -> None:
     with pytest.raises(RepositoryError, match="cannot clone"):
         resolve(f"file://{tmp_path}/nothing-here", "HEAD")
+
+
+def test_a_reader_that_met_a_missing_object_is_never_used_again(git_repo: GitRepo) -> None:
+    """cat-file answers every request: after one it could not serve, the answers still in the pipe must
+    not pass for the next request's."""
+    from extractor.git import reader
+
+    files = {f"pkg/m{i}.py": f"x = {i}\n" for i in range(4)}
+    git_repo.commit(files, tag="v1")
+    oids = [git(git_repo.path, "rev-parse", f"v1:pkg/m{i}.py") for i in range(4)]
+    (git_repo.path / ".git" / "objects" / oids[1][:2] / oids[1][2:]).unlink()
+    git_dir = (git_repo.path / ".git").resolve()
+    first = reader(git_dir)
+    with pytest.raises(RepositoryError, match=oids[1]):
+        first.read(oids[:3])  # m0 is read, m1 is missing, m2's answer is left in the pipe
+    second = reader(git_dir)
+    assert second is not first
+    assert second.read([oids[3]]) == [b"x = 3\n"]
+    second.close()
