@@ -8,12 +8,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
 
 import platformdirs
 
@@ -223,8 +221,9 @@ class BlobReader:
             stderr=subprocess.DEVNULL,
         )
 
-    def read(self, oids: Sequence[str]) -> list[bytes]:
-        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError.
+    def read(self, oids: Sequence[str], names: Sequence[str] | None = None) -> list[bytes]:
+        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError (naming
+        it by `names`, when given, else by its id).
 
         After an error the reader is closed: answers still in the pipe must never pass for others'.
         """
@@ -236,10 +235,11 @@ class BlobReader:
                 chunk = oids[start : start + self._CHUNK]
                 stdin.write(b"".join(oid.encode() + b"\n" for oid in chunk))
                 stdin.flush()
-                for oid in chunk:
+                for index, oid in enumerate(chunk, start=start):
                     header = stdout.readline().split()
                     if len(header) != 3 or header[0] != oid.encode() or header[1] != b"blob":
-                        raise RepositoryError(f"cannot read blob {oid} from {self.git_dir}: missing or damaged")
+                        name = names[index] if names is not None else f"blob {oid}"
+                        raise RepositoryError(f"cannot read {name} from {self.git_dir}: missing or damaged")
                     size = int(header[2])
                     data = stdout.read(size)
                     if len(data) != size or stdout.read(1) != b"\n":
@@ -288,37 +288,14 @@ def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, by
     if not wanted:
         return
     prefetch(commit, wanted)
-    process = subprocess.Popen(
-        ["git", "cat-file", "--batch"],
-        cwd=commit.git_dir,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    requests = b"".join(blob.oid.encode() + b"\n" for blob in wanted)
-    # A writer thread keeps the pipe full while this thread reads answers, so neither side blocks.
-    writer = threading.Thread(target=_feed, args=(process.stdin, requests), daemon=True)
-    writer.start()
+    reader = BlobReader(commit.git_dir)
     try:
-        for blob in wanted:
-            header = process.stdout.readline().split()
-            if len(header) != 3 or header[1] != b"blob":
-                raise RepositoryError(f"cannot read {blob.path} ({blob.oid}) from {commit.git_dir}")
-            data = process.stdout.read(int(header[2]))
-            process.stdout.read(1)
-            yield blob, data
+        for start in range(0, len(wanted), BlobReader._CHUNK):  # a chunk at a time: never all in memory
+            chunk = wanted[start : start + BlobReader._CHUNK]
+            contents = reader.read([blob.oid for blob in chunk], [f"{blob.path} ({blob.oid})" for blob in chunk])
+            yield from zip(chunk, contents, strict=True)
     finally:
-        writer.join()
-        process.stdout.close()
-        process.kill()
-        process.wait()
-
-
-def _feed(stream: IO[bytes], data: bytes) -> None:
-    with contextlib.suppress(OSError):
-        stream.write(data)
-        stream.close()
+        reader.close()
 
 
 def read_file(commit: Commit, path: str) -> bytes | None:
