@@ -74,6 +74,18 @@ def _insert(cursor: sqlite3.Cursor, table: str, rows: Sequence[tuple[str, str, s
 _ROWS_PER_STATEMENT = 300  # 900 parameters: under SQLite's oldest limit of 999
 
 
+def _insert_all(db: sqlite3.Connection, table: str, rows: Sequence[tuple[str, str, str | bytes]]) -> None:
+    """Insert rows in one transaction, rolled back if anything fails."""
+    with contextlib.closing(db.cursor()) as cursor:
+        cursor.execute("BEGIN IMMEDIATE")
+        try:
+            _insert(cursor, table, rows)
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
+        cursor.execute("COMMIT")
+
+
 @dataclass(frozen=True)
 class EntryStore:
     """Where the processes that scan store what they found, each through its own connection, batch by
@@ -85,16 +97,8 @@ class EntryStore:
     def put(self, entries: Sequence[tuple[str, bytes]]) -> None:
         """Store results (sealed) in one transaction; a failure only costs a later re-scan."""
         with contextlib.suppress(sqlite3.DatabaseError, OSError):
-            db = _store_connection(self.path)
             sealed = [(self.scope, oid, _seal(data)) for oid, data in entries]
-            with contextlib.closing(db.cursor()) as cursor:
-                cursor.execute("BEGIN IMMEDIATE")
-                try:
-                    _insert(cursor, "entries (scope, oid, data)", sealed)
-                except BaseException:
-                    cursor.execute("ROLLBACK")
-                    raise
-                cursor.execute("COMMIT")
+            _insert_all(_store_connection(self.path), "entries (scope, oid, data)", sealed)
 
 
 _connections: dict[tuple[int, Path], sqlite3.Connection] = {}
@@ -205,14 +209,7 @@ class ScanCache:
         """Record the blob each path has now (in the background), for a later version to reuse pieces of."""
 
         def write(db: sqlite3.Connection) -> None:
-            with contextlib.closing(db.cursor()) as cursor:
-                cursor.execute("BEGIN IMMEDIATE")
-                try:
-                    _insert(cursor, "paths (scope, path, oid)", [(self.scope, p, oid) for p, oid in paths.items()])
-                except BaseException:
-                    cursor.execute("ROLLBACK")
-                    raise
-                cursor.execute("COMMIT")
+            _insert_all(db, "paths (scope, path, oid)", [(self.scope, p, oid) for p, oid in paths.items()])
 
         self._write(write)
 

@@ -144,10 +144,9 @@ def _scan_blobs(
     oids = list(dict.fromkeys(blob.oid for blob in blobs))
     cached = cache.get_many(oids) if cache is not None else {}
     # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
-    for oid in facts & cached.keys():
-        if not orjson.loads(cached[oid]).get("facts"):
-            del cached[oid]
-    missing = list({blob.oid: blob for blob in blobs if blob.oid not in cached}.values())
+    results = {oid: orjson.loads(cached.pop(oid)) for oid in facts & cached.keys()}
+    results = {oid: result for oid, result in results.items() if result.get("facts")}
+    missing = list({blob.oid: blob for blob in blobs if blob.oid not in cached and blob.oid not in results}.values())
     new: list[tuple[str, bytes]] = []
     if missing:
         previous: dict[str, bytes] = {}
@@ -161,8 +160,9 @@ def _scan_blobs(
         new = _scan_missing(commit, missing, previous, options=options, facts=facts, store=store)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
-    # Cached results are read only now: the scan above did not wait for them.
-    return {oid: orjson.loads(data) for oid, data in [*cached.items(), *new]}
+    # The other cached results are read only now: the scan above did not wait for them.
+    results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
+    return results
 
 
 def _scan_missing(

@@ -84,7 +84,6 @@ class FieldIndex:
         self.boolean = boolean
         self.overwritten = overwritten
         self.root = self._root()
-        self._resolved: dict[tuple[str, str], FieldRef] = {}
         self._data: dict[tuple[str, str], dict[str, Any]] = {}
         # The field of the root config through which the command line sets each config class.
         self.cli_parent: dict[str, tuple[str, str]] = {}
@@ -151,13 +150,6 @@ class FieldIndex:
 
     def resolve(self, chain: str, function: str) -> FieldRef:
         """Follow `self.a.b` from the class of the enclosing method to a config field."""
-        key = (chain, function.split(".")[0] if chain.startswith("self") else "")
-        found = self._resolved.get(key)
-        if found is None:  # many records read the same chains: each is resolved once
-            found = self._resolved[key] = self._resolve(chain, function)
-        return found
-
-    def _resolve(self, chain: str, function: str) -> FieldRef:
         parts = chain.split(".")
         if parts[0] != "self":
             what = "an attribute chain" if len(parts) > 1 else "a name"
@@ -228,6 +220,7 @@ class FieldIndex:
         return [self._resolved_data(chain, function) for chain in reads]
 
     def _resolved_data(self, chain: str, function: str) -> dict[str, Any]:
+        # Many records read the same chains: each is resolved (and dumped) once per owning class.
         key = (chain, function.split(".")[0] if chain.startswith("self") else "")
         found = self._data.get(key)
         if found is None:
