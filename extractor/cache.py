@@ -17,7 +17,7 @@ from extractor._version import __version__
 
 __all__ = ["CACHE_FORMAT", "EntryStore", "ScanCache", "close_stores", "wait_for_writes"]
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 # The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
 _PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
 _SCHEMA = """
@@ -25,8 +25,11 @@ CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data
                                     PRIMARY KEY (scope, oid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS paths (scope TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
                                   PRIMARY KEY (scope, path)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 """
+# Whole catalogs are files of their own beside the database (a whole package's is some 17 MB: SQLite
+# took three times as long to write it), the most recently used kept.
+_CATALOGS = "catalogs"
+_KEEP_CATALOGS = 32
 
 
 # Results are stored by the processes that scan them (EntryStore). What the main process writes after
@@ -46,6 +49,13 @@ def _unseal(stored: bytes) -> bytes | None:
     """The value a row was written with, or None if its bytes are not those (truncated, altered)."""
     data = stored[_DIGEST:]
     return data if len(stored) >= _DIGEST and hashlib.sha256(data).digest() == stored[:_DIGEST] else None
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def wait_for_writes() -> None:
@@ -223,20 +233,31 @@ class ScanCache:
 
     def catalog(self, key: str) -> bytes | None:
         """Return a stored catalog (lines and manifest as written, before the run's timestamps)."""
-        db = self._connect()
-        if db is None:
-            return None
+        path = self.path.parent / _CATALOGS / key
         try:
-            row = db.execute("SELECT data FROM catalogs WHERE key = ?", (key,)).fetchone()
-        except sqlite3.DatabaseError:
+            stored = path.read_bytes()
+            os.utime(path)  # used now: pruning keeps the most recently used
+        except OSError:
             return None
-        return _unseal(bytes(row[0])) if row else None
+        return _unseal(stored)
 
     def store_catalog(self, key: str, data: bytes) -> None:
-        """Store a whole catalog (in the background, after the writes before it)."""
+        """Store a whole catalog (in the background, after the writes before it): written to a file of
+        its own and renamed into place, so that a reader finds all of it or none; the oldest beyond the
+        most recently used few are removed."""
+        folder = self.path.parent / _CATALOGS
 
-        def write(db: sqlite3.Connection) -> None:
-            db.execute("INSERT OR REPLACE INTO catalogs (key, data) VALUES (?, ?)", (key, _seal(data)))
+        def write(_: sqlite3.Connection) -> None:
+            folder.mkdir(exist_ok=True)
+            partial = folder / f"{key}.{os.getpid()}.partial"
+            try:
+                partial.write_bytes(_seal(data))
+                partial.replace(folder / key)
+            finally:
+                partial.unlink(missing_ok=True)
+            stored = sorted(folder.iterdir(), key=_modified, reverse=True)
+            for old in stored[_KEEP_CATALOGS:]:
+                old.unlink(missing_ok=True)
 
         self._write(write)
 
@@ -255,7 +276,7 @@ class ScanCache:
     def _writer(db: sqlite3.Connection, jobs: queue.SimpleQueue[Callable[[sqlite3.Connection], None] | None]) -> None:
         try:
             while (job := jobs.get()) is not None:
-                with contextlib.suppress(sqlite3.DatabaseError):
+                with contextlib.suppress(sqlite3.DatabaseError, OSError):
                     job(db)
         finally:
             db.close()

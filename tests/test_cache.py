@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def overwrite(cache: Path, oid: str, data: bytes) -> None:
     """Corrupt one file's entry, and forget whole catalogs so that the next run reads the entries."""
     with contextlib.closing(sqlite3.connect(cache / "extractor" / "scan.sqlite3")) as db, db:
         db.execute("UPDATE entries SET data = ? WHERE oid = ?", (data, oid))
-        db.execute("DELETE FROM catalogs")
+    shutil.rmtree(cache / "extractor" / "catalogs", ignore_errors=True)
 
 
 def test_output_is_identical_serial_parallel_cold_and_warm(repo: GitRepo, isolated_cache: Path) -> None:
@@ -98,6 +99,7 @@ def test_a_corrupt_cache_file_is_set_aside(repo: GitRepo, isolated_cache: Path) 
     for extra in database.parent.glob("scan.sqlite3-*"):
         extra.unlink()
     database.write_bytes(b"this is not a database" * 100)
+    shutil.rmtree(database.parent / "catalogs")  # whole catalogs are files of their own
     assert output(repo, jobs=1) == expected
     assert (isolated_cache / "extractor" / "scan.corrupt").exists()
     assert len(entries(isolated_cache)) == len(SOURCES)
@@ -140,10 +142,24 @@ def test_prefilter_and_skipped_files_agree(repo: GitRepo) -> None:
 
 def test_an_altered_whole_catalog_is_not_trusted(repo: GitRepo, isolated_cache: Path) -> None:
     expected = output(repo, jobs=1)
-    with contextlib.closing(sqlite3.connect(isolated_cache / "extractor" / "scan.sqlite3")) as db, db:
-        ((data,),) = db.execute("SELECT data FROM catalogs").fetchall()
-        assert b'"errorClass":"ValueError"' in data
-        db.execute(
-            "UPDATE catalogs SET data = ?", (data.replace(b'"errorClass":"ValueError"', b'"errorClass":"OSError"'),)
-        )
+    (stored,) = (isolated_cache / "extractor" / "catalogs").iterdir()
+    data = stored.read_bytes()
+    assert b'"errorClass":"ValueError"' in data
+    stored.write_bytes(data.replace(b'"errorClass":"ValueError"', b'"errorClass":"OSError"'))
     assert output(repo, jobs=1) == expected
+    assert stored.read_bytes() == data  # rewritten
+
+
+def test_only_the_most_recently_used_whole_catalogs_are_kept(
+    repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import extractor.cache
+
+    monkeypatch.setattr(extractor.cache, "_KEEP_CATALOGS", 2)
+    folder = isolated_cache / "extractor" / "catalogs"
+    first = output(repo, jobs=1)
+    (oldest,) = folder.iterdir()
+    output(repo, jobs=1, context=3)
+    assert output(repo, jobs=1) == first  # read back: now the most recently used
+    output(repo, jobs=1, context=4)
+    assert len(list(folder.iterdir())) == 2 and oldest.exists()
