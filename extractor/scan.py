@@ -90,7 +90,7 @@ def decode(data: bytes) -> str:
 
 def split_lines(text: str) -> list[str]:
     """Split source into lines as Python counts them (\\r\\n, \\r or \\n), without a last empty one."""
-    lines = _NEWLINE.split(text)
+    lines = text.split("\n") if "\r" not in text else _NEWLINE.split(text)
     if lines and lines[-1] == "":
         lines.pop()
     return lines
