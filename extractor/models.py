@@ -132,6 +132,8 @@ class Site(_Frozen):
     extraction: Extraction
     slugStem: str  # the record's slug before it is made unique in the catalog
     reads: list[str]  # the attribute chains its conditions, then its placeholders, read (once each)
+    # A digest of what its message template was made from: a later version's same text reuses it.
+    templateKey: str | None = None
 
 
 class Record(_Frozen):
@@ -255,6 +257,7 @@ class Piece(NamedTuple):
     start: int
     end: int
     first: str  # the piece's first line, to find where it may start in a new version of the file
+    last: str  # its last line: most places that start like the piece are ruled out without hashing
     scope: tuple[str, ...]  # the classes it sits in, outermost first
 
 

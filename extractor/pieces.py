@@ -4,24 +4,28 @@ class, or holds no `raise` at all. Its sites depend only on its own text and on 
 conditions stop at the function boundary, variables resolve within the function, and its qualified
 name is the classes' names plus its own.
 
-To rescan a new version of a file, every piece of the old version found again (same first line, same
-hash of its lines) is replaced by a `pass` at its indentation and blank lines, and the rest is parsed
+To rescan a new version of a file, every piece of the old version found again (same first and last lines,
+same hash of its lines) is replaced by a `pass` at its indentation and blank lines, and the rest is parsed
 once. That parse equals the whole file's: the text before each replaced piece is the same in both, and
 a complete statement and a `pass` at the same indentation leave the tokenizer in the same state. It is
 checked, not assumed: each `pass` must come back as a statement at its line and column, inside the same
 classes as before (a `pass` inside a string, say, sends the file to a full parse). Replacing statements
 changes which names they bind, which only a raise outside any function could notice (its message may
 name a variable bound anywhere in the module or class): such a raise also sends the file to a full parse.
+
+The raises in what is parsed again take their message templates from the old sites made of the same
+text (`templateKey`), rather than from libcst: most of a changed function's messages are not.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from extractor.models import FileResult, Piece, Site, SkippedSite, replace
+from extractor.models import FileResult, Piece
+from extractor.records import SiteData
 
 if TYPE_CHECKING:
     from extractor.scan import ScanOptions
@@ -72,25 +76,25 @@ def _collect(
             continue
         if not isinstance(statement, _DEFS) and any("raise" in line for line in lines[start - 1 : end]):
             continue
-        first = lines[start - 1][:_FIRST]
-        out.append(Piece(_hash(lines, start, end), start, end, first, scope))
+        first, last = lines[start - 1][:_FIRST], lines[end - 1][:_FIRST]
+        out.append(Piece(_hash(lines, start, end), start, end, first, last, scope))
 
 
-def _shift_site(site: Site, delta: int, lines: Sequence[str], context: int) -> Site:
+def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int) -> SiteData:
+    """A reused site (as data) where its piece now stands: `delta` lines further, with its new window."""
     from extractor.scan import window
 
-    line = site.lineNumber + delta
+    line = site["lineNumber"] + delta
     start, end, code = window(lines, line, context)
-    extraction = site.extraction
+    shifted = {**site, "lineNumber": line, "sourceCode": code, "sourceCodeStart": start, "sourceCodeEnd": end}
     if delta:
-        extraction = replace(
-            extraction,
-            endLineNumber=extraction.endLineNumber + delta,
-            conditions=[replace(c, line=c.line + delta) for c in extraction.conditions],
-        )
-    return replace(
-        site, lineNumber=line, sourceCode=code, sourceCodeStart=start, sourceCodeEnd=end, extraction=extraction
-    )
+        extraction = site["extraction"]
+        shifted["extraction"] = {
+            **extraction,
+            "endLineNumber": extraction["endLineNumber"] + delta,
+            "conditions": [{**c, "line": c["line"] + delta} for c in extraction["conditions"]],
+        }
+    return shifted
 
 
 def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
@@ -107,24 +111,34 @@ def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
     return True
 
 
-def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> FileResult | None:
-    """Scan a new version of a file reusing the pieces it shares with `previous`; None means parse it all."""
-    from extractor.scan import lines_with_raise, visit
+def rescan(lines: list[str], previous: Mapping[str, Any], options: ScanOptions) -> dict[str, Any] | None:
+    """Scan a new version of a file reusing the pieces it shares with `previous`; None means parse it all.
+
+    Both results are data, as the cache holds them (a FileResult's JSON): reused sites are copied with
+    their new lines, never validated or built as models again.
+    """
+    from extractor.scan import visit
 
     known: dict[str, list[Piece]] = {}
-    for piece in previous.pieces:
-        known.setdefault(piece.first, []).append(piece)
+    for hash_, start, end, first, last, scope in previous["pieces"]:
+        known.setdefault(first, []).append(Piece(hash_, start, end, first, last, tuple(scope)))
     total = len(lines)
     matches: list[tuple[int, int, Piece]] = []
-    position = 1
-    while position <= total:
-        for piece in known.get(lines[position - 1][:_FIRST], ()):
+    reached = 0  # the last line of the last piece found: what follows may start another
+    for position in [number for number, line in enumerate(lines, start=1) if line[:_FIRST] in known]:
+        if position <= reached:
+            continue
+        for piece in known[lines[position - 1][:_FIRST]]:
             end = position + piece.end - piece.start
-            if end <= total and _hash(lines, position, end) == piece.hash and _ends_at(lines, end, position):
+            if (
+                end <= total
+                and lines[end - 1][:_FIRST] == piece.last
+                and _hash(lines, position, end) == piece.hash
+                and _ends_at(lines, end, position)
+            ):
                 matches.append((position, end, piece))
-                position = end
+                reached = end
                 break
-        position += 1
     if not matches:
         return None
 
@@ -134,7 +148,9 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
         synthetic[start - 1] = first[: len(first) - len(first.lstrip())] + "pass"
         for index in range(start, end):
             synthetic[index] = ""
-    visited = visit("\n".join(synthetic) + "\n", lines, options, lines_with_raise(synthetic))
+    earlier: list[SiteData] = previous["sites"]
+    templates = {site["templateKey"]: site for site in earlier if site.get("templateKey")}
+    visited = visit("\n".join(synthetic) + "\n", lines, options, templates)
     if isinstance(visited, str):
         return None
     body, visitor = visited
@@ -145,8 +161,8 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
         for statement, scope in _statements(body)
         if isinstance(statement, ast.Pass)
     }
-    sites: list[Site] = list(visitor.sites)
-    skipped: list[SkippedSite] = list(visitor.skipped)
+    sites: list[SiteData] = [site.model_dump(mode="json") for site in visitor.sites]
+    skipped: list[dict[str, Any]] = [skip.model_dump(mode="json") for skip in visitor.skipped]
     pieces: list[Piece] = []
     for start, end, piece in matches:
         first = lines[start - 1]
@@ -154,18 +170,22 @@ def rescan(lines: list[str], previous: FileResult, options: ScanOptions) -> File
             return None
         delta = start - piece.start
         sites += [
-            _shift_site(site, delta, lines, options.context)
-            for site in previous.sites
-            if piece.start <= site.lineNumber <= piece.end
+            _shift(site, delta, lines, options.context)
+            for site in earlier
+            if piece.start <= site["lineNumber"] <= piece.end
         ]
         skipped += [
-            replace(skip, line=skip.line + delta)
-            for skip in previous.skippedSites
-            if piece.start <= skip.line <= piece.end
+            {**skip, "line": skip["line"] + delta}
+            for skip in previous["skippedSites"]
+            if piece.start <= skip["line"] <= piece.end
         ]
         pieces.append(piece._replace(start=start, end=end))
     pieces += pieces_of(lines, body, frozenset(start for start, _, _ in matches))
-    sites.sort(key=lambda site: (site.lineNumber, site.extraction.column))
-    skipped.sort(key=lambda skip: skip.line)
+    sites.sort(key=lambda site: (site["lineNumber"], site["extraction"]["column"]))
+    skipped.sort(key=lambda skip: skip["line"])
     pieces.sort(key=lambda piece: piece.start)
-    return FileResult(kind="scanned", sites=sites, skippedSites=skipped, pieces=pieces)
+    return {**_SCANNED, "sites": sites, "skippedSites": skipped, "pieces": [tuple(piece) for piece in pieces]}
+
+
+# A scanned file's result as data, in the model's key order (a rescan never reads classes or flags).
+_SCANNED: dict[str, Any] = FileResult(kind="scanned").model_dump(mode="json")

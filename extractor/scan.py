@@ -5,12 +5,15 @@ import ast
 import bisect
 import contextlib
 import gc
+import hashlib
 import io
 import re
 import tokenize
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
 
 from extractor.fields import reads
 from extractor.models import (
@@ -20,11 +23,13 @@ from extractor.models import (
     Extraction,
     FileResult,
     FlagFacts,
+    MessageKind,
+    Placeholder,
     Site,
     SkippedSite,
     construct,
 )
-from extractor.records import slug_stem
+from extractor.records import SiteData, slug_stem
 
 if TYPE_CHECKING:
     from extractor.template import Template
@@ -103,8 +108,20 @@ def window(lines: Sequence[str], line: int, context: int) -> tuple[int, int, str
     return start, end, "\n".join(lines[start - 1 : end])
 
 
-def lines_with_raise(lines: Sequence[str]) -> list[int]:
-    return [number for number, line in enumerate(lines, start=1) if "raise" in line]
+def lines_with_raise(source: str, lines: Sequence[str]) -> list[int]:
+    """The numbers of the lines of `source` (split as `lines`) that mention `raise`, in order."""
+    if "\r" in source:
+        return [number for number, line in enumerate(lines, start=1) if "raise" in line]
+    found: list[int] = []
+    line, counted = 1, 0
+    at = source.find("raise")
+    while at >= 0:  # the newlines between two mentions are counted by str.count, not line by line
+        line += source.count("\n", counted, at)
+        counted = at
+        if not found or found[-1] != line:
+            found.append(line)
+        at = source.find("raise", at + 5)
+    return found
 
 
 def scan_blob(
@@ -116,6 +133,15 @@ def scan_blob(
     instead of parsed again (the result is the same as without it). `facts` asks for the file's classes
     and CLI flags even if it holds no site: it is parsed whole.
     """
+    earlier = orjson.loads(previous.model_dump_json()) if previous is not None else None
+    result = _scan(data, options, earlier, facts)
+    return result if isinstance(result, FileResult) else FileResult.model_validate(result)
+
+
+def _scan(
+    data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool
+) -> FileResult | dict[str, Any]:
+    """`scan_blob`, with the previous result as data (as the cache holds it); a rescan gives data too."""
     if not facts and not could_hold(data, options):
         return FileResult(kind="ruled-out")
     try:
@@ -125,10 +151,13 @@ def scan_blob(
     except UnicodeDecodeError as error:
         return FileResult(kind="skipped", reason=f"cannot decode: {error.reason} at byte {error.start}")
     lines = split_lines(text)
-    if previous is not None and previous.pieces and not facts:
+    if previous is not None and previous.get("pieces") and not facts:
         from extractor.pieces import rescan
 
-        reused = rescan(lines, previous, options)
+        try:
+            reused = rescan(lines, previous, options)
+        except (KeyError, TypeError, ValueError):  # not a result this code wrote: it only costs a full parse
+            reused = None
         if reused is not None:
             return reused
     return _scan_text(text, lines, options, facts=facts)
@@ -159,16 +188,22 @@ def _scan_text(text: str, lines: list[str], options: ScanOptions, *, facts: bool
 
 
 def visit(
-    source: str, lines: list[str], options: ScanOptions, raise_lines: list[int] | None = None
+    source: str, lines: list[str], options: ScanOptions, templates: Mapping[str, SiteData] | None = None
 ) -> tuple[list[ast.stmt], _Visitor] | str:
-    """Parse `source` and collect its sites, reading text from `lines`; a string is why it failed."""
+    """Parse `source` and collect its sites, reading text from `lines` (those of `source`, or of the file
+    `source` stands for with some statements replaced: only what `source` holds is walked); a string is
+    why it failed.
+
+    `templates` holds sites of an earlier version by their `templateKey`: a raise made of the same text
+    takes its template from there rather than from libcst.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
         return f"syntax error: {error.msg} (line {error.lineno})"
     except (ValueError, RecursionError, MemoryError) as error:
         return f"cannot parse: {type(error).__name__}: {error}"
-    visitor = _Visitor(lines, options, raise_lines)
+    visitor = _Visitor(lines, options, lines_with_raise(source, lines), templates)
     if visitor.raise_lines:
         try:
             visitor.block(tree.body, _State())
@@ -190,10 +225,13 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
         for oid, data, previous, facts in batch:
             earlier = None
             if previous is not None:
-                with contextlib.suppress(ValueError):  # a corrupt previous entry only costs a full parse
-                    earlier = FileResult.model_validate_json(previous)
-            result = scan_blob(data, options=options, previous=earlier, facts=facts)
-            out.append((oid, result.model_dump_json().encode()))
+                with contextlib.suppress(orjson.JSONDecodeError):  # a corrupt previous entry costs a full parse
+                    earlier = orjson.loads(previous)
+            result = _scan(data, options, earlier if isinstance(earlier, dict) else None, facts)
+            if isinstance(result, FileResult):
+                out.append((oid, result.model_dump_json().encode()))
+            else:
+                out.append((oid, orjson.dumps(result)))
         return out
     finally:
         if collecting:
@@ -232,14 +270,21 @@ class _State(NamedTuple):
 class _Visitor:
     """Walks one module's statements, collecting sites with their enclosing conditions."""
 
-    def __init__(self, lines: list[str], options: ScanOptions, raise_lines: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        lines: list[str],
+        options: ScanOptions,
+        raise_lines: list[int],
+        templates: Mapping[str, SiteData] | None = None,
+    ) -> None:
         self.lines = lines
+        self.templates = templates or {}
         # A raise outside any function whose message names a variable: resolving it may need any statement.
         self.outside_function = False
         self._encoded: dict[int, bytes] = {}
         self.options = options
         # Lines that mention `raise`: a statement spanning none of them holds no raise and is not walked.
-        self.raise_lines = raise_lines if raise_lines is not None else lines_with_raise(lines)
+        self.raise_lines = raise_lines
         self.sites: list[Site] = []
         self.skipped: list[SkippedSite] = []
 
@@ -402,7 +447,7 @@ class _Visitor:
             self._skip(node, f"raises the value of a variable, not a class: {dotted}")
             return
         assert name is not None
-        template = self.template(exc, state)
+        template, key = self.template(exc, state)
         line = node.lineno
         start, end, code = window(self.lines, line, self.options.context)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
@@ -432,24 +477,50 @@ class _Visitor:
                 extraction=extraction,
                 slugStem=slug_stem(template.message, [(p.start, p.end) for p in template.placeholders], name),
                 reads=reads(texts),
+                templateKey=key,
             )
         )
 
     def _skip(self, node: ast.Raise, reason: str) -> None:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
 
-    def template(self, exc: ast.expr, state: _State) -> Template:
+    def template(self, exc: ast.expr, state: _State) -> tuple[Template, str | None]:
+        """The raise's message template, and a digest of the text it is made from (None: no call)."""
         from extractor.template import message_template  # libcst: imported only when a file is parsed
 
         if not isinstance(exc, ast.Call):
-            return message_template()
+            return message_template(), None
         args = exc.args
+        variable = None
         if any(isinstance(arg, ast.Starred) for arg in args):
-            return message_template([self.segment(exc)])
-        if len(args) == 1 and isinstance(args[0], ast.Name):
-            name = args[0].id
-            return message_template(variable=name, pieces=[self.segment(v) for v in _resolve(name, state)])
-        return message_template([self.segment(arg) for arg in args])
+            sources = [self.segment(exc)]
+        elif len(args) == 1 and isinstance(args[0], ast.Name):
+            variable = args[0].id
+            sources = [self.segment(v) for v in _resolve(variable, state)]
+        else:
+            sources = [self.segment(arg) for arg in args]
+        made_of = "\0".join([variable or "", *sources])
+        key = hashlib.blake2b(made_of.encode(), digest_size=12).hexdigest()
+        earlier = self.templates.get(key)
+        if earlier is not None:
+            return _template_of(earlier), key
+        if variable is not None:
+            return message_template(variable=variable, pieces=sources), key
+        return message_template(sources), key
+
+
+def _template_of(site: SiteData) -> Template:
+    """The template a site was given (read back from the cache)."""
+    from extractor.template import Template
+
+    extraction = site["extraction"]
+    return Template(
+        site["errorMessage"],
+        site["messagePattern"],
+        tuple(construct(Placeholder, **placeholder) for placeholder in extraction["placeholders"]),
+        MessageKind(extraction["messageKind"]),
+        tuple(extraction["warnings"]),
+    )
 
 
 def _as(visitor: _Visitor, target: ast.expr | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+import orjson
 import pytest
 
 from extractor.models import FileResult
@@ -105,11 +106,37 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
         'raise ValueError("big")\n',
         'raise ValueError("big")\n        if n == 7:\n            raise ValueError("seven")\n',
     )
-    previous = scan_blob(GROWING.encode(), options=OPTIONS)
+    previous = orjson.loads(scan_blob(GROWING.encode(), options=OPTIONS).model_dump_json())
     lines = split_lines(decode(new.encode()))
-    reused = pieces.rescan(lines, previous, OPTIONS)
-    assert reused is not None  # `keep` is reused; `grow` is parsed again, whole
+    data = pieces.rescan(lines, previous, OPTIONS)
+    assert data is not None  # `keep` is reused; `grow` is parsed again, whole
+    reused = FileResult.model_validate(data)
     assert outcome(reused) == outcome(scan_blob(new.encode(), options=OPTIONS))
     assert [site.errorMessage for site in reused.sites] == ["big", "seven", "small"]
     monkeypatch.setattr(pieces, "_ends_at", lambda *args: True)
     assert pieces.rescan(lines, previous, OPTIONS) is None  # without the check: a failed parse, then a full one
+
+
+def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A changed function's unchanged messages keep their old templates (libcst is not asked again);
+    a message whose text changed gets a template of its own."""
+    import extractor.template
+
+    real = extractor.template.message_template
+    previous = scan_blob(OLD.encode(), options=OPTIONS)
+    for new, made in [
+        (OLD.replace("    if n > LIMIT:\n", "    n = int(n)\n    if n > LIMIT:\n"), []),
+        (OLD.replace("is above", "exceeds"), ['f"n ({n}) exceeds {LIMIT}"']),
+    ]:
+        full = scan_blob(new.encode(), options=OPTIONS)
+        calls: list[str] = []
+
+        def counting(args: list[str] = (), calls: list[str] = calls, **kwargs: object) -> object:  # type: ignore[assignment]
+            calls.extend(args)
+            return real(args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(extractor.template, "message_template", counting)
+        incremental = scan_blob(new.encode(), options=OPTIONS, previous=previous)
+        monkeypatch.undo()
+        assert outcome(incremental) == outcome(full)
+        assert calls == made

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
+import hypothesis.strategies as st
 import pytest
+from hypothesis import given
 
 from extractor.models import Site
 from extractor.scan import Scanned, ScanOptions, Skipped, could_hold, scan
@@ -345,3 +347,14 @@ def test_prefilter_rules_out_only_files_without_a_possible_site() -> None:
     assert not could_hold(b"raise TypeError('x')", options)
     assert not could_hold(b"x = ValueError", options)
     assert could_hold(b"raise TypeError('x')", ScanOptions(exceptions=("*",)))
+
+
+@given(st.lists(st.sampled_from(["", "x = 1", "raise E", "  raise E; raise F", "# raise", "\r", "raise"]), max_size=30))
+def test_lines_with_raise_counts_lines_as_the_file_is_split(parts: list[str]) -> None:
+    from extractor.scan import lines_with_raise, split_lines
+
+    for separator in ("\n", "\r\n", "\r"):
+        source = separator.join(parts)
+        lines = split_lines(source)
+        expected = [number for number, line in enumerate(lines, start=1) if "raise" in line]
+        assert lines_with_raise(source, lines) == expected
