@@ -8,14 +8,13 @@ import queue
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
 from extractor._version import __version__
 
-__all__ = ["CACHE_FORMAT", "EntryStore", "ScanCache", "close_stores", "wait_for_writes"]
+__all__ = ["CACHE_FORMAT", "ScanCache", "wait_for_writes"]
 
 CACHE_FORMAT = 4
 # The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
@@ -32,9 +31,9 @@ _CATALOGS = "catalogs"
 _KEEP_CATALOGS = 32
 
 
-# Results are stored by the processes that scan them (EntryStore). What the main process writes after
-# that (paths, the whole catalog) goes to a thread of its own, so that it overlaps with building and
-# writing the catalog; the thread is not a daemon: the interpreter waits for it at exit.
+# What a run stores (new results, paths, the whole catalog) is written by a thread of its own, once the
+# scan is over: it overlaps with building and writing the catalog, when a core is free for it (SQLite
+# and hashing let go of the GIL). The thread is not a daemon: the interpreter waits for it at exit.
 _writers: list[threading.Thread] = []
 
 
@@ -94,40 +93,6 @@ def _insert_all(db: sqlite3.Connection, table: str, rows: Sequence[tuple[str, st
             cursor.execute("ROLLBACK")
             raise
         cursor.execute("COMMIT")
-
-
-@dataclass(frozen=True)
-class EntryStore:
-    """Where the processes that scan store what they found, each through its own connection, batch by
-    batch as they go: the results never wait in the main process to be written."""
-
-    path: Path
-    scope: str
-
-    def put(self, entries: Sequence[tuple[str, bytes]]) -> None:
-        """Store results (sealed) in one transaction; a failure only costs a later re-scan."""
-        with contextlib.suppress(sqlite3.DatabaseError, OSError):
-            sealed = [(self.scope, oid, _seal(data)) for oid, data in entries]
-            _insert_all(_store_connection(self.path), "entries (scope, oid, data)", sealed)
-
-
-_connections: dict[tuple[int, Path], sqlite3.Connection] = {}
-
-
-def _store_connection(path: Path) -> sqlite3.Connection:
-    """This process's connection for storing entries (a forked worker opens its own)."""
-    key = (os.getpid(), path)
-    db = _connections.get(key)
-    if db is None:
-        db = _connections[key] = sqlite3.connect(path, timeout=60, isolation_level=None)
-        db.execute("PRAGMA synchronous=NORMAL")
-    return db
-
-
-def close_stores() -> None:
-    """Close this process's entry-storing connections."""
-    for key in [key for key in _connections if key[0] == os.getpid()]:
-        _connections.pop(key).close()
 
 
 class ScanCache:
@@ -211,9 +176,16 @@ class ScanCache:
             return []
         return rows
 
-    def entry_store(self) -> EntryStore | None:
-        """A handle for the scanning processes to store their results with; None if the cache is unusable."""
-        return EntryStore(self.path, self.scope) if self._connect() is not None else None
+    def store_entries(self, entries: Sequence[tuple[str, bytes]]) -> None:
+        """Store scan results by blob id (sealed, in the background, in one transaction)."""
+        # Sealed here: each hash lets go of the GIL, and the writing thread would wait for it back as
+        # many times (up to a switch interval each) while this one builds the catalog.
+        rows = [(self.scope, oid, _seal(data)) for oid, data in entries]
+
+        def write(db: sqlite3.Connection) -> None:
+            _insert_all(db, "entries (scope, oid, data)", rows)
+
+        self._write(write)
 
     def store_paths(self, paths: dict[str, str]) -> None:
         """Record the blob each path has now (in the background), for a later version to reuse pieces of."""

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from extractor import git as git_stage
 from extractor._version import __version__
-from extractor.cache import EntryStore, ScanCache, close_stores, wait_for_writes
+from extractor.cache import ScanCache, wait_for_writes
 from extractor.errors import ExtractorError, ScopeError
 from extractor.models import (
     CatalogLine,
@@ -154,10 +154,12 @@ def _scan_blobs(
             earlier = cache.previous_versions([blob.path for blob in missing])
             stored = cache.get_many(sorted(set(earlier.values())))
             previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
-        store = cache.entry_store() if cache is not None else None
-        if cache is not None:
             cache.release()  # no SQLite connection may cross the fork of the workers
-        new = _scan_missing(commit, missing, previous, options=options, facts=facts, store=store)
+        try:
+            _scan_missing(commit, missing, previous, options=options, facts=facts, into=new)
+        finally:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
+            if cache is not None and new:
+                cache.store_entries(new)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
     # The other cached results are read only now: the scan above did not wait for them.
@@ -172,9 +174,9 @@ def _scan_missing(
     *,
     options: ExtractOptions,
     facts: set[str],
-    store: EntryStore | None,
-) -> list[tuple[str, bytes]]:
-    """Read and scan blobs, the prefilter first; return each one's serialized result (and store it)."""
+    into: list[tuple[str, bytes]],
+) -> None:
+    """Read and scan blobs, the prefilter first; add each one's serialized result to `into` as it comes."""
     scan_options = options.scan_options
     jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
@@ -189,16 +191,14 @@ def _scan_missing(
     pool = _start_pool(jobs - 1) if parallel else None
     try:
         if pool is not None:
-            return list(_parallel(pool, jobs - 1, commit.git_dir, batches, scan_options, store))
-        out: list[tuple[str, bytes]] = []
+            into.extend(_parallel(pool, jobs - 1, commit.git_dir, batches, scan_options))
+            return
         for batch in _progress(batches, len(batches), "scanning", unit="batch"):
-            out += _scan_stored(commit.git_dir, batch, scan_options, store)
-        return out
+            into += _scan_read(commit.git_dir, batch, scan_options)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
         git_stage.close_readers()
-        close_stores()
 
 
 _RULED_OUT = b'{"kind":"ruled-out"}'
@@ -218,15 +218,11 @@ def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int
     return batches
 
 
-def _scan_stored(
-    git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions, store: EntryStore | None
-) -> list[tuple[str, bytes]]:
-    """Read blobs from git (this process's own reader), scan those the prefilter lets through, and
-    store the results; what a blob gives depends on its bytes and the options alone, whichever process
-    scans it.
+def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions) -> list[tuple[str, bytes]]:
+    """Read blobs from git (this process's own reader) and scan those the prefilter lets through; what a
+    blob gives depends on its bytes and the options alone, whichever process scans it.
 
-    Workers read and store what they scan themselves: the main process neither sends them blobs nor
-    writes their results.
+    Workers read what they scan themselves: the main process does not send them blobs.
     """
     from extractor.scan import could_hold, scan_many
 
@@ -239,8 +235,6 @@ def _scan_stored(
         else:
             out.append((oid, _RULED_OUT))
     out += scan_many(to_parse, scan_options)
-    if store is not None:
-        store.put(out)
     return out
 
 
@@ -272,7 +266,6 @@ def _parallel(
     git_dir: Path,
     batches: list[list[_Item]],
     scan_options: ScanOptions,
-    store: EntryStore | None,
 ) -> Iterator[tuple[str, bytes]]:
     """Scan in the worker processes and in this one; the caller orders results by path, so output does
     not depend on timing.
@@ -289,9 +282,9 @@ def _parallel(
         running: set[Future[list[tuple[str, bytes]]]] = set()
         while pending or running:
             while pending and len(running) < 4 * workers:
-                running.add(pool.submit(_scan_stored, git_dir, pending.popleft(), scan_options, store))
+                running.add(pool.submit(_scan_read, git_dir, pending.popleft(), scan_options))
             if pending:
-                yield _scan_stored(git_dir, pending.pop(), scan_options, store)
+                yield _scan_read(git_dir, pending.pop(), scan_options)
             else:
                 wait(running, return_when=FIRST_COMPLETED)
             for future in [f for f in running if f.done()]:

@@ -6,6 +6,7 @@ import contextlib
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,3 +164,26 @@ def test_only_the_most_recently_used_whole_catalogs_are_kept(
     assert output(repo, jobs=1) == first  # read back: now the most recently used
     output(repo, jobs=1, context=4)
     assert len(list(folder.iterdir())) == 2 and oldest.exists()
+
+
+def test_what_was_scanned_before_an_interruption_is_kept(
+    git_repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import extractor.scan
+
+    files = {f"pkg/m{i}.py": f"raise ValueError('m{i}')\n" + "# padding\n" * 4000 for i in range(8)}
+    git_repo.commit(files, tag="v2")
+    real = extractor.scan.scan_many
+    calls: list[int] = []
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 4:  # one file per batch: three are scanned by then
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(extractor.scan, "scan_many", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        extract(repo=str(git_repo.path), revision="v2", options=ExtractOptions(paths=("pkg",), jobs=1))
+    wait_for_writes()
+    assert len(entries(isolated_cache)) == 3
