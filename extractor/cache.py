@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -157,16 +158,20 @@ class ScanCache:
                 found[oid] = data
         return found
 
+    def held(self, oids: Sequence[str]) -> set[str]:
+        """Return the ids among `oids` that have an entry (not read, nor checked: `get_many` does that)."""
+        return {str(oid) for (oid,) in self._select("SELECT oid FROM entries WHERE scope = ? AND oid IN ({})", oids)}
+
     def previous_versions(self, paths: Sequence[str]) -> dict[str, str]:
         """Map paths to the blob each had when last scanned in this scope."""
         rows = self._select("SELECT path, oid FROM paths WHERE scope = ? AND path IN ({})", paths)
         return {path: str(oid) for path, oid in rows}
 
-    def _select(self, query: str, keys: Sequence[str]) -> list[tuple[str, bytes]]:
+    def _select(self, query: str, keys: Sequence[str]) -> list[Any]:
         db = self._connect()
         if db is None:
             return []
-        rows: list[tuple[str, bytes]] = []
+        rows: list[Any] = []
         try:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]

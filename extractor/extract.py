@@ -141,30 +141,50 @@ def _scan_blobs(
     Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
     classes and flags, even if they hold no site.
     """
-    oids = list(dict.fromkeys(blob.oid for blob in blobs))
-    cached = cache.get_many(oids) if cache is not None else {}
+    unique = list({blob.oid: blob for blob in blobs}.values())
+    held = cache.held([blob.oid for blob in unique]) if cache is not None else set()
     # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
-    results = {oid: orjson.loads(cached.pop(oid)) for oid in facts & cached.keys()}
+    results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
     results = {oid: result for oid, result in results.items() if result.get("facts")}
-    missing = list({blob.oid: blob for blob in blobs if blob.oid not in cached and blob.oid not in results}.values())
+    missing = [blob for blob in unique if blob.oid not in held and blob.oid not in results]
+    # Workers start before the cached results are read: they import the parser meanwhile.
+    workers = _workers(missing, options)
+    pool = _start_pool(workers, cache) if workers else None
     new: list[tuple[str, bytes]] = []
-    if missing:
-        previous: dict[str, bytes] = {}
-        if cache is not None:
-            earlier = cache.previous_versions([blob.path for blob in missing])
-            stored = cache.get_many(sorted(set(earlier.values())))
-            previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
-            cache.release()  # no SQLite connection may cross the fork of the workers
-        try:
-            _scan_missing(commit, missing, previous, options=options, facts=facts, into=new)
-        finally:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
-            if cache is not None and new:
-                cache.store_entries(new)
+    try:
+        cached = _read(cache, held - facts)
+        missing += [blob for blob in unique if blob.oid in held and blob.oid not in cached and blob.oid not in results]
+        if missing:
+            previous: dict[str, bytes] = {}
+            if cache is not None:
+                earlier = cache.previous_versions([blob.path for blob in missing])
+                stored = cache.get_many(sorted(set(earlier.values())))
+                previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
+            try:
+                _scan_missing(
+                    commit, missing, previous, options=options, facts=facts, pool=pool, workers=workers, into=new
+                )
+            finally:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
+                if cache is not None and new:
+                    cache.store_entries(new)
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
     # The other cached results are read only now: the scan above did not wait for them.
     results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
     return results
+
+
+def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
+    return cache.get_many(sorted(oids)) if cache is not None and oids else {}
+
+
+def _workers(missing: Sequence[git_stage.Blob], options: ExtractOptions) -> int:
+    """How many worker processes scan beside this one: none below _PARALLEL_BYTES of source."""
+    jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
+    return jobs - 1 if jobs > 1 and sum(blob.size or 0 for blob in missing) >= _PARALLEL_BYTES else 0
 
 
 def _scan_missing(
@@ -174,30 +194,27 @@ def _scan_missing(
     *,
     options: ExtractOptions,
     facts: set[str],
+    pool: ProcessPoolExecutor | None,
+    workers: int,
     into: list[tuple[str, bytes]],
 ) -> None:
-    """Read and scan blobs, the prefilter first; add each one's serialized result to `into` as it comes."""
+    """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
+    serialized result to `into` as it comes."""
     scan_options = options.scan_options
-    jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
     ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
     git_stage.prefetch(commit, ordered)
     total = sum(blob.size or 0 for blob in ordered)
-    limit = min(_BATCH_BYTES, max(16 * 1024, total // (jobs * _BATCHES_PER_JOB)))
+    limit = min(_BATCH_BYTES, max(16 * 1024, total // ((workers + 1) * _BATCHES_PER_JOB)))
     batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
-    parallel = jobs > 1 and total >= _PARALLEL_BYTES
-    # This process is one of the `jobs`: the others start (and import the parser) first.
-    pool = _start_pool(jobs - 1) if parallel else None
     try:
         if pool is not None:
-            into.extend(_parallel(pool, jobs - 1, commit.git_dir, batches, scan_options))
+            into.extend(_parallel(pool, workers, commit.git_dir, batches, scan_options))
             return
         for batch in _progress(batches, len(batches), "scanning", unit="batch"):
             into += _scan_read(commit.git_dir, batch, scan_options)
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
         git_stage.close_readers()
 
 
@@ -248,14 +265,17 @@ def _warm_up() -> None:
     import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
 
 
-def _start_pool(jobs: int) -> ProcessPoolExecutor:
+def _start_pool(workers: int, cache: ScanCache | None) -> ProcessPoolExecutor:
+    """Start the worker processes: forked, they import the parser while this process reads the cache."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    if cache is not None:
+        cache.release()  # no SQLite connection may cross the fork
     wait_for_writes()  # no thread of this process may hold a lock while it forks
-
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"), initializer=_warm_up)
-    for _ in range(jobs):  # start every worker now rather than on first use
+    context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
+    for _ in range(workers):  # start every worker now rather than on first use
         pool.submit(int)
     return pool
 
