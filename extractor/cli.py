@@ -153,6 +153,10 @@ def _run_extract(argv: Sequence[str]) -> int:
     from extractor.write import default_root, write_catalog
 
     options = _options(args)
+    if _leaving:
+        from extractor.extract import linger
+
+        linger()
     if args.release is not None:
         from extractor.catalog import release_commit
 
@@ -349,13 +353,19 @@ _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
 }
 
 
+_leaving = False  # whether this process leaves with os._exit (run), not by returning to a caller
+
+
 def run() -> NoReturn:
     """The command line as a process: run, wait for background cache writes, flush, and leave.
 
     Leaving with os._exit skips the interpreter's teardown (a last garbage collection over every
     object the run made, and every module's cleanup): nothing is left to clean up by then, and a big
-    run would spend a tenth of a second on it.
+    run would spend a tenth of a second on it. For the same reason, what an extraction leaves behind is
+    kept rather than freed.
     """
+    global _leaving
+    _leaving = True
     code = main()
     try:
         if "extractor.cache" in sys.modules:

@@ -69,6 +69,9 @@ def _unresolved(chain: str, reason: str) -> FieldRef:
     )
 
 
+_UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
+
+
 class FieldIndex:
     """Config classes (fields, docs, defaults, constraints) and the CLI flags that set them, at one revision."""
 
@@ -224,7 +227,13 @@ class FieldIndex:
         key = (chain, function.split(".")[0] if chain.startswith("self") else "")
         found = self._data.get(key)
         if found is None:
-            found = self._data[key] = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
+            if chain.partition(".")[0] != "self":  # most chains: unresolved whatever the class, built as data
+                what = "an attribute chain" if "." in chain else "a name"
+                reason = f"{what} starting at a local, parameter or global, not self"
+                found = {**_UNRESOLVED, "expression": chain, "reason": reason}
+            else:
+                found = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
+            self._data[key] = found
         return found
 
     def annotate(self, lines: Sequence[LineData], reads: Sequence[Sequence[str]]) -> list[LineData]:
