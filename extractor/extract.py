@@ -5,7 +5,7 @@ import gc
 import os
 import signal
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -158,29 +158,47 @@ def _scan_blobs(
     results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
     results = {oid: result for oid, result in results.items() if result.get("facts")}
     missing = [blob for blob in unique if blob.oid not in held and blob.oid not in results]
-    # Workers start before the cached results are read: they import the parser meanwhile.
+    # Workers start before anything else is read from the cache: they import the parser meanwhile.
     workers = _workers(missing, options)
     pool = _start_pool(workers, cache) if workers else None
     new: list[tuple[str, bytes]] = []
+    cached: dict[str, bytes] = {}
+    read: list[bool] = []
+
+    def read_cached() -> None:  # once, when this process would otherwise wait for the workers
+        if not read:
+            read.append(True)
+            cached.update(_read(cache, held - facts))
+
     try:
-        cached = _read(cache, held - facts)
-        missing += [blob for blob in unique if blob.oid in held and blob.oid not in cached and blob.oid not in results]
         if missing:
             previous: dict[str, bytes] = {}
             if cache is not None:
                 earlier = cache.previous_versions([blob.path for blob in missing])
                 stored = cache.get_many(sorted(set(earlier.values())))
                 previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
-            try:
-                _scan_missing(
-                    commit, missing, previous, options=options, facts=facts, pool=pool, workers=workers, into=new
-                )
-            finally:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
-                if cache is not None and new:
-                    cache.store_entries(new)
+            _scan_missing(
+                commit,
+                missing,
+                previous,
+                options=options,
+                facts=facts,
+                pool=pool,
+                workers=workers,
+                into=new,
+                idle=read_cached,
+            )
+        read_cached()
+        # An entry that did not check out is scanned now (it is rare: no worker is waited for).
+        broken = [blob for blob in unique if blob.oid in held and blob.oid not in cached and blob.oid not in results]
+        if broken:
+            _scan_missing(commit, broken, {}, options=options, facts=facts, pool=None, workers=0, into=new, idle=None)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        # What was scanned is kept, even if the rest was not (an interruption, a damaged blob).
+        if cache is not None and new:
+            cache.store_entries(new)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
     # The other cached results are read only now: the scan above did not wait for them.
@@ -208,9 +226,11 @@ def _scan_missing(
     pool: ProcessPoolExecutor | None,
     workers: int,
     into: list[tuple[str, bytes]],
+    idle: Callable[[], None] | None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
-    serialized result to `into` as it comes."""
+    serialized result to `into` as it comes. `idle` is work for this process when it would otherwise
+    wait for the workers (done the first time it would)."""
     scan_options = options.scan_options
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
@@ -221,7 +241,7 @@ def _scan_missing(
     batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
     try:
         if pool is not None:
-            into.extend(_parallel(pool, workers, commit.git_dir, batches, scan_options))
+            into.extend(_parallel(pool, workers, commit.git_dir, batches, scan_options, idle))
             return
         for batch in _progress(batches, len(batches), "scanning", unit="batch"):
             into += _scan_read(commit.git_dir, batch, scan_options)
@@ -297,12 +317,14 @@ def _parallel(
     git_dir: Path,
     batches: list[list[_Item]],
     scan_options: ScanOptions,
+    idle: Callable[[], None] | None = None,
 ) -> Iterator[tuple[str, bytes]]:
     """Scan in the worker processes and in this one; the caller orders results by path, so output does
     not depend on timing.
 
     Each worker is kept up to four batches ahead (the largest first); between handing out batches, this
-    process scans the smallest one left itself rather than wait, so no core is spent on waiting.
+    process scans the smallest one left itself rather than wait, so no core is spent on waiting; when
+    none is left, it does `idle` (once) before it waits.
     """
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -311,11 +333,15 @@ def _parallel(
 
     def done() -> Iterator[list[tuple[str, bytes]]]:
         running: set[Future[list[tuple[str, bytes]]]] = set()
+        chore = idle
         while pending or running:
             while pending and len(running) < 4 * workers:
                 running.add(pool.submit(_scan_read, git_dir, pending.popleft(), scan_options))
             if pending:
                 yield _scan_read(git_dir, pending.pop(), scan_options)
+            elif chore is not None and not any(future.done() for future in running):
+                chore()
+                chore = None
             else:
                 wait(running, return_when=FIRST_COMPLETED)
             for future in [f for f in running if f.done()]:
