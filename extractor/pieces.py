@@ -111,11 +111,17 @@ def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
     return True
 
 
-def rescan(lines: list[str], previous: Mapping[str, Any], options: ScanOptions) -> dict[str, Any] | None:
+def rescan(
+    lines: list[str],
+    previous: Mapping[str, Any],
+    options: ScanOptions,
+    templates: Mapping[str, SiteData] | None = None,
+) -> dict[str, Any] | None:
     """Scan a new version of a file reusing the pieces it shares with `previous`; None means parse it all.
 
     Both results are data, as the cache holds them (a FileResult's JSON): reused sites are copied with
-    their new lines, never validated or built as models again.
+    their new lines, never validated or built as models again. `templates` are the old sites by their
+    `templateKey`, for the raises parsed again.
     """
     from extractor.scan import visit
 
@@ -149,7 +155,6 @@ def rescan(lines: list[str], previous: Mapping[str, Any], options: ScanOptions) 
         for index in range(start, end):
             synthetic[index] = ""
     earlier: list[SiteData] = previous["sites"]
-    templates = {site["templateKey"]: site for site in earlier if site.get("templateKey")}
     visited = visit("\n".join(synthetic) + "\n", lines, options, templates)
     if isinstance(visited, str):
         return None

@@ -151,22 +151,34 @@ def _scan(
     except UnicodeDecodeError as error:
         return FileResult(kind="skipped", reason=f"cannot decode: {error.reason} at byte {error.start}")
     lines = split_lines(text)
+    # Whatever is parsed again takes the templates of the old sites made of the same text.
+    templates: dict[str, SiteData] = {}
+    if previous is not None:
+        with contextlib.suppress(KeyError, TypeError, AttributeError):  # not a result this code wrote
+            templates = {site["templateKey"]: site for site in previous["sites"] if site.get("templateKey")}
     if previous is not None and previous.get("pieces") and not facts:
         from extractor.pieces import rescan
 
         try:
-            reused = rescan(lines, previous, options)
+            reused = rescan(lines, previous, options, templates)
         except (KeyError, TypeError, ValueError):  # not a result this code wrote: it only costs a full parse
             reused = None
         if reused is not None:
             return reused
-    return _scan_text(text, lines, options, facts=facts)
+    return _scan_text(text, lines, options, facts=facts, templates=templates)
 
 
-def _scan_text(text: str, lines: list[str], options: ScanOptions, *, facts: bool = False) -> FileResult:
+def _scan_text(
+    text: str,
+    lines: list[str],
+    options: ScanOptions,
+    *,
+    facts: bool = False,
+    templates: Mapping[str, SiteData] | None = None,
+) -> FileResult:
     from extractor.pieces import pieces_of
 
-    visited = visit(text, lines, options)
+    visited = visit(text, lines, options, templates)
     if isinstance(visited, str):
         return FileResult(kind="skipped", reason=visited)
     body, visitor = visited

@@ -140,3 +140,19 @@ def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypat
         monkeypatch.undo()
         assert outcome(incremental) == outcome(full)
         assert calls == made
+
+
+def test_a_file_parsed_whole_still_takes_the_old_templates(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A config file is parsed whole for its classes, never rescanned: its old sites still lend their
+    templates to the messages that did not change."""
+    import extractor.template
+
+    previous = scan_blob(OLD.encode(), options=OPTIONS, facts=True)
+    new = OLD.replace("import os\n", "import os\nimport sys\n")
+    full = scan_blob(new.encode(), options=OPTIONS, facts=True)
+    calls: list[object] = []
+    real = extractor.template.message_template
+    monkeypatch.setattr(extractor.template, "message_template", lambda *a, **k: calls.append(a) or real(*a, **k))
+    again = scan_blob(new.encode(), options=OPTIONS, previous=previous, facts=True)
+    assert again == full and again.classes
+    assert [args for args in calls if args] == []  # only `raise NotImplementedError`, no message, was made again
