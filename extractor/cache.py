@@ -1,4 +1,5 @@
-# Cache: per-file scan results in one SQLite file, addressed by blob id and what shapes the results.
+# Cache: per-file scan results in one SQLite file, addressed by blob id and what shapes the results;
+# whole catalogs beside it.
 from __future__ import annotations
 
 import contextlib
@@ -105,7 +106,8 @@ class ScanCache:
 
     One SQLite file (WAL mode) holds every scope; a scope is a hash of the cache format, the extractor
     version, a digest of the scanning code and the options that shape a file's result. A cache that
-    cannot be opened or read is set aside and started anew: it only costs a re-scan.
+    cannot be opened or read is set aside and started anew: it only costs a re-scan. Whole catalogs,
+    sealed alike, are files of their own in `catalogs/` beside it.
     """
 
     def __init__(self, root: Path, *, exceptions: tuple[str, ...], context: int) -> None:

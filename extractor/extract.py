@@ -323,8 +323,9 @@ def _parallel(
     not depend on timing.
 
     Each worker is kept up to four batches ahead (the largest first); between handing out batches, this
-    process scans the smallest one left itself rather than wait, so no core is spent on waiting; when
-    none is left, it does `idle` (once) before it waits.
+    process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
+    none is left, it takes back those handed out that no worker has started yet, then does `idle`
+    (once), and only then waits.
     """
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -332,20 +333,25 @@ def _parallel(
     pending = deque(batches)
 
     def done() -> Iterator[list[tuple[str, bytes]]]:
-        running: set[Future[list[tuple[str, bytes]]]] = set()
+        running: dict[Future[list[tuple[str, bytes]]], list[_Item]] = {}  # in the order handed out
         chore = idle
         while pending or running:
             while pending and len(running) < 4 * workers:
-                running.add(pool.submit(_scan_read, git_dir, pending.popleft(), scan_options))
+                batch = pending.popleft()
+                running[pool.submit(_scan_read, git_dir, batch, scan_options)] = batch
+            # Nothing left to hand out: take back the last batch handed out that no worker has started.
+            taken = next((future for future in reversed(running) if future.cancel()), None) if not pending else None
             if pending:
                 yield _scan_read(git_dir, pending.pop(), scan_options)
+            elif taken is not None:
+                yield _scan_read(git_dir, running.pop(taken), scan_options)
             elif chore is not None and not any(future.done() for future in running):
                 chore()
                 chore = None
             else:
                 wait(running, return_when=FIRST_COMPLETED)
             for future in [f for f in running if f.done()]:
-                running.remove(future)
+                del running[future]
                 yield future.result()
 
     # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
