@@ -163,11 +163,11 @@ def _scan_blobs(
     pool = _start_pool(workers, cache) if workers else None
     new: list[tuple[str, bytes]] = []
     cached: dict[str, bytes] = {}
-    read: list[bool] = []
+    reads: list[str] = []  # the cached results are read once
 
-    def read_cached() -> None:  # once, when this process would otherwise wait for the workers
-        if not read:
-            read.append(True)
+    def read_cached() -> None:  # when this process would otherwise wait for the workers, or after the scan
+        if not reads:
+            reads.append("done")
             cached.update(_read(cache, held - facts))
 
     try:
@@ -201,7 +201,7 @@ def _scan_blobs(
             cache.store_entries(new)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
-    # The other cached results are read only now: the scan above did not wait for them.
+    # The results are parsed only now: the scan above did not wait for them.
     results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
     return results
 
