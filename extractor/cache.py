@@ -215,9 +215,10 @@ class ScanCache:
         path = self.path.parent / _CATALOGS / key
         try:
             stored = path.read_bytes()
-            os.utime(path)  # used now: pruning keeps the most recently used
         except OSError:
             return None
+        with contextlib.suppress(OSError):  # a cache it may not write to is still read
+            os.utime(path)  # used now: pruning keeps the most recently used
         return _unseal(stored)
 
     def store_catalog(self, key: str, data: bytes) -> None:
