@@ -157,7 +157,7 @@ def _scan_blobs(
     # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
     results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
     results = {oid: result for oid, result in results.items() if result.get("facts")}
-    missing = [blob for blob in unique if blob.oid not in held and blob.oid not in results]
+    missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
     workers = _workers(missing, options)
     pool = _start_pool(workers, cache) if workers else None
@@ -189,16 +189,20 @@ def _scan_blobs(
                 idle=read_cached,
             )
         read_cached()
-        # An entry that did not check out is scanned now (it is rare: no worker is waited for).
+        # An entry that did not check out is scanned now (it is rare).
         broken = [blob for blob in unique if blob.oid in held and blob.oid not in cached and blob.oid not in results]
+        broken = [blob for blob in broken if blob.oid not in facts]  # those were scanned above
         if broken:
-            _scan_missing(commit, broken, {}, options=options, facts=facts, pool=None, workers=0, into=new, idle=None)
+            _scan_missing(
+                commit, broken, {}, options=options, facts=facts, pool=pool, workers=workers, into=new, idle=None
+            )
     finally:
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
-        # What was scanned is kept, even if the rest was not (an interruption, a damaged blob).
-        if cache is not None and new:
-            cache.store_entries(new)
+        try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
+            if cache is not None and new:
+                cache.store_entries(new)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
     # The results are parsed only now: the scan above did not wait for them.
@@ -498,9 +502,10 @@ def _extract_commit(
         encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
     finally:
         # Woken now, the collector would walk every object made meanwhile, mostly alive and acyclic (some
-        # 90 ms on a whole package, for nothing): they are moved out of its sight first. Those that die
-        # are still freed, by their reference counts.
-        gc.freeze()
+        # 90 ms on a whole package, for nothing). A process that is to leave without tearing down moves
+        # them out of its sight first; elsewhere freezing would keep any garbage cycle of the caller's.
+        if _lingering is not None:
+            gc.freeze()
         if collecting:
             gc.enable()
     manifest = Manifest(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import shutil
 import sqlite3
+import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +190,73 @@ def test_what_was_scanned_before_an_interruption_is_kept(
         extract(repo=str(git_repo.path), revision="v2", options=ExtractOptions(paths=("pkg",), jobs=1))
     wait_for_writes()
     assert len(entries(isolated_cache)) == 3
+
+
+def test_an_extraction_leaves_the_callers_garbage_to_the_collector(repo: GitRepo) -> None:
+    """Only a command-line run, which leaves without tearing down, hides its objects from the collector."""
+
+    class Node:
+        other: object = None
+
+    gc.disable()
+    try:
+        first, second = Node(), Node()
+        first.other, second.other = second, first
+        gone = weakref.ref(first)
+        del first, second
+        output(repo, jobs=1)
+    finally:
+        gc.enable()
+    gc.collect()
+    assert gone() is None
+
+
+def test_entries_without_the_facts_now_wanted_are_scanned_with_the_rest(
+    repo: GitRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files first scanned for their sites alone, then wanted for their classes too, are scanned again
+    in the one parallel pass (not one by one after it)."""
+    import extractor.extract
+
+    output(repo, jobs=2)
+    real = extractor.extract._scan_missing
+    passes: list[tuple[list[str], int]] = []
+
+    def spy(commit: Any, missing: list[Any], *args: Any, **kwargs: Any) -> None:
+        passes.append((sorted(blob.path for blob in missing), kwargs["workers"]))
+        real(commit, missing, *args, **kwargs)
+
+    monkeypatch.setattr(extractor.extract, "_scan_missing", spy)
+    facts = output(repo, jobs=2, config_from=("pkg",))
+    assert passes == [(sorted(SOURCES), 1)]
+    monkeypatch.setattr(extractor.extract, "_scan_missing", real)
+    assert facts == output(repo, jobs=2, config_from=("pkg",), cache=False)
+
+
+def test_a_catalog_still_being_stored_is_found(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    import extractor.cache
+    import extractor.extract
+
+    real = extractor.cache._seal
+
+    def slow(data: bytes) -> bytes:  # the writing thread is still at it when the second run looks
+        time.sleep(0.3)
+        return real(data)
+
+    monkeypatch.setattr(extractor.cache, "_seal", slow)
+    options = ExtractOptions(paths=("pkg",), jobs=1)
+    first = extract(repo=str(repo.path), revision="v1", options=options)
+    monkeypatch.setattr(extractor.extract, "_extract_commit", lambda *a, **k: pytest.fail("extracted again"))
+    assert extract(repo=str(repo.path), revision="v1", options=options).encoded == first.encoded
+
+
+def test_the_table_whole_catalogs_were_kept_in_is_dropped(repo: GitRepo, isolated_cache: Path) -> None:
+    database = isolated_cache / "extractor" / "scan.sqlite3"
+    database.parent.mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(database)) as db, db:
+        db.execute("CREATE TABLE catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID")
+        db.execute("INSERT INTO catalogs VALUES ('k', x'00')")
+    output(repo, jobs=1)
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert tables == {"entries", "paths"}
