@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data
                                     PRIMARY KEY (scope, oid)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS paths (scope TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
                                   PRIMARY KEY (scope, path)) WITHOUT ROWID;
+DROP TABLE IF EXISTS catalogs;
 """
 # Whole catalogs are files of their own beside the database (a whole package's is some 17 MB: SQLite
 # took three times as long to write it), the most recently used kept.
@@ -212,6 +213,7 @@ class ScanCache:
 
     def catalog(self, key: str) -> bytes | None:
         """Return a stored catalog (lines and manifest as written, before the run's timestamps)."""
+        wait_for_writes()  # a catalog this process is still storing is found
         path = self.path.parent / _CATALOGS / key
         try:
             stored = path.read_bytes()
