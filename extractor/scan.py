@@ -460,6 +460,9 @@ class _Visitor:
             return
         assert name is not None
         template, key = self.template(exc, state)
+        if not _encodable(template.message):
+            self._skip(node, "its message holds a lone surrogate (an escape like \\ud800): no UTF-8 can carry it")
+            return
         line = node.lineno
         start, end, code = window(self.lines, line, self.options.context)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
@@ -515,7 +518,8 @@ class _Visitor:
         key = hashlib.blake2b(made_of.encode(), digest_size=12).hexdigest()
         earlier = self.templates.get(key)
         if earlier is not None:
-            return _template_of(earlier), key
+            with contextlib.suppress(KeyError, TypeError, ValueError):  # not a site this code wrote
+                return _template_of(earlier), key
         if variable is not None:
             return message_template(variable=variable, pieces=sources), key
         return message_template(sources), key
@@ -533,6 +537,14 @@ def _template_of(site: SiteData) -> Template:
         MessageKind(extraction["messageKind"]),
         tuple(extraction["warnings"]),
     )
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _as(visitor: _Visitor, target: ast.expr | None) -> str:

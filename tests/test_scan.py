@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 import hypothesis.strategies as st
+import orjson
 import pytest
 from hypothesis import given
 
@@ -358,3 +359,23 @@ def test_lines_with_raise_counts_lines_as_the_file_is_split(parts: list[str]) ->
         lines = split_lines(source)
         expected = [number for number, line in enumerate(lines, start=1) if "raise" in line]
         assert lines_with_raise(source, lines) == expected
+
+
+def test_a_message_no_utf8_can_carry_is_a_named_skip() -> None:
+    result = scan(b'raise ValueError("\\ud800 is half a pair")\nraise ValueError("fine")\n', options=ScanOptions())
+    assert isinstance(result, Scanned)
+    assert [site.errorMessage for site in result.sites] == ["fine"]
+    assert [(skip.line, "lone surrogate" in skip.reason) for skip in result.skipped] == [(1, True)]
+
+
+def test_an_old_site_that_is_not_what_this_code_wrote_lends_no_template() -> None:
+    from extractor.models import FileResult
+    from extractor.scan import _scan, scan_blob
+
+    data = b'class C:\n    size: int = 1\n\n    def f(self):\n        raise ValueError("bad")\n'
+    options = ScanOptions()
+    full = scan_blob(data, options=options, facts=True)
+    previous = orjson.loads(full.model_dump_json())
+    del previous["sites"][0]["errorMessage"]
+    again = _scan(data, options, previous, facts=True)
+    assert isinstance(again, FileResult) and again == full
