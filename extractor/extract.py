@@ -467,7 +467,7 @@ def _extract_commit(
         parsed = 0
         for blob in regular:
             result = results[blob.oid]
-            if result["kind"] == "ruled-out":
+            if result["kind"] == "ruled-out" or (blob.oid not in facts and not result.get("couldHold", True)):
                 continue
             parsed += 1
             if result["kind"] == "skipped":

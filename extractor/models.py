@@ -300,6 +300,9 @@ class FileOutcome(BaseModel):
     classes: list[ClassFacts] = []
     flags: FlagFacts | None = None
     facts: bool = False  # whether classes and flags were read (asked of config and CLI files only)
+    # Whether the text prefilter lets the file through: one read only for its facts is ruled out where
+    # they are not wanted, as it would be if scanned for its sites alone.
+    couldHold: bool = True
 
 
 class FileResult(FileOutcome):

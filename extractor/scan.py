@@ -28,6 +28,7 @@ from extractor.models import (
     Site,
     SkippedSite,
     construct,
+    replace,
 )
 from extractor.records import SiteData, slug_stem
 
@@ -142,8 +143,18 @@ def _scan(
     data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool
 ) -> FileResult | dict[str, Any]:
     """`scan_blob`, with the previous result as data (as the cache holds it); a rescan gives data too."""
-    if not facts and not could_hold(data, options):
+    if could_hold(data, options):
+        return _parse(data, options, previous, facts)
+    if not facts:
         return FileResult(kind="ruled-out")
+    read = _parse(data, options, None, facts)
+    assert isinstance(read, FileResult)  # read for its facts: parsed whole, never rescanned
+    return replace(read, couldHold=False)
+
+
+def _parse(
+    data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool
+) -> FileResult | dict[str, Any]:
     try:
         text = decode(data)
     except (SyntaxError, LookupError) as error:

@@ -260,3 +260,10 @@ def test_the_table_whole_catalogs_were_kept_in_is_dropped(repo: GitRepo, isolate
     with contextlib.closing(sqlite3.connect(database)) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert tables == {"entries", "paths"}
+
+
+def test_files_read_for_their_facts_count_as_parsed_only_where_facts_are_wanted(repo: GitRepo) -> None:
+    """pkg/quiet.py holds no raise: read for its classes it is parsed, otherwise ruled out, whatever the
+    cache holds from a run that wanted its classes."""
+    output(repo, jobs=1, config_from=("pkg",))
+    assert output(repo, jobs=1) == output(repo, jobs=1, cache=False)
