@@ -72,6 +72,16 @@ def _unresolved(chain: str, reason: str) -> FieldRef:
 _UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
 
 
+def _outside_self(chain: str) -> str | None:
+    """Why a chain reaches no config field whatever the class it is read in (it does not start at
+    self); None if it starts at self."""
+    head, dot, _ = chain.partition(".")
+    if head == "self":
+        return None
+    what = "an attribute chain" if dot else "a name"
+    return f"{what} starting at a local, parameter or global, not self"
+
+
 class FieldIndex:
     """Config classes (fields, docs, defaults, constraints) and the CLI flags that set them, at one revision."""
 
@@ -153,10 +163,10 @@ class FieldIndex:
 
     def resolve(self, chain: str, function: str) -> FieldRef:
         """Follow `self.a.b` from the class of the enclosing method to a config field."""
+        outside = _outside_self(chain)
+        if outside is not None:
+            return _unresolved(chain, outside)
         parts = chain.split(".")
-        if parts[0] != "self":
-            what = "an attribute chain" if len(parts) > 1 else "a name"
-            return _unresolved(chain, f"{what} starting at a local, parameter or global, not self")
         owner = function.split(".")[0]
         if owner not in self.classes:
             return _unresolved(chain, f"self is a {owner}, not a config class")
@@ -223,14 +233,14 @@ class FieldIndex:
         return [self._resolved_data(chain, function) for chain in reads]
 
     def _resolved_data(self, chain: str, function: str) -> dict[str, Any]:
-        # Many records read the same chains: each is resolved (and dumped) once per owning class.
-        key = (chain, function.split(".")[0] if chain.startswith("self") else "")
+        # Many records read the same chains: each is resolved (and dumped) once per owning class; most
+        # do not start at self, are unresolved whatever the class, and are built as data.
+        outside = _outside_self(chain)
+        key = (chain, function.split(".")[0] if outside is None else "")
         found = self._data.get(key)
         if found is None:
-            if chain.partition(".")[0] != "self":  # most chains: unresolved whatever the class, built as data
-                what = "an attribute chain" if "." in chain else "a name"
-                reason = f"{what} starting at a local, parameter or global, not self"
-                found = {**_UNRESOLVED, "expression": chain, "reason": reason}
+            if outside is not None:
+                found = {**_UNRESOLVED, "expression": chain, "reason": outside}
             else:
                 found = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
             self._data[key] = found
