@@ -162,13 +162,11 @@ def _scan_blobs(
     workers = _workers(missing, options)
     pool = _start_pool(workers, cache) if workers else None
     new: list[tuple[str, bytes]] = []
+    entries = held - facts  # the results read from the cache as they are
     cached: dict[str, bytes] = {}
-    reads: list[str] = []  # the cached results are read once
 
-    def read_cached() -> None:  # when this process would otherwise wait for the workers, or after the scan
-        if not reads:
-            reads.append("done")
-            cached.update(_read(cache, held - facts))
+    def read_cached() -> None:
+        cached.update(_read(cache, entries))
 
     try:
         if missing:
@@ -188,10 +186,10 @@ def _scan_blobs(
                 into=new,
                 idle=read_cached,
             )
-        read_cached()
-        # An entry that did not check out is scanned now (it is rare).
-        broken = [blob for blob in unique if blob.oid in held and blob.oid not in cached and blob.oid not in results]
-        broken = [blob for blob in broken if blob.oid not in facts]  # those were scanned above
+        else:
+            read_cached()
+        # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
+        broken = [blob for blob in unique if blob.oid in entries and blob.oid not in cached]
         if broken:
             _scan_missing(
                 commit, broken, {}, options=options, facts=facts, pool=pool, workers=workers, into=new, idle=None
@@ -233,8 +231,8 @@ def _scan_missing(
     idle: Callable[[], None] | None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
-    serialized result to `into` as it comes. `idle` is work for this process when it would otherwise
-    wait for the workers (done the first time it would)."""
+    serialized result to `into` as it comes. `idle` is work for this process, done once: the first time
+    it would otherwise wait for the workers, else once the scan is over."""
     scan_options = options.scan_options
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
@@ -249,6 +247,8 @@ def _scan_missing(
             return
         for batch in _progress(batches, len(batches), "scanning", unit="batch"):
             into += _scan_read(commit.git_dir, batch, scan_options)
+        if idle is not None:
+            idle()
     finally:
         git_stage.close_readers()
 
@@ -328,8 +328,8 @@ def _parallel(
 
     Each worker is kept up to four batches ahead (the largest first); between handing out batches, this
     process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
-    none is left, it takes back those handed out that no worker has started yet, then does `idle`
-    (once), and only then waits.
+    none is left, it takes back those handed out that no worker has started yet, then does `idle`,
+    and only then waits; `idle` is done once, at the end if never before.
     """
     from collections import deque
     from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -343,11 +343,10 @@ def _parallel(
             while pending and len(running) < 4 * workers:
                 batch = pending.popleft()
                 running[pool.submit(_scan_read, git_dir, batch, scan_options)] = batch
-            # Nothing left to hand out: take back the last batch handed out that no worker has started.
-            taken = next((future for future in reversed(running) if future.cancel()), None) if not pending else None
             if pending:
                 yield _scan_read(git_dir, pending.pop(), scan_options)
-            elif taken is not None:
+            # Nothing left to hand out: take back the last batch handed out that no worker has started.
+            elif (taken := next((f for f in reversed(running) if f.cancel()), None)) is not None:
                 yield _scan_read(git_dir, running.pop(taken), scan_options)
             elif chore is not None and not any(future.done() for future in running):
                 chore()
@@ -357,6 +356,8 @@ def _parallel(
             for future in [f for f in running if f.done()]:
                 del running[future]
                 yield future.result()
+        if chore is not None:
+            chore()
 
     # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
     interval = sys.getswitchinterval()
