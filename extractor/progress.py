@@ -25,14 +25,15 @@ def _on_terminal() -> bool:
     return not _quiet and sys.stderr.isatty() and not os.environ.get("CI")
 
 
-def _width() -> int:
-    """The terminal's width; one that does not say (a fresh pseudo-terminal says 0) counts as 80 columns,
-    where tqdm would draw nothing at all."""
+def _shape() -> dict[str, int]:
+    """The terminal's width and height for tqdm; a terminal that does not say (a fresh pseudo-terminal says
+    0 by 0) counts as 80 by 24, where tqdm would draw nothing at all."""
     try:
-        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        size = os.get_terminal_size(sys.stderr.fileno())
     except (OSError, ValueError):
-        columns = 0
-    return columns or shutil.get_terminal_size((80, 24)).columns or 80
+        size = os.terminal_size((0, 0))
+    fallback = shutil.get_terminal_size((80, 24))
+    return {"ncols": size.columns or fallback.columns or 80, "nrows": size.lines or fallback.lines or 24}
 
 
 def bar(items: Iterable[T], total: int, label: str, *, unit: str = "file") -> Iterator[T]:
@@ -42,7 +43,7 @@ def bar(items: Iterable[T], total: int, label: str, *, unit: str = "file") -> It
         return
     from tqdm import tqdm
 
-    yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr, ncols=_width())
+    yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape())
 
 
 def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator[bytes]:
@@ -52,7 +53,7 @@ def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator
         return
     from tqdm import tqdm
 
-    options: dict[str, Any] = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, "ncols": _width()}
+    options: dict[str, Any] = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, **_shape()}
     with tqdm(total=total, desc=label, leave=False, file=sys.stderr, **options) as shown:
         for chunk in chunks:
             shown.update(len(chunk))
