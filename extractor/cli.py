@@ -475,7 +475,7 @@ def _run_cache(argv: Sequence[str]) -> int:
     total = _size(sum(part.bytes for part in parts))
     sys.stdout.write(f"{done}{root} ({total})\n" if not done else f"{done}{total} from {root}\n")
     for part in parts:
-        sys.stdout.write(f"  {part.name:<9} {_size(part.bytes):>9}  {part.items} {part.unit}: {part.what}\n")
+        sys.stdout.write(f"  {part.name:<9} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
     return ExitCode.OK
 
 
