@@ -113,7 +113,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
         commit, pinned = release_commit(version)
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
         return LoadedCatalog(catalog.lines, catalog.manifest, catalog.manifest.sha, spec)
-    path = Path(spec).expanduser()
+    path = _expand(spec)
     if path.is_file() or (path / RECORDS).is_file():
         return load_catalog(path)
     if _looks_like_path(spec) and (is_url(repo) or not _is_revision(repo, spec)):
@@ -126,6 +126,13 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
         return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)
     catalog = extract_commit(commit, options=options)
     return LoadedCatalog(catalog.lines, catalog.manifest, commit.sha, spec)
+
+
+def _expand(spec: str) -> Path:
+    try:
+        return Path(spec).expanduser()
+    except RuntimeError:  # `~name` of no known user: taken as written
+        return Path(spec)
 
 
 def _looks_like_path(spec: str) -> bool:
