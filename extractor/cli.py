@@ -19,7 +19,7 @@ __all__ = ["main"]
 
 PROG = "extractor"
 DEFAULT_REPO = "https://github.com/vllm-project/vllm"
-_CLASS_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+_CLASS_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")  # a dotted Python identifier
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:

@@ -382,9 +382,9 @@ def _check_raised(commit: git_stage.Commit, blobs: Sequence[git_stage.Blob], opt
     raised: Counter[str] = Counter()
     for _, data in git_stage.read_blobs(commit, blobs):
         raised.update(name.decode() for name in _RAISE.findall(data))
-    if not raised:
-        return
     asked = options.exceptions
+    if not raised or any(name.rpartition(".")[2] in raised for name in asked):
+        return  # nothing raised, or what was asked is raised but skipped (the manifest says why)
     ranks = [{name: rank for rank, name in enumerate(nearest(a, raised))} for a in asked]
     ranked = sorted(raised, key=lambda name: (min(r[name] for r in ranks), name))
     shown = ", ".join(f"{name} ({raised[name]})" for name in ranked[:8]) + (", ..." if len(ranked) > 8 else "")

@@ -600,3 +600,13 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
         "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, clones, releases, "
         "sdists)\n",
     )
+
+
+def test_a_class_raised_only_at_skipped_sites_is_no_typo(git_repo: GitRepo, tmp_path: Path) -> None:
+    """The class asked for is raised, but its only site is a named skip: an empty catalog, not an error."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("\\ud800")\nraise TypeError("other")\n'}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    (folder,) = (tmp_path / "out").iterdir()
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert (manifest["counts"]["records"], manifest["counts"]["skippedSites"]) == (0, 1)
