@@ -72,7 +72,7 @@ class Skipped:
 
 
 FileScan = Scanned | Skipped
-_Located = ast.expr | ast.stmt | ast.pattern
+_Located = ast.expr | ast.stmt | ast.pattern | ast.keyword
 
 
 def could_hold(data: bytes, options: ScanOptions) -> bool:
@@ -453,10 +453,14 @@ class _Visitor:
             and any(isinstance(a, ast.Name) for a in exc.args)
         ):
             self.outside_function = True
-        if exc is None:
-            return  # a bare `raise` re-raises; it is not a new site
-        if isinstance(exc, ast.Name) and exc.id in state.caught:
-            return  # `raise err` of a caught exception is a re-raise too
+        reraise = _reraise(exc, state.caught)
+        if reraise is not None:  # not a new site: with every class in scope, a named skip
+            if self.options.any_exception:
+                self._skip(node, reraise)
+            return
+        assert exc is not None
+        if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Attribute) and exc.func.attr == "with_traceback":
+            exc = exc.func.value  # `raise E("new").with_traceback(tb)`: a new exception all the same
         target = exc.func if isinstance(exc, ast.Call) else exc
         dotted = _dotted(target)
         name = dotted.rpartition(".")[2] if dotted else None
@@ -470,7 +474,7 @@ class _Visitor:
             self._skip(node, f"raises the value of a variable, not a class: {dotted}")
             return
         assert name is not None
-        template, key = self.template(exc, state)
+        template, key = self.template(exc, state, name)
         if not _encodable(template.message):
             self._skip(node, "its message holds a lone surrogate (an escape like \\ud800): no UTF-8 can carry it")
             return
@@ -510,7 +514,7 @@ class _Visitor:
     def _skip(self, node: ast.Raise, reason: str) -> None:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
 
-    def template(self, exc: ast.expr, state: _State) -> tuple[Template, str | None]:
+    def template(self, exc: ast.expr, state: _State, name: str) -> tuple[Template, str | None]:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
         from extractor.template import message_template  # libcst: imported only when a file is parsed
 
@@ -525,15 +529,61 @@ class _Visitor:
             sources = [self.segment(v) for v in _resolve(variable, state)]
         else:
             sources = [self.segment(arg) for arg in args]
-        made_of = "\0".join([variable or "", *sources])
+        keywords = [self.segment(keyword) for keyword in exc.keywords]
+        joins: dict[str, tuple[str | None, list[tuple[str, bool]]]] = {}
+        for joined in sorted(_joined_names(exc)):
+            filled = _resolve_list(joined, state)
+            if filled is not None:
+                head, items = filled
+                joins[joined] = (
+                    self.segment(head) if head is not None else None,
+                    [(self.segment(item), certain) for item, certain in items],
+                )
+        # The class decides too: some builtins print their arguments their own way.
+        made_of = "\0".join([name, variable or "", *sources, repr((keywords, sorted(joins.items())))])
         key = hashlib.blake2b(made_of.encode(), digest_size=12).hexdigest()
         earlier = self.templates.get(key)
         if earlier is not None:
             with contextlib.suppress(KeyError, TypeError, ValueError):  # not a site this code wrote
                 return _template_of(earlier), key
         if variable is not None:
-            return message_template(variable=variable, pieces=sources), key
-        return message_template(sources), key
+            return (
+                message_template(variable=variable, pieces=sources, keywords=keywords, joins=joins, error_class=name),
+                key,
+            )
+        return message_template(sources, keywords=keywords, joins=joins, error_class=name), key
+
+
+def _joined_names(exc: ast.Call) -> set[str]:
+    """The names of the lists a raise's arguments join into text (`" ".join(errors)`)."""
+    return {
+        node.args[0].id
+        for arg in exc.args
+        for node in ast.walk(arg)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+    }
+
+
+def _reraise(exc: ast.expr | None, caught: frozenset[str]) -> str | None:
+    """Why a raise re-raises an exception that already exists (so is no new site), or None."""
+    if exc is None:
+        return "re-raises the exception being handled (a bare raise)"
+    if isinstance(exc, ast.Name) and exc.id in caught:
+        return f"re-raises the caught exception {exc.id}"
+    if (
+        isinstance(exc, ast.Call)
+        and isinstance(exc.func, ast.Attribute)
+        and exc.func.attr == "with_traceback"
+        and not isinstance(exc.func.value, ast.Call)
+    ):
+        return "re-raises an existing exception with another traceback (with_traceback)"
+    return None
 
 
 def _template_of(site: SiteData) -> Template:
@@ -576,14 +626,19 @@ def _resolve(name: str, state: _State) -> list[ast.expr]:
 
     Walks back through the statements that precede the raise in its block, then in each enclosing
     block up to the function body. Any other binding of the name on the way (inside a branch, a loop,
-    an unpacking) makes the value path-dependent, and the name stays unresolved.
+    an unpacking, a `def`, an import, a match pattern, a walrus) makes the value path-dependent, and the
+    name stays unresolved; so does a value that is not a string when anything on the way may change it
+    (`errors = []` then `errors.append(...)`).
     """
     pieces: list[ast.expr] = []
     used: set[int] = set()
+    touched = False  # the name is read on the way in a way that may change a mutable value
     for body, index, owner in reversed(state.chain):
         for statement in reversed(body[:index]):
             value = _plain_assignment(statement, name)
             if value is not None:
+                if touched and not _stringy(value):
+                    return []
                 return [value, *pieces]
             if (
                 isinstance(statement, ast.AugAssign)
@@ -593,17 +648,149 @@ def _resolve(name: str, state: _State) -> list[ast.expr]:
             ):
                 pieces.insert(0, statement.value)
                 used.add(id(statement))
+                touched = True
                 continue
             if any(True for _ in _bindings(statement, name)):
                 return []
+            touched = touched or _may_change(statement, name)
+        if owner is None:
+            continue
         # A loop or try may have run other bindings of the name before reaching the raise.
-        if (
-            owner is not None
-            and not isinstance(owner, ast.If | ast.Match)
-            and any(id(binding) not in used for binding in _bindings(owner, name))
-        ):
+        if isinstance(owner, ast.If | ast.Match):
+            if any(True for header in _headers(owner) for _ in _bindings(header, name)):
+                return []
+            touched = touched or any(_may_change(header, name) for header in _headers(owner))
+        elif any(id(binding) not in used for binding in _bindings(owner, name)):
             return []
+        else:
+            touched = touched or _may_change(owner, name)
     return []
+
+
+# What a list joined into a message holds: the expression it started from when that is not a list
+# display (its items unknown), then each item's expression and whether it is there on every path.
+JoinedList = tuple[ast.expr | None, list[tuple[ast.expr, bool]]]
+
+
+def _resolve_list(name: str, state: _State) -> JoinedList | None:
+    """Return how the list `name` was filled before the raise (`x = [...]`, then `x.append(...)` in
+    straight-line code or under `if`s), or None when anything else on the way may bind or change it."""
+    items: list[tuple[ast.expr, bool]] = []
+    for body, index, owner in reversed(state.chain):
+        for statement in reversed(body[:index]):
+            value = _plain_assignment(statement, name)
+            if value is not None:
+                if isinstance(value, ast.List):
+                    if any(isinstance(element, ast.Starred) for element in value.elts):
+                        return None
+                    return None, [(element, True) for element in value.elts] + items
+                return value, items
+            found = _appends(statement, name, certain=True)
+            if found is None:
+                return None
+            items[:0] = found
+        if owner is not None:
+            headers = _headers(owner) if isinstance(owner, ast.If | ast.Match) else [owner]
+            if any(_mentions(header, name) for header in headers if not _harmless_test(header, name)):
+                return None
+    return None
+
+
+def _appends(statement: ast.stmt, name: str, *, certain: bool) -> list[tuple[ast.expr, bool]] | None:
+    """The items `statement` appends to the list `name` (under an `if`, maybe not), or None when it
+    touches the name otherwise."""
+    if (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr == "append"
+        and isinstance(statement.value.func.value, ast.Name)
+        and statement.value.func.value.id == name
+        and len(statement.value.args) == 1
+        and not statement.value.keywords
+        and not isinstance(statement.value.args[0], ast.Starred)
+        and not _mentions(statement.value.args[0], name)
+    ):
+        return [(statement.value.args[0], certain)]
+    if isinstance(statement, ast.If):
+        if _mentions(statement.test, name) and not _harmless_test(statement.test, name):
+            return None
+        found: list[tuple[ast.expr, bool]] = []
+        for inner in [*statement.body, *statement.orelse]:
+            more = _appends(inner, name, certain=False)
+            if more is None:
+                return None
+            found += more
+        return found
+    return None if _mentions(statement, name) else []
+
+
+def _harmless_test(node: ast.AST, name: str) -> bool:
+    """Tell whether a condition only asks whether the list `name` is empty, or how long it is."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _harmless_test(node.operand, name)
+    if isinstance(node, ast.BoolOp):
+        return all(_harmless_test(value, name) or not _mentions(value, name) for value in node.values)
+    if isinstance(node, ast.Compare):
+        return all(_harmless_test(part, name) or not _mentions(part, name) for part in [node.left, *node.comparators])
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("len", "bool")
+        and all(isinstance(arg, ast.Name) or not _mentions(arg, name) for arg in node.args)
+    )
+
+
+def _headers(owner: ast.If | ast.Match) -> list[ast.AST]:
+    """The parts of an `if` or `match` that run before any of its branches: the test, or the subject
+    with the patterns and guards of its cases."""
+    if isinstance(owner, ast.If):
+        return [owner.test]
+    headers: list[ast.AST] = [owner.subject]
+    for case in owner.cases:
+        headers.append(case.pattern)
+        if case.guard is not None:
+            headers.append(case.guard)
+    return headers
+
+
+def _stringy(value: ast.expr) -> bool:
+    """Tell whether an expression certainly gives a str, which nothing can change in place."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)
+    if isinstance(value, ast.JoinedStr):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _stringy(value.left) or _stringy(value.right)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod):
+        return _stringy(value.left)
+    if isinstance(value, ast.IfExp):
+        return _stringy(value.body) and _stringy(value.orelse)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("format", "join")
+        and _stringy(value.func.value)
+    )
+
+
+def _may_change(node: ast.AST, name: str) -> bool:
+    """Tell whether `node` may change the value `name` holds in place (it uses the name other than as a
+    test of emptiness or length)."""
+    if isinstance(node, ast.If | ast.While):
+        return (_mentions(node.test, name) and not _harmless_test(node.test, name)) or any(
+            _may_change(inner, name) for inner in [*node.body, *node.orelse]
+        )
+    return _mentions(node, name)
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    """Tell whether `name` appears under `node` (nested scopes included: a closure may change it)."""
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)) or any(
+        True for _ in _bindings(node, name)
+    )
 
 
 def _plain_assignment(statement: ast.stmt, name: str) -> ast.expr | None:
@@ -622,20 +809,31 @@ def _plain_assignment(statement: ast.stmt, name: str) -> ast.expr | None:
 
 
 def _bindings(node: ast.AST, name: str) -> Iterator[ast.AST]:
-    """Yield the statements or expressions under node that bind `name` (not in nested scopes)."""
+    """Yield the statements, expressions or patterns under node that bind `name` (not in nested scopes,
+    whose own name is bound here all the same)."""
     stack = [node]
     while stack:
         current = stack.pop()
-        if current is not node and isinstance(
-            current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-        ):
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if current.name == name:
+                yield current
+            continue
+        if isinstance(current, ast.Lambda):
             continue
         if isinstance(current, ast.Name) and current.id == name and isinstance(current.ctx, ast.Store | ast.Del):
             yield current
         elif isinstance(current, ast.AugAssign) and isinstance(current.target, ast.Name) and current.target.id == name:
             yield current
             continue
-        elif isinstance(current, ast.ExceptHandler) and current.name == name:
+        elif (
+            (isinstance(current, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and current.name == name)
+            or (isinstance(current, ast.MatchMapping) and current.rest == name)
+            or (isinstance(current, ast.Global | ast.Nonlocal) and name in current.names)
+            or (
+                isinstance(current, ast.Import | ast.ImportFrom)
+                and any((alias.asname or alias.name.partition(".")[0]) == name for alias in current.names)
+            )
+        ):
             yield current
         stack.extend(ast.iter_child_nodes(current))
 
