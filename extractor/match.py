@@ -136,7 +136,9 @@ class Matcher:
                 continue
             values: dict[str, str] = {}
             for placeholder in entry.line.extraction.placeholders:
-                values.setdefault(placeholder.expression, found.group(placeholder.group))
+                value = found.group(placeholder.group)
+                if value is not None:  # None: in an optional part that did not print (a list item not appended)
+                    values.setdefault(placeholder.expression, value)
             out.append(Match(entry.line, values, entry.coverage))
         return out
 

@@ -206,7 +206,7 @@ def _scan_text(
         classes=classes,
         flags=flags,
         facts=facts,
-        pieces=pieces_of(lines, body),
+        pieces=[] if visitor.globals_read else pieces_of(lines, body),
     )
 
 
@@ -227,6 +227,7 @@ def visit(
     except (ValueError, RecursionError, MemoryError) as error:
         return f"cannot parse: {type(error).__name__}: {error}"
     visitor = _Visitor(lines, options, lines_with_raise(source, lines), templates)
+    visitor.module = tree.body
     if visitor.raise_lines:
         try:
             visitor.block(tree.body, _State())
@@ -285,6 +286,8 @@ class _State(NamedTuple):
     # and the compound statement that owns each list (None for the function body).
     chain: tuple[tuple[Sequence[ast.stmt], int, ast.stmt | None], ...] = ()
     owner: ast.stmt | None = None
+    # The functions and classes around the raise, outermost first.
+    defs: tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, ...] = ()
 
     def enter(self, condition: Condition, owner: ast.stmt) -> _State:
         return self._replace(conditions=(*self.conditions, condition), owner=owner)
@@ -310,6 +313,9 @@ class _Visitor:
         self.raise_lines = raise_lines
         self.sites: list[Site] = []
         self.skipped: list[SkippedSite] = []
+        self.module: Sequence[ast.stmt] = ()
+        self.globals_read = False  # a message was looked up among the module's constants
+        self._constants: dict[str, ast.expr] | None = None
 
     # Source text helpers -------------------------------------------------------------------------
     def _line_bytes(self, lineno: int) -> bytes:
@@ -357,10 +363,10 @@ class _Visitor:
         if isinstance(node, ast.Raise):
             self.raise_(node, state)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            inner = _State(scope=(*state.scope, node.name, "<locals>"))
+            inner = _State(scope=(*state.scope, node.name, "<locals>"), defs=(*state.defs, node))
             self.block(node.body, inner)
         elif isinstance(node, ast.ClassDef):
-            self.block(node.body, _State(scope=(*state.scope, node.name)))
+            self.block(node.body, _State(scope=(*state.scope, node.name), defs=(*state.defs, node)))
         elif isinstance(node, ast.If):
             self.if_(node, state, ConditionKind.IF)
         elif isinstance(node, ast.For | ast.AsyncFor):
@@ -511,6 +517,65 @@ class _Visitor:
             )
         )
 
+    def resolve(self, name: str, state: _State) -> list[str]:
+        """The sources of what `name` holds at the raise (see `_resolve`), else of the module-level string
+        constant it names, else nothing."""
+        found = _resolve(name, state, self)
+        if found or not state.defs or _bound_in(name, state.defs):
+            return found
+        # A global: its value may lie in any statement of the module, which a rescan may not have parsed,
+        # and may change while the function stays the same: such a file is never rescanned in pieces.
+        self.globals_read = True
+        constant = self.constants().get(name)
+        return [self.segment(constant)] if constant is not None else []
+
+    def substitute(self, value: ast.expr, name: str, replacement: str) -> str:
+        """The source of `value` with each use of `name` in it replaced by `replacement`."""
+        text = self.segment(value)
+        starts = [0]
+        for line in text.split("\n"):
+            starts.append(starts[-1] + len(line) + 1)
+        spans = []
+        for node in ast.walk(value):
+            if isinstance(node, ast.Name) and node.id == name:
+                row = node.lineno - value.lineno
+                column = self.column(node) - (self.column(value) if row == 0 else 0)
+                spans.append(starts[row] + column)
+        for start in sorted(spans, reverse=True):
+            text = text[:start] + replacement + text[start + len(name) :]
+        return text
+
+    def constants(self) -> dict[str, ast.expr]:
+        """The module's names bound once, to a string literal, and declared `global` nowhere."""
+        if self._constants is None:
+            counts: dict[str, int] = {}
+            values: dict[str, ast.expr] = {}
+            for statement in self.module:
+                for node in _bindings(statement, None):
+                    for bound in _bound_names(node):
+                        counts[bound] = counts.get(bound, 0) + 1
+                targets: list[ast.expr] = [statement.target] if isinstance(statement, ast.AnnAssign) else []
+                targets = statement.targets if isinstance(statement, ast.Assign) else targets
+                value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+                if (
+                    len(targets) == 1
+                    and isinstance(targets[0], ast.Name)
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                ):
+                    values[targets[0].id] = value
+            declared = {
+                name
+                for statement in self.module
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Global | ast.Nonlocal)
+                for name in node.names
+            }
+            self._constants = {
+                name: value for name, value in values.items() if counts.get(name) == 1 and name not in declared
+            }
+        return self._constants
+
     def _skip(self, node: ast.Raise, reason: str) -> None:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
 
@@ -526,14 +591,14 @@ class _Visitor:
             sources = [self.segment(exc)]
         elif len(args) == 1 and isinstance(args[0], ast.Name):
             variable = args[0].id
-            sources = [self.segment(v) for v in _resolve(variable, state)]
+            sources = self.resolve(variable, state)
         else:
             sources = [self.segment(arg) for arg in args]
         keywords = [self.segment(keyword) for keyword in exc.keywords]
         joins: dict[str, tuple[str | None, list[tuple[str, bool]]]] = {}
         for joined in sorted(_joined_names(exc)):
             filled = _resolve_list(joined, state)
-            if filled is not None:
+            if filled is not None and filled[1]:  # it adds known text only with items of its own
                 head, items = filled
                 joins[joined] = (
                     self.segment(head) if head is not None else None,
@@ -621,25 +686,37 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-def _resolve(name: str, state: _State) -> list[ast.expr]:
-    """Return what was assigned (then `+=`-ed) to `name` before the raise on every path, or nothing.
+def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
+    """Return the sources of what was assigned (then `+=`-ed) to `name` before the raise on every path,
+    or nothing.
 
     Walks back through the statements that precede the raise in its block, then in each enclosing
     block up to the function body. Any other binding of the name on the way (inside a branch, a loop,
     an unpacking, a `def`, an import, a match pattern, a walrus) makes the value path-dependent, and the
     name stays unresolved; so does a value that is not a string when anything on the way may change it
-    (`errors = []` then `errors.append(...)`).
+    (`errors = []` then `errors.append(...)`). A value built from the name's earlier value
+    (`msg = msg.format(n)`) is that value put in its place; an `if` whose every branch assigns a string
+    gives one of those strings.
     """
     pieces: list[ast.expr] = []
     used: set[int] = set()
     touched = False  # the name is read on the way in a way that may change a mutable value
-    for body, index, owner in reversed(state.chain):
-        for statement in reversed(body[:index]):
+    for level in range(len(state.chain) - 1, -1, -1):
+        body, index, owner = state.chain[level]
+        for position in range(index - 1, -1, -1):
+            statement = body[position]
             value = _plain_assignment(statement, name)
             if value is not None:
                 if touched and not _stringy(value):
                     return []
-                return [value, *pieces]
+                rest = [visitor.segment(piece) for piece in pieces]
+                if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+                    return [visitor.segment(value), *rest]
+                # Built from its own earlier value: that value, resolved where this statement stands.
+                earlier = _resolve(name, state._replace(chain=(*state.chain[:level], (body, position, owner))), visitor)
+                if not earlier or not _built_on(value, name):
+                    return []
+                return [visitor.substitute(value, name, "(" + " + ".join(earlier) + ")"), *rest]
             if (
                 isinstance(statement, ast.AugAssign)
                 and isinstance(statement.target, ast.Name)
@@ -651,7 +728,8 @@ def _resolve(name: str, state: _State) -> list[ast.expr]:
                 touched = True
                 continue
             if any(True for _ in _bindings(statement, name)):
-                return []
+                branches = _branches(statement, name, visitor) if not pieces else None
+                return [branches] if branches is not None else []
             touched = touched or _may_change(statement, name)
         if owner is None:
             continue
@@ -665,6 +743,74 @@ def _resolve(name: str, state: _State) -> list[ast.expr]:
         else:
             touched = touched or _may_change(owner, name)
     return []
+
+
+def _built_on(value: ast.expr, name: str) -> bool:
+    """Tell whether `value` formats or extends the string `name` holds (`name.format(...)`, `name % x`)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "format":
+        base = value.func.value
+    elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod | ast.Add):
+        base = value.left
+    else:
+        return False
+    return isinstance(base, ast.Name) and base.id == name
+
+
+def _branches(statement: ast.stmt, name: str, visitor: _Visitor) -> str | None:
+    """The strings an `if`/`else` assigns to `name`, one per branch, as one conditional expression's
+    source; None unless every branch binds the name exactly once, by a plain assignment of a string."""
+    if not isinstance(statement, ast.If) or not statement.orelse:
+        return None
+    values: list[str] = []
+    for branch in (statement.body, statement.orelse):
+        if len(branch) == 1 and isinstance(branch[0], ast.If) and branch is statement.orelse:
+            inner = _branches(branch[0], name, visitor)
+            if inner is None or any(True for _ in _bindings(branch[0].test, name)):
+                return None
+            values.append(inner)
+            continue
+        assigned = [_plain_assignment(inner, name) for inner in branch]
+        found = [value for value in assigned if value is not None]
+        bindings = sum(1 for inner in branch for _ in _bindings(inner, name))
+        if len(found) != 1 or bindings != 1 or not _stringy(found[0]):
+            return None
+        values.append(visitor.segment(found[0]))
+    if any(True for _ in _bindings(statement.test, name)):
+        return None
+    return f"({values[0]}) if _ else ({values[1]})"
+
+
+def _bound_in(name: str, defs: Sequence[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]) -> bool:
+    """Tell whether `name` is local to one of the functions around a raise (so not the module's)."""
+    if isinstance(defs[-1], ast.ClassDef):
+        return True  # a class body's own names: not worth the trouble
+    for node in defs:
+        if isinstance(node, ast.ClassDef):
+            continue
+        arguments = node.args
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        if any(parameter.arg == name for parameter in parameters):
+            return True
+        if any(True for statement in node.body for _ in _bindings(statement, name)):
+            return True
+    return False
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names a binding node (as `_bindings` yields them) binds."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.AugAssign):
+        return [node.target.id] if isinstance(node.target, ast.Name) else []
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return list(node.names)
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [alias.asname or alias.name.partition(".")[0] for alias in node.names]
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    bound = getattr(node, "name", None)
+    return [bound] if isinstance(bound, str) else []
 
 
 # What a list joined into a message holds: the expression it started from when that is not a list
@@ -808,34 +954,41 @@ def _plain_assignment(statement: ast.stmt, name: str) -> ast.expr | None:
     return None
 
 
-def _bindings(node: ast.AST, name: str) -> Iterator[ast.AST]:
-    """Yield the statements, expressions or patterns under node that bind `name` (not in nested scopes,
-    whose own name is bound here all the same)."""
+def _bindings(node: ast.AST, name: str | None) -> Iterator[ast.AST]:
+    """Yield the statements, expressions or patterns under node that bind `name` (any name for None),
+    not in nested scopes, whose own name is bound here all the same."""
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if current.name == name:
-                yield current
-            continue
         if isinstance(current, ast.Lambda):
             continue
-        if isinstance(current, ast.Name) and current.id == name and isinstance(current.ctx, ast.Store | ast.Del):
+        if any(name is None or bound == name for bound in _binds(current)):
             yield current
-        elif isinstance(current, ast.AugAssign) and isinstance(current.target, ast.Name) and current.target.id == name:
-            yield current
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.AugAssign):
             continue
-        elif (
-            (isinstance(current, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and current.name == name)
-            or (isinstance(current, ast.MatchMapping) and current.rest == name)
-            or (isinstance(current, ast.Global | ast.Nonlocal) and name in current.names)
-            or (
-                isinstance(current, ast.Import | ast.ImportFrom)
-                and any((alias.asname or alias.name.partition(".")[0]) == name for alias in current.names)
-            )
-        ):
-            yield current
         stack.extend(ast.iter_child_nodes(current))
+
+
+def _binds(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Name):
+        return [node.id] if isinstance(node.ctx, ast.Store | ast.Del) else []
+    if isinstance(
+        node,
+        ast.AugAssign
+        | ast.Global
+        | ast.Nonlocal
+        | ast.Import
+        | ast.ImportFrom
+        | ast.MatchMapping
+        | ast.FunctionDef
+        | ast.AsyncFunctionDef
+        | ast.ClassDef
+        | ast.ExceptHandler
+        | ast.MatchAs
+        | ast.MatchStar,
+    ):
+        return _bound_names(node)
+    return []
 
 
 def _one_line(source: str) -> str:

@@ -31,6 +31,7 @@ _PERCENT = re.compile(
     r"(?P<type>[diouxXeEfFgGcrsa%])"
 )
 _EMPTY_MODULE = cst.Module(body=[])
+_GROUP = re.compile(r"\(\?P<p\d+>")
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ class _Builder:
             if isinstance(node.operator, cst.Modulo) and _is_literal(node.left):
                 self.kinds.add(MessageKind.PERCENT)
                 return self._percent(node.left, node.right)
+        if isinstance(node, cst.IfExp):
+            return self._either(node)
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
@@ -213,6 +216,15 @@ class _Builder:
             self.kinds.add(MessageKind.FORMAT)
             return self._format(node.func.value, node.args)
         raise _Unsupported
+
+    def _either(self, node: cst.IfExp) -> list[_Part]:
+        """`A if c else B` of two strings: the message shows A, the pattern accepts either (B's values
+        are not captured)."""
+        first, second = self.parts(node.body), self.parts(node.orelse)
+        _, other, _ = pattern_for(second)
+        other = _GROUP.sub("(?:", other)
+        self._warn("one-of-branches")
+        return [_Raw("", "(?:"), *first, _Raw("", f"|{other})")]
 
     def _warn(self, warning: str) -> None:
         if warning not in self.warnings:

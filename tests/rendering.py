@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import errno
+import itertools
 import os
 import re
 from collections import Counter
@@ -27,14 +28,59 @@ from extractor.models import Site, SkippedSite
 
 _SAFE_BUILTINS = {
     name: getattr(builtins, name)
-    for name in (
-        "str repr int float len type list tuple dict set frozenset sorted min max sum any all bool hex oct bin ord "
-        "chr format isinstance issubclass enumerate zip map filter reversed abs round hash iter next callable "
-        "divmod bytes bytearray ascii slice object getattr hasattr True False None"
-    ).split()
+    for name in [
+        "str",
+        "repr",
+        "int",
+        "float",
+        "len",
+        "type",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "frozenset",
+        "sorted",
+        "min",
+        "max",
+        "sum",
+        "any",
+        "all",
+        "bool",
+        "hex",
+        "oct",
+        "bin",
+        "ord",
+        "chr",
+        "format",
+        "isinstance",
+        "issubclass",
+        "enumerate",
+        "zip",
+        "map",
+        "filter",
+        "reversed",
+        "abs",
+        "round",
+        "hash",
+        "iter",
+        "next",
+        "callable",
+        "divmod",
+        "bytes",
+        "bytearray",
+        "ascii",
+        "slice",
+        "object",
+        "getattr",
+        "hasattr",
+        "True",
+        "False",
+        "None",
+    ]
 }
 _SAFE_BUILTINS.update(
-    {name: value for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)}
+    {name: cls for name, cls in vars(builtins).items() if isinstance(cls, type) and issubclass(cls, BaseException)}
 )
 _NAMED = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__forward_arg__"})
 # A translation call gives back its text in the source language, as when no catalog is installed.
@@ -154,7 +200,7 @@ def _before(raise_: ast.Raise, parents: dict[int, ast.AST], *, enter_ifs: bool) 
         node = parents[id(node)]
         path.append(node)
     path.reverse()
-    for outer, inner in zip(path, path[1:], strict=False):
+    for outer, inner in itertools.pairwise(path):
         for body in ("body", "orelse", "finalbody", "handlers"):
             statements = getattr(outer, body, None)
             if isinstance(statements, list) and inner in statements:
@@ -217,7 +263,8 @@ def _inside_repr(site: Site, start: int) -> bool:
         return True
     if "args-not-formatted" not in site.extraction.warnings and site.errorClass != "KeyError":
         return False
-    return site.errorMessage[max(0, start - 2) : start] not in ("(", ", ") and not (start == 0 and site.errorMessage[:1] == "{")
+    whole_element = site.errorMessage[max(0, start - 2) : start] in ("(", ", ")
+    return not whole_element and not (start == 0 and site.errorMessage[:1] == "{")
 
 
 def _changed(statement: ast.stmt) -> set[str]:
