@@ -714,7 +714,9 @@ def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
                     return [visitor.segment(value), *rest]
                 # Built from its own earlier value: that value, resolved where this statement stands.
                 earlier = _resolve(name, state._replace(chain=(*state.chain[:level], (body, position, owner))), visitor)
-                if not earlier or not _built_on(value, name):
+                if not _built_on(value, name):
+                    return [visitor.segment(value), *rest]  # one placeholder, reading the earlier value
+                if not earlier:
                     return []
                 return [visitor.substitute(value, name, "(" + " + ".join(earlier) + ")"), *rest]
             if (
@@ -737,7 +739,9 @@ def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
         if isinstance(owner, ast.If | ast.Match):
             if any(True for header in _headers(owner) for _ in _bindings(header, name)):
                 return []
-            touched = touched or any(_may_change(header, name) for header in _headers(owner))
+            touched = touched or any(
+                _mentions(header, name) and not _harmless_test(header, name) for header in _headers(owner)
+            )
         elif any(id(binding) not in used for binding in _bindings(owner, name)):
             return []
         else:
@@ -872,8 +876,9 @@ def _appends(statement: ast.stmt, name: str, *, certain: bool) -> list[tuple[ast
 
 
 def _harmless_test(node: ast.AST, name: str) -> bool:
-    """Tell whether a condition only asks whether the list `name` is empty, or how long it is."""
-    if isinstance(node, ast.Name):
+    """Tell whether a condition only asks about the value `name` holds (whether it is empty, how long
+    it is, what it equals, its type), which changes nothing in place."""
+    if isinstance(node, ast.Name | ast.Constant):
         return True
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return _harmless_test(node.operand, name)
@@ -884,7 +889,7 @@ def _harmless_test(node: ast.AST, name: str) -> bool:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
-        and node.func.id in ("len", "bool")
+        and node.func.id in ("len", "bool", "isinstance", "callable", "type")
         and all(isinstance(arg, ast.Name) or not _mentions(arg, name) for arg in node.args)
     )
 

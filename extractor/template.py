@@ -606,11 +606,10 @@ def message_template(
     kind: MessageKind
     parts: list[_Part]
     known = _builtin(error_class)
-    if keywords and known is None:
-        # Who knows what an unknown constructor does with its keywords: they are not the printed message.
+    if keywords and known is None and not args and variable is None:
+        # A message passed only by keyword: who knows what an unknown constructor prints from it.
         builder.warnings.append("keyword-arguments")
-        positional = [variable] if variable is not None else [_flatten(arg) for arg in args]
-        parts = [_Hole(", ".join([*positional, *keywords]))]
+        parts = [_Hole(", ".join(keywords))]
         kind = MessageKind.DYNAMIC
     elif variable is not None:
         sources = list(pieces)

@@ -2,7 +2,7 @@
 
 For every site the scanner found in a file, the checker finds the raise statement, runs the simple
 statements that precede it on its way from the function body (assignments, `+=`, `x.append(...)`;
-compound statements are skipped, or their `if` bodies entered, in two passes) with every unknown name
+compound statements are skipped, but for the first or the last branch of an `if`, in two passes) with every unknown name
 bound to a stand-in, builds the exception the way Python would (the builtin class, or a plain
 `Exception` subclass for a class the codebase does not give its own `__init__`/`__str__`), and checks
 that the record's `messagePattern` fullmatches `str(exc)`, for plain values, values holding quotes,
@@ -192,7 +192,7 @@ def _parents(tree: ast.AST) -> dict[int, ast.AST]:
     return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
-def _before(raise_: ast.Raise, parents: dict[int, ast.AST], *, enter_ifs: bool) -> Iterator[ast.stmt]:
+def _before(raise_: ast.Raise, parents: dict[int, ast.AST], *, enter_ifs: str) -> Iterator[ast.stmt]:
     """The simple statements run before the raise on its way down from the function body, in order."""
     path: list[ast.AST] = [raise_]
     node: ast.AST = raise_
@@ -208,11 +208,12 @@ def _before(raise_: ast.Raise, parents: dict[int, ast.AST], *, enter_ifs: bool) 
                     yield from _simple(statement, enter_ifs=enter_ifs)
 
 
-def _simple(statement: ast.stmt, *, enter_ifs: bool) -> Iterator[ast.stmt]:
+def _simple(statement: ast.stmt, *, enter_ifs: str) -> Iterator[ast.stmt]:
+    """The statement if simple; an `if`'s first or last branch when `enter_ifs` says so."""
     if isinstance(statement, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Expr):
         yield statement
     elif enter_ifs and isinstance(statement, ast.If):
-        for inner in statement.body:
+        for inner in statement.body if enter_ifs == "body" else statement.orelse:
             yield from _simple(inner, enter_ifs=enter_ifs)
 
 
@@ -296,10 +297,16 @@ def check_file(source: str, sites: list[Site], skipped: list[SkippedSite], own: 
     tally.raises = len(raises)
     tally.accounted = len(sites) + len(skipped)
     parents = _parents(tree)
+    # The module's own assignments of literals run first: the names a function reads from its module.
+    constants: list[ast.stmt] = [
+        statement
+        for statement in tree.body
+        if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant)
+    ]
     for site in sites:
         tally.records += 1
         node = raises[(site.lineNumber, site.extraction.column)]
-        outcome = _check_site(site, node, parents, own)
+        outcome = _check_site(site, node, parents, own, constants)
         if isinstance(outcome, str):
             tally.not_evaluable[outcome] += 1
             continue
@@ -314,15 +321,16 @@ def check_file(source: str, sites: list[Site], skipped: list[SkippedSite], own: 
 
 
 def _check_site(
-    site: Site, node: ast.Raise, parents: dict[int, ast.AST], own: set[str]
+    site: Site, node: ast.Raise, parents: dict[int, ast.AST], own: set[str], module_constants: list[ast.stmt]
 ) -> str | tuple[bool, int, int, str]:
     pattern = re.compile(site.messagePattern, re.S)
     evaluated = 0
     reason = ""
     checked = right = 0
     for variant, make in VARIANTS.items():
-        for enter_ifs in (False, True):
+        for enter_ifs in ("orelse", "body"):
             names = _Names(make)
+            _run(module_constants, names)
             _run(list(_before(node, parents, enter_ifs=enter_ifs)), names)
             exc = _exception(node, names, own)
             if isinstance(exc, str):
@@ -337,7 +345,7 @@ def _check_site(
             found = pattern.fullmatch(rendered)
             if found is None:
                 return False, checked, right, f"{site.errorMessage!r} !~ {rendered!r} ({variant})"
-            if variant != "plain" or enter_ifs:
+            if variant != "plain" or enter_ifs != "orelse":
                 continue
             placeholders = site.extraction.placeholders
             for index, placeholder in enumerate(placeholders):

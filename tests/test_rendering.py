@@ -57,7 +57,9 @@ def message(draw: st.DrawFn) -> str:
 @st.composite
 def raise_statement(draw: st.DrawFn) -> tuple[str, list[str]]:
     """A raise of one of the shapes Python prints its own way, with the statements that build its message."""
-    shape = draw(st.sampled_from(["one", "several", "keyerror", "oserror", "variable", "joined", "twostep"]))
+    shape = draw(
+        st.sampled_from(["one", "several", "keyerror", "oserror", "variable", "joined", "twostep", "branches"])
+    )
     first, second = draw(message()), draw(message())
     if shape == "one":
         return f"raise ValueError({first})", []
@@ -78,6 +80,8 @@ def raise_statement(draw: st.DrawFn) -> tuple[str, list[str]]:
             f"if {when}:",
             f"    errors.append({second})",
         ]
+    if shape == "branches":
+        return "raise ValueError(msg)", ["if a == b:", f"    msg = {first}", "else:", f"    msg = {second}"]
     return "raise RuntimeError(msg)", ["msg = '{} and {}'", "msg = msg.format(a, b)"]
 
 
@@ -268,6 +272,68 @@ def test_any_other_binding_between_assignment_and_raise_keeps_the_name_unresolve
 )
 def test_a_binding_in_the_header_above_the_raise_keeps_it_unresolved(source: str) -> None:
     assert site_of(source).errorMessage == "{msg}"
+
+
+@pytest.mark.parametrize(
+    ("source", "message", "pattern_accepts"),
+    [
+        pytest.param(
+            "REASON = 'no token given'\ndef f():\n    raise Rejected(REASON)\n",
+            "no token given",
+            ["no token given"],
+            id="a module-level string constant",
+        ),
+        pytest.param(
+            "REASON = 'a'\nREASON = 'b'\ndef f():\n    raise Rejected(REASON)\n",
+            "{REASON}",
+            ["b"],
+            id="a module name bound twice stays a placeholder",
+        ),
+        pytest.param(
+            "REASON = 'a'\ndef f(REASON):\n    raise Rejected(REASON)\n",
+            "{REASON}",
+            ["x"],
+            id="a parameter hides the module's constant",
+        ),
+        pytest.param(
+            "def f(n):\n    msg = '{} parameters'\n    msg = msg.format(n)\n    raise ValueError(msg)\n",
+            "{n} parameters",
+            ["3 parameters"],
+            id="a message built in two steps",
+        ),
+        pytest.param(
+            "def f(code):\n    msg = f'{code} Client Error' if code < 500 else f'{code} Server Error'\n"
+            "    raise HTTPError(msg)\n",
+            "{code} Client Error",
+            ["404 Client Error", "503 Server Error"],
+            id="a conditional expression: either string",
+        ),
+        pytest.param(
+            "def f(c):\n    if c:\n        msg = 'one'\n    elif c is None:\n        msg = 'two'\n    else:\n"
+            "        msg = 'three %s' % c\n    raise ValueError(msg)\n",
+            "one",
+            ["one", "two", "three 0"],
+            id="a string assigned on every branch",
+        ),
+    ],
+)
+def test_messages_worth_resolving_are_resolved(source: str, message: str, pattern_accepts: list[str]) -> None:
+    """Class 9 of issue 14: module constants, messages built in two steps, a string chosen by a branch."""
+    site = site_of(source)
+    assert site.errorMessage == message
+    for rendered in pattern_accepts:
+        assert re.fullmatch(site.messagePattern, rendered, re.S), rendered
+
+
+def test_a_file_reading_a_module_constant_is_never_rescanned_in_pieces() -> None:
+    """The constant may change while the function reading it stays the same: the new value is read."""
+    from extractor.scan import scan_blob
+
+    body = "def f():\n" + "".join(f"    x{i} = {i}\n" for i in range(12)) + "    raise Rejected(REASON)\n"
+    options = ScanOptions(exceptions=("*",))
+    old = scan_blob(f"REASON = 'old'\n{body}".encode(), options=options)
+    new = scan_blob(f"REASON = 'new'\n{body}".encode(), options=options, previous=old)
+    assert [site.errorMessage for site in new.sites] == ["new"]
 
 
 @pytest.mark.parametrize("count", [500, 1000, 5000])
