@@ -745,8 +745,22 @@ def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
         elif any(id(binding) not in used for binding in _bindings(owner, name)):
             return []
         else:
-            touched = touched or _may_change(owner, name)
+            touched = touched or any(_may_change(part, name) for part in _ran_before(owner, body))
     return []
+
+
+def _ran_before(owner: ast.stmt, body: Sequence[ast.stmt]) -> list[ast.AST]:
+    """What of a compound statement may have run before its block `body` (besides the statements of
+    `body` above the raise): a `with`'s items, the other blocks of a `try`, all of a loop (an earlier
+    turn)."""
+    if isinstance(owner, ast.With | ast.AsyncWith):
+        return list(owner.items)
+    if isinstance(owner, ast.Try | ast.TryStar):
+        if body is owner.body:
+            return []
+        handlers = [handler for handler in owner.handlers if handler.body is not body]
+        return [*owner.body, *handlers, *(owner.orelse if body is owner.finalbody else [])]
+    return [owner]
 
 
 def _built_on(value: ast.expr, name: str) -> bool:
@@ -840,7 +854,7 @@ def _resolve_list(name: str, state: _State) -> JoinedList | None:
                 return None
             items[:0] = found
         if owner is not None:
-            headers = _headers(owner) if isinstance(owner, ast.If | ast.Match) else [owner]
+            headers = _headers(owner) if isinstance(owner, ast.If | ast.Match) else _ran_before(owner, body)
             if any(_mentions(header, name) for header in headers if not _harmless_test(header, name)):
                 return None
     return None

@@ -543,6 +543,19 @@ def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]
             if len(args) == 5 and not _none(args[4]):
                 parts += [" -> ", *_element_parts(builder, args[4])]
         return parts
+    if error_class in ("UnicodeDecodeError", "UnicodeEncodeError") and len(args) == 5:
+        # One byte (character) or a range, which only the values decide: the pattern accepts both.
+        encoding, _, start, end, reason = args
+        decode = error_class == "UnicodeDecodeError"
+        verb, noun = ("decode", "bytes") if decode else ("encode", "characters")
+        one = r"byte 0x[0-9a-f]{2}" if decode else r"character '\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})'"
+        return [
+            "'", *_str_parts(builder, encoding), f"' codec can't {verb} ",
+            _Raw("", f"(?:{one} in position \\d+|"),
+            f"{noun} in position ", *_str_parts(builder, start), "-", _Hole(f"{_flatten(end)} - 1"),
+            _Raw("", ")"),
+            ": ", *_str_parts(builder, reason),
+        ]  # fmt: skip
     if error_class in _SYNTAX_ERRORS and len(args) == 2:
         details = _parse(args[1])
         if not isinstance(details, cst.Tuple) or len(details.elements) not in (4, 6):

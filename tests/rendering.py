@@ -257,10 +257,11 @@ def _run(statements: list[ast.stmt], names: _Names) -> None:
             names.failed |= _changed(statement)
 
 
-def _inside_repr(site: Site, start: int) -> bool:
-    """Tell whether a placeholder sits inside a string the class prints with `repr` (an element of
-    the tuple several arguments print as, a KeyError's argument): its value is printed escaped there."""
-    if "optional-items" in site.extraction.warnings:  # an item not appended on this path: no value
+def _no_value(site: Site, start: int) -> bool:
+    """Tell whether a placeholder has no value to compare: it may not print on this path (an optional
+    item, another branch), or it sits inside a string the class prints with `repr` (an element of the
+    tuple several arguments print as, a KeyError's argument), where its value is printed escaped."""
+    if {"optional-items", "one-of-branches"} & set(site.extraction.warnings):  # maybe not printed on this path
         return True
     if "args-not-formatted" not in site.extraction.warnings and site.errorClass != "KeyError":
         return False
@@ -353,7 +354,7 @@ def _check_site(
                     index + 1 < len(placeholders) and placeholders[index + 1].start == placeholder.end
                 )
                 value = found.group(placeholder.group)
-                if touching or value is None or placeholder.debug or _inside_repr(site, placeholder.start):
+                if touching or value is None or placeholder.debug or _no_value(site, placeholder.start):
                     continue
                 expected = _placeholder_value(site.errorMessage[placeholder.start : placeholder.end], names)
                 if expected is None:

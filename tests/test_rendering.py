@@ -138,6 +138,12 @@ def test_generated_raises_print_what_their_records_say(raise_: tuple[str, list[s
             id="class 2: SyntaxError with its details",
         ),
         pytest.param(
+            "raise UnicodeDecodeError(enc, data, i, j, 'invalid start byte')",
+            "'{enc}' codec can't decode bytes in position {i}-{j - 1}: invalid start byte",
+            [],
+            id="class 2: UnicodeDecodeError, one byte or several",
+        ),
+        pytest.param(
             "raise HTTPException(status_code=404, detail='Item not found')",
             "{status_code=404, detail='Item not found'}",
             ["keyword-arguments"],
@@ -155,6 +161,19 @@ def test_generated_raises_print_what_their_records_say(raise_: tuple[str, list[s
 def test_each_class_of_issue_14_prints_as_python_does(source: str, message: str, warnings: list[str]) -> None:
     site = site_of(source + "\n")
     assert (site.errorMessage, site.extraction.warnings) == (message, warnings)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("utf-8", b"\xff\xfe", 0, 1, "bad"), ("utf-8", b"\xff\xfe", 0, 2, "bad")],
+    ids=["one byte", "a range"],
+)
+def test_unicode_errors_print_either_form(args: tuple[object, ...]) -> None:
+    site = site_of("raise UnicodeDecodeError(enc, data, i, j, why)\n")
+    assert re.fullmatch(site.messagePattern, str(UnicodeDecodeError(*args)), re.S)  # type: ignore[arg-type]
+    encode = site_of("raise UnicodeEncodeError(enc, data, i, j, why)\n")
+    for text in ("\xe9x", "\u1234", "\U0001f600"):
+        assert re.fullmatch(encode.messagePattern, str(UnicodeEncodeError("ascii", text, 0, 1, "why")), re.S)
 
 
 def test_reraises_are_named_skips() -> None:
@@ -232,8 +251,32 @@ def test_a_joined_list_is_resolved_from_its_appends() -> None:
     ],
 )
 def test_a_joined_list_changed_otherwise_stays_a_placeholder(between: str) -> None:
+    """Anything on the way but an append of a string shape may change the list: it stays unresolved."""
     source = f"def f(more):\n    errors = ['a']\n    {between}\n    raise ValueError(', '.join(errors))\n"
     assert site_of(source).errorMessage == "{', '.join(errors)}"
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        pytest.param("    with lock:\n        raise E(', '.join(errs))\n", "a", id="in a with block"),
+        pytest.param(
+            "    try:\n        g()\n    except OSError:\n        raise E(', '.join(errs))\n", "a", id="in a handler"
+        ),
+        pytest.param(
+            "    try:\n        errs.append(g())\n    except OSError:\n        raise E(', '.join(errs))\n",
+            "{', '.join(errs)}",
+            id="the try body may have appended something else",
+        ),
+        pytest.param(
+            "    for x in xs:\n        errs.append('b')\n        raise E(', '.join(errs))\n",
+            "{', '.join(errs)}",
+            id="an earlier turn of the loop may have appended",
+        ),
+    ],
+)
+def test_a_joined_list_inside_a_compound_statement(source: str, message: str) -> None:
+    assert site_of("def f(xs, lock):\n    errs = ['a']\n" + source).errorMessage == message
 
 
 @pytest.mark.parametrize(
