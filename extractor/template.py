@@ -532,12 +532,16 @@ def _builtin(name: str | None) -> type[BaseException] | None:
 def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]) -> list[_Part] | None:
     """The rendering of a builtin class whose `__str__` differs from the plain one, or None."""
     if error_class == "KeyError" and len(args) == 1:
-        builder.kinds.add(MessageKind.LITERAL)
-        return _element_parts(builder, args[0])
+        parts = _element_parts(builder, args[0])
+        if len(parts) == 1 and isinstance(parts[0], _Hole):
+            builder.kinds.add(MessageKind.DYNAMIC)
+        elif not builder.kinds:
+            builder.kinds.add(MessageKind.LITERAL)
+        return parts
     if error_class in _OS_ERRORS and 2 <= len(args) <= 5:
         if any(_none(arg) for arg in args[:2]):
             return None
-        parts: list[_Part] = ["[Errno ", *_str_parts(builder, args[0]), "] ", *_str_parts(builder, args[1])]
+        parts = ["[Errno ", *_str_parts(builder, args[0]), "] ", *_str_parts(builder, args[1])]
         if len(args) >= 3 and not _none(args[2]):
             parts += [": ", *_element_parts(builder, args[2])]
             if len(args) == 5 and not _none(args[4]):
