@@ -700,22 +700,23 @@ def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
     """
     pieces: list[ast.expr] = []
     used: set[int] = set()
-    touched = False  # the name is read on the way in a way that may change a mutable value
+    passed: list[ast.AST] = []  # what ran on the way: it may change a value that is not a string in place
+    augmented = False
     for level in range(len(state.chain) - 1, -1, -1):
         body, index, owner = state.chain[level]
         for position in range(index - 1, -1, -1):
             statement = body[position]
             value = _plain_assignment(statement, name)
             if value is not None:
-                if touched and not _stringy(value):
+                if not _stringy(value) and (augmented or any(_may_change(node, name) for node in passed)):
                     return []
                 rest = [visitor.segment(piece) for piece in pieces]
                 if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
                     return [visitor.segment(value), *rest]
-                # Built from its own earlier value: that value, resolved where this statement stands.
-                earlier = _resolve(name, state._replace(chain=(*state.chain[:level], (body, position, owner))), visitor)
                 if not _built_on(value, name):
                     return [visitor.segment(value), *rest]  # one placeholder, reading the earlier value
+                # Built from its own earlier value: that value, resolved where this statement stands.
+                earlier = _resolve(name, state._replace(chain=(*state.chain[:level], (body, position, owner))), visitor)
                 if not earlier:
                     return []
                 return [visitor.substitute(value, name, "(" + " + ".join(earlier) + ")"), *rest]
@@ -727,25 +728,23 @@ def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
             ):
                 pieces.insert(0, statement.value)
                 used.add(id(statement))
-                touched = True
+                augmented = True
                 continue
             if any(True for _ in _bindings(statement, name)):
                 branches = _branches(statement, name, visitor) if not pieces else None
                 return [branches] if branches is not None else []
-            touched = touched or _may_change(statement, name)
+            passed.append(statement)
         if owner is None:
             continue
         # A loop or try may have run other bindings of the name before reaching the raise.
         if isinstance(owner, ast.If | ast.Match):
             if any(True for header in _headers(owner) for _ in _bindings(header, name)):
                 return []
-            touched = touched or any(
-                _mentions(header, name) and not _harmless_test(header, name) for header in _headers(owner)
-            )
+            passed += [header for header in _headers(owner) if not _harmless_test(header, name)]
         elif any(id(binding) not in used for binding in _bindings(owner, name)):
             return []
         else:
-            touched = touched or any(_may_change(part, name) for part in _ran_before(owner, body))
+            passed += _ran_before(owner, body)
     return []
 
 
