@@ -124,7 +124,7 @@ def _extract_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
-        "Subcommands: diff, match, nightly, explain (see `extractor SUBCOMMAND --help`).",
+        "Subcommands: diff, match, nightly, explain, site (see `extractor SUBCOMMAND --help`).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_repo(parser)
@@ -345,11 +345,59 @@ def _run_explain(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
+def _site_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} site",
+        description="Build a static site of a catalog: an index with search and filters, a page per record and "
+        "a page per diff the nightly job published. It works opened from file:// or from any static host.",
+    )
+    _add_catalog(parser)
+    parser.add_argument(
+        "--analysis",
+        metavar="FILE",
+        help="JSONL of records or of {id, ...fields} whose analysis fields are shown on the pages (default: "
+        "analysis.jsonl in the catalog directory, when there is one)",
+    )
+    parser.add_argument("--history", metavar="FILE", help="history.jsonl: each record's lineage, shown on its page")
+    parser.add_argument(
+        "--output", required=True, metavar="DIR", help="where the site goes; a site built there before is replaced"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    return parser
+
+
+def _run_site(argv: Sequence[str]) -> int:
+    args = _site_parser().parse_args(argv)
+    import time
+
+    from extractor.site import build_site, open_site_inputs
+
+    started = time.monotonic()
+    inputs = open_site_inputs(
+        args.catalog,
+        repo=args.repo,
+        options=_options(args),
+        analysis=Path(args.analysis) if args.analysis else None,
+        history=Path(args.history) if args.history else None,
+    )
+    summary = build_site(
+        inputs.catalog, output=Path(args.output), analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history
+    )
+    if not args.quiet:
+        print(
+            f"{PROG}: site of {summary.records} records and {summary.diffs} diffs, {summary.files} files, "
+            f"{summary.bytes / 1e6:.1f} MB -> {args.output} ({time.monotonic() - started:.2f}s)",
+            file=sys.stderr,
+        )
+    return ExitCode.OK
+
+
 _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "diff": _run_diff,
     "match": _run_match,
     "nightly": _run_nightly,
     "explain": _run_explain,
+    "site": _run_site,
 }
 
 
