@@ -289,6 +289,20 @@ def _nightly_parser() -> argparse.ArgumentParser:
     )
     _add_scope(parser)
     parser.add_argument("--quiet", action="store_true", help="log nothing but errors (for cron)")
+    parser.add_argument(
+        "--analysis",
+        metavar="FILE",
+        help="JSONL of analysis by id (records or {id, ...fields}) to merge into the published catalog's "
+        "analysis.jsonl",
+    )
+    parser.add_argument(
+        "--site",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="rebuild the static site of the latest catalog after publishing, built aside then switched to "
+        "at once (DIR is a symlink to it; default: DIR/site of --output)",
+    )
     return parser
 
 
@@ -314,6 +328,8 @@ def _run_nightly(argv: Sequence[str]) -> int:
         options=_options(args),
         keep=args.keep,
         log=log,
+        analysis=Path(args.analysis) if args.analysis else None,
+        site=None if args.site is None else Path(args.site),  # Path("") for --site alone: DIR/site
     )
     return ExitCode.OK
 

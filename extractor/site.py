@@ -470,7 +470,7 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
     parent = output.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".building", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=parent))
     except OSError as error:
         raise ExtractorError(f"cannot write {output}: {error.strerror or error}") from None
     try:
@@ -508,10 +508,11 @@ def build_site(
     analysis: Mapping[str, AnalysisEntry] | None = None,
     diffs: Sequence[PublishedDiff] = (),
     history: Mapping[str, Sequence[HistoryEvent]] | None = None,
+    link: bool = False,
 ) -> SiteSummary:
-    """Render a catalog's site and swap it into `output`."""
+    """Render a catalog's site and swap it into `output` (see `write_site` for `link`)."""
     files = render_site(catalog, analysis=analysis, diffs=diffs, history=history)
-    write_site(files, output)
+    write_site(files, output, link=link)
     return SiteSummary(
         records=len(catalog.lines),
         diffs=len(diffs),
