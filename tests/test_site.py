@@ -42,12 +42,12 @@ class SchedulerConfig:
         if self.max_len > 1 << 20:
             raise TypeError("max_len <b>is</b> too \\"large\\" & unsafe")
 '''
-OTHER_V1 = '''\
+OTHER_V1 = """\
 def load(path):
     if not path:
         raise RuntimeError("no path given to the loader")
     raise ValueError(f"cannot load {path!r}")
-'''
+"""
 # v2: one message reworded, one check's condition changed (modified), one removed, one added.
 CONFIG_V2 = (
     CONFIG_V1.replace("must be at least 1.", "must be one or more.")
@@ -184,7 +184,9 @@ def test_analysis_overlay_shows_current_analysis_only(published: dict[str, Any],
     lines = lines_of(published["v1"])
     loader, smaller = by_message(lines, "no path given"), by_message(lines, "is smaller than")
     unsafe = by_message(lines, "unsafe")
-    record = replace(smaller.record, documentation="Raised when **max_len** is short.", solutions=["Raise `--max-len`."])
+    record = replace(
+        smaller.record, documentation="Raised when **max_len** is short.", solutions=["Raise `--max-len`."]
+    )
     analysis = tmp_path / "analysis.jsonl"
     analysis.write_text(
         json.dumps({"id": loader.record.id, "documentation": "The loader needs a <path>.", "tags": ["io"]})
@@ -235,7 +237,9 @@ def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any
     (precious / "notes.txt").write_text("mine")
     result = run_cli("site", "--catalog", str(published["v1"]), "--output", str(precious))
     assert result.returncode == 2
-    assert result.stderr == f"extractor: error: {precious} exists and is not a site built by extractor: not replacing it\n"
+    assert (
+        result.stderr == f"extractor: error: {precious} exists and is not a site built by extractor: not replacing it\n"
+    )
     assert [p.name for p in precious.iterdir()] == ["notes.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["home"]  # no staging directory left behind
 
@@ -294,8 +298,13 @@ def test_analysis_is_carried_forward_by_id_and_wording_and_needs_are_listed(tmp_
     assert (first / "analysis.jsonl").read_text() == ""
 
     analysis = tmp_path / "fresh.jsonl"
-    analysis.write_text("".join(json.dumps({"id": n["id"], "documentation": f"doc of {n['slug']}"}) + "\n" for n in needs))
-    assert main(["nightly", "--repo", str(bare), "--output", str(root), "--quiet", *SCOPE, "--analysis", str(analysis)]) == 0
+    analysis.write_text(
+        "".join(json.dumps({"id": n["id"], "documentation": f"doc of {n['slug']}"}) + "\n" for n in needs)
+    )
+    assert (
+        main(["nightly", "--repo", str(bare), "--output", str(root), "--quiet", *SCOPE, "--analysis", str(analysis)])
+        == 0
+    )
     assert (first / "needs-analysis.jsonl").read_text() == ""
     stored = [json.loads(line) for line in (first / "analysis.jsonl").read_text().splitlines()]
     assert sorted(s["id"] for s in stored) == sorted(line.record.id for line in v1)
@@ -344,7 +353,9 @@ def test_basis_ignores_location_and_sees_conditions(published: dict[str, Any]) -
     assert carried.entries == () and [n.reason.value for n in carried.needs] == ["new"]
 
 
-def test_nightly_site_is_switched_atomically_and_left_alone_when_current(published: dict[str, Any], tmp_path: Path) -> None:
+def test_nightly_site_is_switched_atomically_and_left_alone_when_current(
+    published: dict[str, Any], tmp_path: Path
+) -> None:
     root = tmp_path / "pub"
     shutil.copytree(published["root"], root, symlinks=True)
     assert main(["nightly", "--repo", str(published["bare"]), "--output", str(root), "--quiet", *SCOPE, "--site"]) == 0
@@ -482,7 +493,9 @@ def test_browser_crawl_finds_every_page_without_a_404_or_a_console_error(page: A
         seen.add(url)
         response = page.goto(url)
         assert response is not None and response.ok, url
-        for href in page.eval_on_selector_all("a[href], link[href], script[src]", "els => els.map(e => e.href || e.src)"):
+        for href in page.eval_on_selector_all(
+            "a[href], link[href], script[src]", "els => els.map(e => e.href || e.src)"
+        ):
             parts = urlsplit(href)
             if parts.scheme == "file":
                 target = Path(unquote(parts.path))
@@ -507,7 +520,10 @@ def test_browser_pages_fit_the_width_of_a_phone_and_a_desktop(browser: Any, site
 
 
 def axe_script() -> Path | None:
-    for candidate in [os.environ.get("EXTRACTOR_AXE"), Path(__file__).parents[1] / ".ci-node/node_modules/axe-core/axe.min.js"]:
+    for candidate in [
+        os.environ.get("EXTRACTOR_AXE"),
+        Path(__file__).parents[1] / ".ci-node/node_modules/axe-core/axe.min.js",
+    ]:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
     return None
