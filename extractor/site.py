@@ -302,11 +302,43 @@ def _static(name: str) -> bytes:
     return resources.files("extractor").joinpath(_ASSETS, "static", name).read_bytes()
 
 
-def _stylesheet() -> bytes:
-    from pygments.formatters import HtmlFormatter
+# The source and snippets sit on light backgrounds (the raise line's is the darkest); Pygments' styles aim
+# at white, some colours only just, so each colour is darkened until it reads on the darkest one (WCAG AA).
+_DARKEST_BACKGROUND = "fff5d6"
+_CONTRAST = 4.6
 
-    pygments_css: str = HtmlFormatter(style=_STYLE).get_style_defs(".code")
-    return _static("site.css") + b"\n/* Pygments */\n" + pygments_css.encode() + b"\n"
+
+def _luminance(color: str) -> float:
+    channels = [int(color[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _readable(color: str) -> str:
+    """Darken a colour (hex, no #) until it has the contrast AA asks for on the darkest code background."""
+    background = _luminance(_DARKEST_BACKGROUND) + 0.05
+    rgb = [int(color[i : i + 2], 16) for i in (0, 2, 4)]
+    while background / (_luminance("".join(f"{c:02x}" for c in rgb)) + 0.05) < _CONTRAST:
+        rgb = [int(c * 0.95) for c in rgb]
+    return "".join(f"{c:02x}" for c in rgb)
+
+
+def _stylesheet() -> bytes:
+    """The site's stylesheet, then a rule per token class the Pygments style gives a look."""
+    from pygments.token import STANDARD_TYPES
+
+    rules = []
+    for token_type, _ in _style():
+        look = _style().style_for_token(token_type)
+        css = _css_class(token_type)
+        if not css or token_type not in STANDARD_TYPES:
+            continue
+        declarations = [f"color: #{_readable(look['color'])}"] if look["color"] else []
+        declarations += ["font-weight: bold"] if look["bold"] else []
+        declarations += ["font-style: italic"] if look["italic"] else []
+        if declarations:
+            rules.append(f".code .{css} {{ {'; '.join(declarations)} }}")
+    return _static("site.css") + f"\n/* Pygments' {_STYLE} style */\n".encode() + "\n".join(rules).encode() + b"\n"
 
 
 def render_site(

@@ -422,7 +422,7 @@ def visible_rows(page: Any) -> list[str]:
     return list(page.eval_on_selector_all("#results li:not([hidden])", "items => items.map(i => i.textContent)"))
 
 
-def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(page: Any, site: Path) -> None:
+def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(browser: Any, page: Any, site: Path) -> None:
     page.goto((site / "index.html").as_uri())
     assert len(visible_rows(page)) == 5
     page.fill("#q", "max_len")
@@ -440,7 +440,7 @@ def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(page: Any,
     assert [row.split()[0] for row in visible_rows(page)] == ["TypeError"]
     shared = page.url
     assert "class=TypeError" in shared
-    other = page.context.new_page()
+    other = browser.new_page()
     other.goto(shared)
     assert other.input_value("#f-class") == "TypeError" and len(visible_rows(other)) == 1
     other.close()
@@ -461,8 +461,8 @@ def test_browser_keyboard_moves_from_the_search_box_through_the_list(page: Any, 
     page.keyboard.press("ArrowUp")
     assert page.evaluate("document.activeElement.id") == "q"
     page.keyboard.press("ArrowDown")
-    page.keyboard.press("Enter")
-    page.wait_for_load_state()
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
     assert page.url.endswith(hrefs[0])
 
 
