@@ -391,16 +391,20 @@ def render_site(
         "type": sorted({line.record.errorType.value for line in lines}),
     }
     positions = {key: {name: i for i, name in enumerate(values)} for key, values in names.items()}
+    # A row: id, first words, file, class and type (as positions in `names`), line, and the searched text.
     search = {
         "names": names,
         "rows": [
             [
-                _haystack(line),
-                positions["file"][line.record.filePath],
-                positions["class"][line.record.errorClass],
-                positions["type"][line.record.errorType.value],
+                row.line.record.id,
+                row.first_words,
+                positions["file"][row.line.record.filePath],
+                positions["class"][row.line.record.errorClass],
+                positions["type"][row.line.record.errorType.value],
+                row.line.record.lineNumber,
+                _haystack(row.line),
             ]
-            for line in lines
+            for row in rows
         ],
     }
     counts = {
@@ -421,6 +425,7 @@ def render_site(
         )
         .encode()
     )
+    files["all.html"] = environment.get_template("all.html").render(site=site, root="", rows=rows).encode()
     files["assets/site.css"] = _stylesheet()
     files["assets/search.js"] = _static("search.js")
     files[MARKER] = orjson.dumps({"repo": repo, "sha": sha, "records": len(lines), "diffs": len(diffs)}) + b"\n"

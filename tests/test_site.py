@@ -137,11 +137,20 @@ def test_a_page_per_record_at_its_id_linked_from_the_index(published: dict[str, 
     build("--catalog", str(published["v1"]), "--output", str(site))
     ids = {line.record.id for line in lines_of(published["v1"])}
     assert {p.stem for p in (site / "errors").glob("*.html")} == ids
-    index = (site / "index.html").read_text()
-    assert {m for m in re.findall(r'href="errors/([0-9a-f]{16})\.html"', index)} == ids
+    every = (site / "all.html").read_text()
+    assert re.findall(r'href="errors/([0-9a-f]{16})\.html"', every) == [
+        line.record.id for line in lines_of(published["v1"])
+    ]
+    data = re.search(
+        r'<script id="search-data" type="application/json">(.*?)</script>', (site / "index.html").read_text()
+    )
+    assert data is not None
+    assert [row[0] for row in json.loads(data.group(1))["rows"]] == [
+        line.record.id for line in lines_of(published["v1"])
+    ]
     pages = crawl(site)
     assert {p.stem for p in pages if p.parent.name == "errors"} == ids
-    assert sorted(p.name for p in site.iterdir()) == [".extractor-site", "assets", "errors", "index.html"]
+    assert sorted(p.name for p in site.iterdir()) == [".extractor-site", "all.html", "assets", "errors", "index.html"]
 
 
 def test_record_page_marks_placeholders_escapes_text_and_marks_exactly_the_raise_lines(
@@ -279,7 +288,7 @@ def test_nightly_root_gives_the_latest_catalog_and_a_page_per_published_diff(
     assert "was vllm/config/scheduler.py:20; changed: lineNumber, conditions" in page
     removed = re.search(r'id="removed-title">Removed \((\d+)\)</h2>(.*?)</section>', page, re.S)
     assert removed is not None and removed.group(1) == "1" and "href" not in removed.group(2)
-    assert len(crawl(site)) == 1 + len(lines) + 1
+    assert len(crawl(site)) == 2 + len(lines) + 1
 
 
 def test_analysis_is_carried_forward_by_id_and_wording_and_needs_are_listed(tmp_path: Path) -> None:
@@ -504,7 +513,7 @@ def test_browser_crawl_finds_every_page_without_a_404_or_a_console_error(page: A
                     todo.append(target.as_uri())
             else:
                 assert parts.scheme == "https" and parts.netloc == "github.com", href
-    assert len(seen) == 1 + len(list((site / "errors").iterdir())) + 1
+    assert len(seen) == 2 + len(list((site / "errors").iterdir())) + 1
     assert page.errors == []
 
 
@@ -541,3 +550,29 @@ def test_browser_axe_finds_no_wcag_aa_violation(page: Any, site: Path) -> None:
         )
         violations = [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]
         assert violations == [], path.name
+
+
+def test_browser_lists_a_page_of_matches_at_a_time(browser: Any, published: dict[str, Any], tmp_path: Path) -> None:
+    """Only a page of rows is in the DOM; the rest come with 'Show more' or by walking the list with the keys."""
+    from extractor.catalog import LoadedCatalog
+    from extractor.site import render_site, write_site
+
+    line = by_message(lines_of(published["v1"]), "cannot load")
+    many = tuple(
+        replace(line, record=replace(line.record, id=f"{n:016x}", slug=f"s{n}"), extraction=line.extraction)
+        for n in range(250)
+    )
+    write_site(render_site(LoadedCatalog(many, None, line.record.analyzedSha, "many")), tmp_path / "site")
+    page = browser.new_page()
+    page.goto((tmp_path / "site" / "index.html").as_uri())
+    assert len(visible_rows(page)) == 100
+    assert page.text_content("#more") == "Show 150 more of 150"
+    page.click("#more")
+    assert len(visible_rows(page)) == 250 and page.is_hidden("#more-line")
+    page.fill("#q", "load")
+    assert len(visible_rows(page)) == 100
+    page.focus("#results li:nth-child(100) a")
+    page.keyboard.press("ArrowDown")
+    assert len(visible_rows(page)) == 200
+    assert page.evaluate("document.activeElement.getAttribute('href')") == f"errors/{100:016x}.html"
+    page.close()
