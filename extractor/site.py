@@ -47,6 +47,7 @@ MARKER = ".extractor-site"  # names a directory this module built, so that repla
 _ASSETS = "site_assets"
 _FIRST_WORDS = 80
 _STYLE = "default"
+HISTORY = "history.jsonl"
 
 
 class _DiffSide(BaseModel):
@@ -457,8 +458,9 @@ def open_site_inputs(
     """Open what a site is built from.
 
     `spec` is what `--catalog` takes, or a nightly root (a directory with index.json), which stands for its
-    latest catalog. A catalog inside a nightly root brings the diffs published up to it, and its directory's
-    analysis.jsonl is the analysis unless `analysis` names another file.
+    latest catalog. A catalog inside a nightly root brings the diffs published up to it and the root's
+    history.jsonl (unless `history` names another file), and its directory's analysis.jsonl is the analysis
+    unless `analysis` names another file.
     """
     path = Path(spec)
     directory: Path | None = None
@@ -478,6 +480,8 @@ def open_site_inputs(
                 diffs = read_published_diffs(path.parent, upto=path.name)
     if analysis is None and directory is not None and (directory / ANALYSIS).exists():
         analysis = directory / ANALYSIS
+    if history is None and directory is not None and (directory.parent / HISTORY).exists():
+        history = directory.parent / HISTORY  # the nightly job's rolling history, beside its index
     return SiteInputs(
         catalog=catalog,
         analysis=read_analysis(analysis) if analysis is not None else {},
@@ -486,9 +490,86 @@ def open_site_inputs(
     )
 
 
+class _Previous(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    filePath: str = ""
+    lineNumber: int = 0
+    errorMessage: str = ""
+
+
+class _LineageEvent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: str
+    revision: str
+    id: str
+    previous: _Previous | None = None
+    fields: list[str] = []
+
+
+class _Lineage(BaseModel):
+    """A line of history.jsonl as far as a page shows it (the history command's Lineage, read leniently)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    events: list[_LineageEvent]
+
+
+class _HistoryRevision(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    revision: str
+    committedAt: str | None = None
+
+
+class _HistoryManifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    revisions: list[_HistoryRevision] = []
+
+
+def _event_detail(event: _LineageEvent) -> str:
+    previous = event.previous
+    if event.kind == "reworded" and previous is not None:
+        return f"was “{previous.errorMessage}”"
+    if event.kind == "moved" and previous is not None:
+        return f"from {previous.filePath}:{previous.lineNumber}"
+    if event.kind == "modified" and event.fields:
+        return "changed: " + ", ".join(event.fields)
+    return ""
+
+
 def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
-    """Read history.jsonl into each record id's events (filled in with the history issue's format)."""
-    return {}
+    """Read history.jsonl (one lineage a line, events oldest first) into the events of each id it ever had.
+
+    Dates come from history.json beside it, when there is one.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise CatalogError(f"cannot read history {path}: {error.strerror or error}") from None
+    dates: dict[str, str | None] = {}
+    with contextlib.suppress(OSError, ValidationError):
+        manifest = _HistoryManifest.model_validate_json(path.with_name("history.json").read_bytes())
+        dates = {revision.revision: revision.committedAt for revision in manifest.revisions}
+    history: dict[str, list[HistoryEvent]] = {}
+    for number, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            lineage = _Lineage.model_validate_json(text)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            raise CatalogError(f"{path}:{number}: not a history line: {where}: {first['msg']}") from None
+        events = [
+            HistoryEvent(event.revision, dates.get(event.revision), event.kind, _event_detail(event))
+            for event in lineage.events
+        ]
+        for event in lineage.events:
+            history[event.id] = events
+    return history
 
 
 def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:

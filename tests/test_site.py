@@ -576,3 +576,49 @@ def test_browser_lists_a_page_of_matches_at_a_time(browser: Any, published: dict
     assert len(visible_rows(page)) == 200
     assert page.evaluate("document.activeElement.getAttribute('href')") == f"errors/{100:016x}.html"
     page.close()
+
+
+def test_history_shows_each_records_lineage(published: dict[str, Any], tmp_path: Path) -> None:
+    """--history (history.jsonl lines, history.json beside them for dates) puts each record's events on its page."""
+    old, new = by_message(lines_of(published["v1"]), "at least 1"), by_message(lines_of(published["v2"]), "one or more")
+    sha1, sha2 = published["shas"]["v1"], published["shas"]["v2"]
+
+    def event(kind: str, revision: str, sha: str, line: CatalogLine, **more: Any) -> dict[str, Any]:
+        record = line.record
+        return {
+            "kind": kind, "revision": revision, "sha": sha, "id": record.id, "filePath": record.filePath,
+            "lineNumber": record.lineNumber, "function": line.extraction.function,
+            "errorMessage": record.errorMessage, "githubUrl": record.githubUrl, **more,
+        }  # fmt: skip
+
+    previous = {
+        "id": old.record.id, "filePath": old.record.filePath, "lineNumber": old.record.lineNumber,
+        "function": old.extraction.function, "errorMessage": old.record.errorMessage,
+    }  # fmt: skip
+    lineage = {
+        "lineage": old.record.id, "errorClass": "ValueError", "errorMessage": new.record.errorMessage,
+        "slug": new.record.slug, "firstSeen": "v1", "lastSeen": "v2", "present": True,
+        "events": [event("introduced", "v1", sha1, old), event("reworded", "v2", sha2, new, previous=previous)],
+    }  # fmt: skip
+    (tmp_path / "history.jsonl").write_text(json.dumps(lineage) + "\n")
+    (tmp_path / "history.json").write_text(
+        json.dumps({"revisions": [{"revision": "v1", "committedAt": "2026-01-01T00:00:00Z"}, {"revision": "v2"}]})
+    )
+    site = tmp_path / "site"
+    build("--catalog", str(published["v2"]), "--history", str(tmp_path / "history.jsonl"), "--output", str(site))
+    page = (site / "errors" / f"{new.record.id}.html").read_text()
+    items = re.findall(r'<li><span class="kind">(.*?)</li>', re.search(r'class="history">(.*?)</ol>', page, re.S)[1])
+    assert items == [
+        "introduced</span> in <code>v1</code> (2026-01-01T00:00:00Z)",
+        "reworded</span> in <code>v2</code>: was “max_num_seqs ({self.max_num_seqs}) must be at least 1.”",
+    ]
+    other = by_message(lines_of(published["v2"]), "cannot load")
+    assert 'class="history"' not in (site / "errors" / f"{other.record.id}.html").read_text()
+
+    (tmp_path / "history.jsonl").write_text('{"events": [{"kind": "introduced"}]}\n')
+    result = run_cli("site", "--catalog", str(published["v2"]), "--history", str(tmp_path / "history.jsonl"),
+                     "--output", str(site))  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"extractor: error: {tmp_path / 'history.jsonl'}:1: not a history line: events.0.revision: Field required\n"
+    )
