@@ -592,10 +592,11 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
     except OSError as error:
         raise ExtractorError(f"cannot write {output}: {error.strerror or error}") from None
     try:
+        for directory in sorted({(staging / name).parent for name in files}):
+            directory.mkdir(parents=True, exist_ok=True)
         for name, data in files.items():
-            path = staging / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            with open(staging / name, "wb") as stream:
+                stream.write(data)
         staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
         if output.is_symlink() or (link and not output.exists()):
             old = output.resolve() if output.is_symlink() else None
