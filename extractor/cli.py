@@ -386,7 +386,8 @@ def _run_site(argv: Sequence[str]) -> int:
     args = _site_parser().parse_args(argv)
     import time
 
-    from extractor.site import build_site, open_site_inputs
+    from extractor.site import build_site
+    from extractor.site_inputs import open_site_inputs
 
     started = time.monotonic()
     inputs = open_site_inputs(

@@ -236,7 +236,8 @@ def _site_done(root: Path, site: Path | None) -> bool:
 
 def publish_site(root: Path, site: Path, log: Callable[[str], None]) -> None:
     """Rebuild the site of the latest published catalog into `site`: built aside, then switched to at once."""
-    from extractor.site import build_site, open_site_inputs
+    from extractor.site import build_site
+    from extractor.site_inputs import open_site_inputs
 
     step = time.monotonic()
     inputs = open_site_inputs(str(root), repo=str(root), options=ExtractOptions())

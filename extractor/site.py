@@ -18,84 +18,20 @@ from typing import Any
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
-from pydantic import BaseModel, ConfigDict, ValidationError
 
-from extractor.analysis import ANALYSIS, ANALYSIS_FIELDS, AnalysisEntry, overlay, read_analysis
-from extractor.catalog import LoadedCatalog, load_catalog, open_catalog
-from extractor.errors import CatalogError, ExtractorError
+from extractor.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
+from extractor.catalog import LoadedCatalog
+from extractor.errors import ExtractorError
 from extractor.explain import condition_in_words
-from extractor.extract import ExtractOptions
 from extractor.models import CatalogLine, Record
-from extractor.nightly import INDEX, read_index
-from extractor.write import RECORDS
+from extractor.site_inputs import HistoryEvent, PublishedDiff
 
-__all__ = [
-    "MARKER",
-    "HistoryEvent",
-    "PublishedDiff",
-    "SiteInputs",
-    "SiteSummary",
-    "build_site",
-    "open_site_inputs",
-    "read_history",
-    "read_published_diffs",
-    "render_site",
-    "write_site",
-]
+__all__ = ["MARKER", "SiteSummary", "build_site", "render_site", "write_site"]
 
 MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
 _ASSETS = "site_assets"
 _FIRST_WORDS = 80
 _STYLE = "default"
-HISTORY = "history.jsonl"
-
-
-class _DiffSide(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    sha: str
-    revision: str
-    records: int
-
-
-class _DiffChange(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    kind: str
-    id: str
-    old: Record | None
-    new: Record | None
-    fields: list[str] = []
-
-
-class _DiffDocument(BaseModel):
-    """diff.json as the nightly job writes it (see diff.render_json)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    old: _DiffSide
-    new: _DiffSide
-    summary: dict[str, int]
-    changes: list[_DiffChange]
-
-
-@dataclass(frozen=True)
-class PublishedDiff:
-    """A diff the nightly job published beside a catalog: the catalog's SHA, its commit date, the diff."""
-
-    sha: str
-    committedAt: str | None
-    document: _DiffDocument
-
-
-@dataclass(frozen=True)
-class HistoryEvent:
-    """One step of a record's history, as a page shows it: when (a revision and date) and what happened."""
-
-    revision: str
-    date: str | None
-    kind: str
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,16 +42,6 @@ class SiteSummary:
     diffs: int
     files: int
     bytes: int
-
-
-@dataclass(frozen=True)
-class SiteInputs:
-    """What a site is built from: a catalog, the analysis to show, the published diffs, the histories."""
-
-    catalog: LoadedCatalog
-    analysis: Mapping[str, AnalysisEntry]
-    diffs: Sequence[PublishedDiff]
-    history: Mapping[str, Sequence[HistoryEvent]]
 
 
 @dataclass(frozen=True)
@@ -422,7 +348,8 @@ def render_site(
             names=names,
             counts=counts,
             diffs=diffs,
-            search_data=Markup(orjson.dumps(search).decode().replace("</", "<\\/")),
+            # "<" only occurs inside JSON strings, where \u003c means the same and cannot end the script.
+            search_data=Markup(orjson.dumps(search).decode().replace("<", "\\u003c")),
         )
         .encode()
     )
@@ -431,145 +358,6 @@ def render_site(
     files["assets/search.js"] = _static("search.js")
     files[MARKER] = orjson.dumps({"repo": repo, "sha": sha, "records": len(lines), "diffs": len(diffs)}) + b"\n"
     return files
-
-
-def read_published_diffs(root: Path, *, upto: str | None = None) -> list[PublishedDiff]:
-    """Read the diffs a nightly root (DIR with index.json) published, newest first, from `upto` back."""
-    entries = read_index(root).catalogs
-    if upto is not None:
-        shas = [entry.sha for entry in entries]
-        entries = entries[shas.index(upto) :] if upto in shas else []
-    diffs = []
-    for entry in entries:
-        diff_path = root / entry.sha / "diff.json"
-        if not diff_path.exists():
-            continue
-        try:
-            document = _DiffDocument.model_validate_json(diff_path.read_bytes())
-        except (ValidationError, OSError) as error:
-            raise CatalogError(f"{diff_path}: not a valid diff: {str(error).splitlines()[0]}") from None
-        diffs.append(PublishedDiff(entry.sha, entry.committedAt, document))
-    return diffs
-
-
-def open_site_inputs(
-    spec: str, *, repo: str, options: ExtractOptions, analysis: Path | None = None, history: Path | None = None
-) -> SiteInputs:
-    """Open what a site is built from.
-
-    `spec` is what `--catalog` takes, or a nightly root (a directory with index.json), which stands for its
-    latest catalog. A catalog inside a nightly root brings the diffs published up to it and the root's
-    history.jsonl (unless `history` names another file), and its directory's analysis.jsonl is the analysis
-    unless `analysis` names another file.
-    """
-    path = Path(spec)
-    directory: Path | None = None
-    diffs: list[PublishedDiff] = []
-    if path.is_dir() and (path / INDEX).exists() and not (path / RECORDS).exists():
-        index = read_index(path)
-        if index.latest is None:
-            raise CatalogError(f"{path / INDEX} names no published catalog yet")
-        directory = path / index.latest
-        catalog = load_catalog(directory)
-        diffs = read_published_diffs(path, upto=index.latest)
-    else:
-        catalog = open_catalog(spec, repo=repo, options=options)
-        if path.is_dir() and (path / RECORDS).exists():
-            directory = path
-            if (path.parent / INDEX).exists():
-                diffs = read_published_diffs(path.parent, upto=path.name)
-    if analysis is None and directory is not None and (directory / ANALYSIS).exists():
-        analysis = directory / ANALYSIS
-    if history is None and directory is not None and (directory.parent / HISTORY).exists():
-        history = directory.parent / HISTORY  # the nightly job's rolling history, beside its index
-    return SiteInputs(
-        catalog=catalog,
-        analysis=read_analysis(analysis) if analysis is not None else {},
-        diffs=diffs,
-        history=read_history(history) if history is not None else {},
-    )
-
-
-class _Previous(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    filePath: str = ""
-    lineNumber: int = 0
-    errorMessage: str = ""
-
-
-class _LineageEvent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    kind: str
-    revision: str
-    id: str
-    previous: _Previous | None = None
-    fields: list[str] = []
-
-
-class _Lineage(BaseModel):
-    """A line of history.jsonl as far as a page shows it (the history command's Lineage, read leniently)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    events: list[_LineageEvent]
-
-
-class _HistoryRevision(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    revision: str
-    committedAt: str | None = None
-
-
-class _HistoryManifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    revisions: list[_HistoryRevision] = []
-
-
-def _event_detail(event: _LineageEvent) -> str:
-    previous = event.previous
-    if event.kind == "reworded" and previous is not None:
-        return f"was “{previous.errorMessage}”"
-    if event.kind == "moved" and previous is not None:
-        return f"from {previous.filePath}:{previous.lineNumber}"
-    if event.kind == "modified" and event.fields:
-        return "changed: " + ", ".join(event.fields)
-    return ""
-
-
-def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
-    """Read history.jsonl (one lineage a line, events oldest first) into the events of each id it ever had.
-
-    Dates come from history.json beside it, when there is one.
-    """
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise CatalogError(f"cannot read history {path}: {error.strerror or error}") from None
-    dates: dict[str, str | None] = {}
-    with contextlib.suppress(OSError, ValidationError):
-        manifest = _HistoryManifest.model_validate_json(path.with_name("history.json").read_bytes())
-        dates = {revision.revision: revision.committedAt for revision in manifest.revisions}
-    history: dict[str, list[HistoryEvent]] = {}
-    for number, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            lineage = _Lineage.model_validate_json(text)
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "line"
-            raise CatalogError(f"{path}:{number}: not a history line: {where}: {first['msg']}") from None
-        events = [
-            HistoryEvent(event.revision, dates.get(event.revision), event.kind, _event_detail(event))
-            for event in lineage.events
-        ]
-        for event in lineage.events:
-            history[event.id] = events
-    return history
 
 
 def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:
@@ -592,12 +380,15 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
     except OSError as error:
         raise ExtractorError(f"cannot write {output}: {error.strerror or error}") from None
     try:
-        for directory in sorted({(staging / name).parent for name in files}):
-            directory.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            with open(staging / name, "wb") as stream:
-                stream.write(data)
-        staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
+        try:
+            for directory in sorted({(staging / name).parent for name in files}):
+                directory.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                with open(staging / name, "wb") as stream:
+                    stream.write(data)
+            staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
+        except OSError as error:
+            raise ExtractorError(f"cannot write the site beside {output}: {error.strerror or error}") from None
         if output.is_symlink() or (link and not output.exists()):
             old = output.resolve() if output.is_symlink() else None
             pointer = parent / f".{output.name}.link"

@@ -40,7 +40,7 @@ class SchedulerConfig:
                 f"{self.max_len} < {self.max_num_seqs}."
             )
         if self.max_len > 1 << 20:
-            raise TypeError("max_len <b>is</b> too \\"large\\" & unsafe")
+            raise TypeError("max_len <b>is</b> too \\"large\\" & unsafe</script><!--")
 '''
 OTHER_V1 = """\
 def load(path):
@@ -181,7 +181,7 @@ def test_record_page_marks_placeholders_escapes_text_and_marks_exactly_the_raise
 
     unsafe = by_message(lines, "unsafe")
     page = (site / "errors" / f"{unsafe.record.id}.html").read_text()
-    assert '<code>max_len &lt;b&gt;is&lt;/b&gt; too "large" &amp; unsafe</code>' in page
+    assert '<code>max_len &lt;b&gt;is&lt;/b&gt; too "large" &amp; unsafe&lt;/script&gt;&lt;!--</code>' in page
     assert "<b>is</b>" not in page
     # Source is highlighted with Pygments' classes, whose rules are in the stylesheet.
     assert '<span class="k">raise</span> <span class="ne">TypeError</span>' in page
