@@ -81,7 +81,7 @@ class _Highlighter:
         out = []
         for n in range(record.sourceCodeStart, record.sourceCodeEnd + 1):
             css = "line raise" if n in marked else "line"
-            out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n)]}</span>\n')
+            out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n)]}</span>')
         return Markup("".join(out))
 
 
