@@ -12,7 +12,7 @@ import orjson
 from filelock import FileLock
 from pydantic import ValidationError
 
-from extractor.catalog import LoadedCatalog, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
 from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
@@ -24,7 +24,7 @@ __all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publi
 
 INDEX = "index.json"
 LOCK = ".nightly.lock"
-_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}$")
+_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}(-[\w.+=-]+)?$")
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,15 @@ def read_index(output: Path) -> NightlyIndex:
         raise CatalogError(f"{path}: not a valid nightly index: {str(error).splitlines()[0]}") from None
 
 
+def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
+    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
+    return root / folder_name(sha=sha, revision=sha, scope=options.scope)
+
+
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
     index = read_index(output)
-    return index.latest == commit.sha and is_complete(output / commit.sha, options=options, sha=commit.sha) is not None
+    folder = _folder(output, commit.sha, options)
+    return index.latest == commit.sha and is_complete(folder, options=options, sha=commit.sha) is not None
 
 
 def nightly(
@@ -88,14 +94,15 @@ def nightly(
         log(f"took the lock ({time.monotonic() - step:.2f}s)")
         if _up_to_date(root, commit, options):
             if analysis is not None:
-                carry_analysis(root, root / commit.sha, load_catalog(root / commit.sha), None, analysis, log)
+                folder = _folder(root, commit.sha, options)
+                carry_analysis(None, folder, load_catalog(folder), None, analysis, log)
             if site is not None and (analysis is not None or not _site_done(root, site)):
-                publish_site(root, site, log)
+                publish_site(root, site, options, log)
             log(f"{commit.sha[:12]} was published meanwhile; nothing else to do")
             return NightlyResult(commit.sha, published=False)
         _publish(root, commit, options, keep, log, analysis)
         if site is not None:
-            publish_site(root, site, log)
+            publish_site(root, site, options, log)
     log(f"done ({time.monotonic() - started:.2f}s)")
     return NightlyResult(commit.sha, published=True)
 
@@ -109,7 +116,7 @@ def _publish(
     analysis: Path | None = None,
 ) -> None:
     index = read_index(root)
-    directory = root / commit.sha
+    directory = _folder(root, commit.sha, options)
     for stale in directory.glob(".*.tmp"):  # temporary files of a run killed while writing
         stale.unlink(missing_ok=True)
     step = time.monotonic()
@@ -126,7 +133,7 @@ def _publish(
     step = time.monotonic()
     summary = None
     diff = None
-    previous = _previous(root, index, commit.sha)
+    previous = _previous(root, index, commit.sha, options)
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
@@ -136,7 +143,8 @@ def _publish(
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
     else:
         log("first catalog: no diff")
-    carry_analysis(root, directory, catalog, diff, analysis, log)
+    before = _folder(root, index.latest, options) if previous is not None and index.latest else None
+    carry_analysis(before, directory, catalog, diff, analysis, log)
 
     step = time.monotonic()
     entry = IndexEntry(
@@ -153,17 +161,18 @@ def _publish(
     log(f"published {root / INDEX} ({time.monotonic() - step:.2f}s)")
     # The index no longer names them, so removing them now can leave nothing dangling.
     for old in dropped:
-        if _SHA_DIR.match(old.sha):
-            shutil.rmtree(root / old.sha, ignore_errors=True)
+        folder = _folder(root, old.sha, options)
+        if _SHA_DIR.match(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
 
 
-def _previous(root: Path, index: NightlyIndex, sha: str) -> LoadedCatalog | None:
+def _previous(root: Path, index: NightlyIndex, sha: str, options: ExtractOptions) -> LoadedCatalog | None:
     if index.latest is None or index.latest == sha:
         return None
     try:
-        return load_catalog(root / index.latest)
+        return load_catalog(_folder(root, index.latest, options))
     except CatalogError:
         return None
 
@@ -172,18 +181,19 @@ def _previous(root: Path, index: NightlyIndex, sha: str) -> LoadedCatalog | None
 
 
 def carry_analysis(
-    root: Path,
+    previous: Path | None,
     directory: Path,
     catalog: LoadedCatalog,
     diff: CatalogDiff | None,
     fresh: Path | None,
     log: Callable[[str], None],
 ) -> None:
-    """Write DIR/<sha>/analysis.jsonl and needs-analysis.jsonl for a catalog about to be published.
+    """Write analysis.jsonl and needs-analysis.jsonl into a catalog's folder `directory`.
 
-    The analysis of the catalog published before (and what is already in `directory`, and `fresh`, in
-    that order) is kept for every record whose id and wording are unchanged; needs-analysis.jsonl lists
-    the records that are new, reworded or modified since their analysis was written.
+    The analysis of the catalog published before (in the folder `previous`), what is already in
+    `directory`, and `fresh`, in that order, is kept for every record whose id and wording are unchanged;
+    needs-analysis.jsonl lists the records that are new, reworded or modified since their analysis was
+    written.
     """
     from extractor.analysis import (
         ANALYSIS,
@@ -198,8 +208,8 @@ def carry_analysis(
     step = time.monotonic()
     known: dict[str, AnalysisEntry] = {}
     sources = [directory / ANALYSIS]
-    if diff is not None:
-        sources.insert(0, root / diff.old.sha / ANALYSIS)
+    if previous is not None:
+        sources.insert(0, previous / ANALYSIS)
     for path in sources:
         if path.exists():
             known.update(read_analysis(path))
@@ -234,12 +244,12 @@ def _site_done(root: Path, site: Path | None) -> bool:
         return False
 
 
-def publish_site(root: Path, site: Path, log: Callable[[str], None]) -> None:
+def publish_site(root: Path, site: Path, options: ExtractOptions, log: Callable[[str], None]) -> None:
     """Rebuild the site of the latest published catalog into `site`: built aside, then switched to at once."""
     from extractor.site import build_site
     from extractor.site_inputs import open_site_inputs
 
     step = time.monotonic()
-    inputs = open_site_inputs(str(root), repo=str(root), options=ExtractOptions())
+    inputs = open_site_inputs(str(root), repo=str(root), options=options)
     summary = build_site(inputs.catalog, output=site, analysis=inputs.analysis, diffs=inputs.diffs, link=True)
     log(f"site of {summary.records} records rebuilt in {site} ({time.monotonic() - step:.2f}s)")

@@ -9,18 +9,19 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
-from extractor.catalog import LoadedCatalog, load_catalog, open_catalog
+from extractor.catalog import LoadedCatalog, folder_name, load_catalog, open_catalog
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
-from extractor.models import Record
+from extractor.models import Record, Scope
 from extractor.nightly import INDEX, read_index
-from extractor.write import RECORDS
+from extractor.write import MANIFEST, RECORDS
 
 __all__ = [
     "HISTORY",
     "HistoryEvent",
     "PublishedDiff",
     "SiteInputs",
+    "catalog_folder",
     "open_site_inputs",
     "read_history",
     "read_published_diffs",
@@ -87,7 +88,17 @@ class SiteInputs:
     history: Mapping[str, Sequence[HistoryEvent]]
 
 
-def read_published_diffs(root: Path, *, upto: str | None = None) -> list[PublishedDiff]:
+def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
+    """Find the folder of a nightly root that holds the catalog of `sha`: the one `scope` names, else the
+    only published folder of that SHA whatever its scope."""
+    named = root / folder_name(sha=sha, revision=sha, scope=scope)
+    if (named / MANIFEST).exists():
+        return named
+    found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if (p / MANIFEST).exists()]
+    return found[0] if len(found) == 1 else None
+
+
+def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -> list[PublishedDiff]:
     """Read the diffs a nightly root (DIR with index.json) published, newest first, from `upto` back."""
     entries = read_index(root).catalogs
     if upto is not None:
@@ -95,9 +106,10 @@ def read_published_diffs(root: Path, *, upto: str | None = None) -> list[Publish
         entries = entries[shas.index(upto) :] if upto in shas else []
     diffs = []
     for entry in entries:
-        diff_path = root / entry.sha / "diff.json"
-        if not diff_path.exists():
+        folder = catalog_folder(root, entry.sha, scope)
+        if folder is None or not (folder / "diff.json").exists():
             continue
+        diff_path = folder / "diff.json"
         try:
             document = _DiffDocument.model_validate_json(diff_path.read_bytes())
         except (ValidationError, OSError) as error:
@@ -112,9 +124,10 @@ def open_site_inputs(
     """Open what a site is built from.
 
     `spec` is what `--catalog` takes, or a nightly root (a directory with index.json), which stands for its
-    latest catalog. A catalog inside a nightly root brings the diffs published up to it and the root's
-    history.jsonl (unless `history` names another file), and its directory's analysis.jsonl is the analysis
-    unless `analysis` names another file.
+    latest catalog (in the folder of the scope `options` gives, else the only one of its SHA). A catalog
+    inside a nightly root brings the diffs published up to it and the root's history.jsonl (unless
+    `history` names another file), and its folder's analysis.jsonl is the analysis unless `analysis` names
+    another file.
     """
     path = Path(spec)
     directory: Path | None = None
@@ -123,15 +136,18 @@ def open_site_inputs(
         index = read_index(path)
         if index.latest is None:
             raise CatalogError(f"{path / INDEX} names no published catalog yet")
-        directory = path / index.latest
+        directory = catalog_folder(path, index.latest, options.scope)
+        if directory is None:
+            raise CatalogError(f"{path} holds no single published catalog of {index.latest} (pass its folder)")
         catalog = load_catalog(directory)
-        diffs = read_published_diffs(path, upto=index.latest)
+        diffs = read_published_diffs(path, scope=options.scope, upto=index.latest)
     else:
         catalog = open_catalog(spec, repo=repo, options=options)
         if path.is_dir() and (path / RECORDS).exists():
             directory = path
-            if (path.parent / INDEX).exists():
-                diffs = read_published_diffs(path.parent, upto=path.name)
+            if (path.parent / INDEX).exists() and catalog.manifest is not None:
+                scope = catalog.manifest.scope
+                diffs = read_published_diffs(path.parent, scope=scope, upto=catalog.manifest.sha)
     if analysis is None and directory is not None and (directory / ANALYSIS).exists():
         analysis = directory / ANALYSIS
     if history is None and directory is not None and (directory.parent / HISTORY).exists():

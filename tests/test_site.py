@@ -77,7 +77,13 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         git(bare, "update-ref", "refs/heads/main", f"refs/tags/{tag}")
         shas[tag] = git(bare, "rev-parse", "refs/heads/main")
         assert main(["nightly", "--repo", str(bare), "--output", str(root), "--quiet", *SCOPE]) == 0
-    return {"root": root, "bare": bare, "v1": root / shas["v1"], "v2": root / shas["v2"], "shas": shas}
+    return {"root": root, "bare": bare, "v1": folder(root, shas["v1"]), "v2": folder(root, shas["v2"]), "shas": shas}
+
+
+def folder(root: Path, sha: str) -> Path:
+    """The folder the nightly job published a catalog of `sha` in (named after its scope, `SCOPE` here)."""
+    (found,) = root.glob(f"{sha}-*")
+    return found
 
 
 def lines_of(directory: Path) -> list[CatalogLine]:
@@ -300,7 +306,7 @@ def test_analysis_is_carried_forward_by_id_and_wording_and_needs_are_listed(tmp_
     git(bare, "update-ref", "refs/heads/main", "refs/tags/v1")
     root = tmp_path / "pub"
     assert main(["nightly", "--repo", str(bare), "--output", str(root), "--quiet", *SCOPE]) == 0
-    first = root / git(bare, "rev-parse", "refs/heads/main")
+    first = folder(root, git(bare, "rev-parse", "refs/heads/main"))
     needs = [json.loads(line) for line in (first / "needs-analysis.jsonl").read_text().splitlines()]
     v1 = lines_of(first)
     assert [(n["id"], n["reason"]) for n in needs] == [(line.record.id, "new") for line in v1]
@@ -323,7 +329,7 @@ def test_analysis_is_carried_forward_by_id_and_wording_and_needs_are_listed(tmp_
     git(bare, "fetch", "--quiet", str(repo.path), "refs/tags/v2:refs/tags/v2")
     git(bare, "update-ref", "refs/heads/main", "refs/tags/v2")
     assert main(["nightly", "--repo", str(bare), "--output", str(root), "--quiet", *SCOPE, "--site"]) == 0
-    second = root / git(bare, "rev-parse", "refs/heads/main")
+    second = folder(root, git(bare, "rev-parse", "refs/heads/main"))
     v2 = lines_of(second)
     needs = [json.loads(line) for line in (second / "needs-analysis.jsonl").read_text().splitlines()]
     reasons = {n["id"]: n["reason"] for n in needs}
