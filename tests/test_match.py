@@ -36,11 +36,11 @@ def catalog_repo(git_repo: GitRepo) -> GitRepo:
 @pytest.fixture
 def matcher(catalog_repo: GitRepo) -> Matcher:
     options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher(extract(repo=str(catalog_repo.path), revision="v1", options=options).lines)
+    return Matcher.of_lines(extract(repo=str(catalog_repo.path), revision="v1", options=options).lines)
 
 
 def found(matcher: Matcher, text: str) -> list[tuple[int, dict[str, str]]]:
-    return [(m.line.record.lineNumber, m.values) for m in matcher.match(text).matches]
+    return [(m.site.lineNumber, m.values) for m in matcher.match(text).matches]
 
 
 @pytest.mark.parametrize(
@@ -79,10 +79,16 @@ def test_the_template_covering_most_literal_text_wins(matcher: Matcher) -> None:
     assert found(matcher, "ValueError: Unknown dtype: 'fp9'") == [(8, {"n": "'fp9'"})]
 
 
-def test_placeholder_only_messages_need_their_class_and_come_last(matcher: Matcher) -> None:
-    assert found(matcher, "something nobody wrote") == []
-    assert found(matcher, "ValueError: something nobody wrote") == [(7, {"msg": "something nobody wrote"})]
-    assert found(matcher, "TypeError: something nobody wrote") == [(10, {"msg": "something nobody wrote"})]
+def weak(matcher: Matcher, text: str) -> list[tuple[int, dict[str, str]]]:
+    return [(m.site.lineNumber, m.values) for m in matcher.match(text).weak]
+
+
+def test_placeholder_only_messages_need_their_class_and_are_only_weak(matcher: Matcher) -> None:
+    """A message that is all placeholder explains nothing: it is never a confident answer (was: a match)."""
+    assert found(matcher, "something nobody wrote") == weak(matcher, "something nobody wrote") == []
+    assert found(matcher, "ValueError: something nobody wrote") == []
+    assert weak(matcher, "ValueError: something nobody wrote") == [(7, {"msg": "something nobody wrote"})]
+    assert weak(matcher, "TypeError: something nobody wrote") == [(10, {"msg": "something nobody wrote"})]
 
 
 def test_error_looking_lines_are_reported_even_unmatched(matcher: Matcher) -> None:
@@ -122,7 +128,13 @@ def test_log_on_stdin_yields_one_line_per_error(catalog_repo: GitRepo) -> None:
         "githubUrl",
         "errorMessage",
         "values",
+        "how",
+        "partial",
+        "score",
+        "normalized",
     }
+    # "Got n=" " and max_model_len = " "." explain 28 of the 34 characters
+    assert (outputs[0]["matches"][0]["how"], outputs[0]["matches"][0]["score"]) == ("exact", 0.824)
 
 
 def test_unrelated_text_exits_1_and_text_format(catalog_repo: GitRepo) -> None:
