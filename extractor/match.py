@@ -46,6 +46,7 @@ _LOG_PREFIX = re.compile(
     re.M,
 )
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`"}
+_PYDANTIC_ERRORS = re.compile(r"^\s*(?:Value error|Assertion failed), (.*?)(?: \[type=\w+[^\n]*)?$", re.M)
 _PYDANTIC = re.compile(r"(?:Value error|Assertion failed), (?P<msg>.*?)(?: \[type=\w+(?:, input_value=.*)?\]?)?$", re.S)
 _MESSAGE_KEY = re.compile(r"""['"](?:message|detail|error)['"]\s*:\s*(?P<q>['"])(?P<msg>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
 _QUOTED = re.compile(r"""(?P<q>['"])(?P<msg>(?:\\.|(?!(?P=q)).){20,})(?P=q)""")
@@ -357,29 +358,35 @@ class Matcher:
         stripped = text.rstrip("\r\n")[:MAX_LINE]
         prefix = _CLASS_PREFIX.search(stripped)
         is_error = prefix is not None or bool(_ERROR_LEVEL.match(stripped))
-        found: dict[int, Match] = {}  # by id() of the template: each template once, at its best
         source = _RAISE.match(stripped)
         if source:
-            for index in self.by_source.get(_squash(source["arg"]), []):
-                template = self.templates[index]
-                if template.errorClass == source["cls"].rpartition(".")[2]:
-                    found[id(template)] = Match(template, {}, How.SOURCE, 1.0, (), template.errorClass)
+            found = [
+                Match(template, {}, How.SOURCE, 1.0, (), template.errorClass)
+                for template in (self.templates[i] for i in self.by_source.get(_squash(source["arg"]), []))
+                if template.errorClass == source["cls"].rpartition(".")[2]
+            ]
+            confident, weak = _best(found)
+        elif len(errors := _PYDANTIC_ERRORS.findall(stripped)) > 1:  # `N validation errors for X`: each
+            confident, weak = (), ()
+            for error in errors:
+                one, other = _best(self._found([_Variant(error.strip(), ("pydantic",))]))
+                confident, weak = confident + one, weak + other
+            weak = () if confident else weak
         else:
-            for variant in _variants(stripped):
-                for match in self._try(variant):
-                    key = id(match.template)
-                    if key not in found or match.rank() > found[key].rank():
-                        found[key] = match
-                if any(m.confident for m in found.values()):
-                    break
-        if not found:
-            return MatchResult(stripped, is_error)
-        ordered = sorted(found.values(), key=lambda m: m.rank(), reverse=True)
-        best = ordered[0].rank()
-        top = tuple(m for m in ordered if m.rank() == best)
-        if top[0].confident:
-            return MatchResult(stripped, True, _in_file_order(top))
-        return MatchResult(stripped, is_error, (), _in_file_order(top))
+            confident, weak = _best(self._found(_variants(stripped)))
+        return MatchResult(stripped, is_error or bool(confident), confident, weak)
+
+    def _found(self, variants: Iterable[_Variant]) -> list[Match]:
+        """Each template once, at its best over the variants; stop at the first variant answered with confidence."""
+        found: dict[int, Match] = {}  # by id() of the template
+        for variant in variants:
+            for match in self._try(variant):
+                key = id(match.template)
+                if key not in found or match.rank() > found[key].rank():
+                    found[key] = match
+            if any(m.confident for m in found.values()):
+                break
+        return list(found.values())
 
     def _try(self, variant: _Variant) -> list[Match]:
         text = variant.text
@@ -420,6 +427,15 @@ class Matcher:
         if template.pieces and template.literal >= MIN_PARTIAL:
             return _prefix(template, message if message is not None else text, steps, error_class)
         return None
+
+
+def _best(found: Sequence[Match]) -> tuple[tuple[Match, ...], tuple[Match, ...]]:
+    """The best-ranked matches: as (confident, ()) or, when none is confident, ((), weak)."""
+    if not found:
+        return (), ()
+    best = max(m.rank() for m in found)
+    top = _in_file_order(m for m in found if m.rank() == best)
+    return (top, ()) if top[0].confident else ((), top)
 
 
 def _with_period(template: Template, text: str) -> str | None:

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,3 +153,116 @@ def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     result = run("--catalog", str(bad), "x")
     assert result.returncode == 2
     assert result.stderr.startswith(f"extractor: error: {bad}:1: not JSON")
+
+
+SHAPES = '''\
+def check(self, world_size, gpus, n, backend, what, detail, length):
+    if world_size > gpus:
+        raise ValueError(
+            f"World size ({world_size}) is larger than the number of available GPUs ({gpus}) in this node. "
+            "If this is intentional and you are using Ray, start a cluster first."
+        )
+    if n:
+        raise ValueError(f"Invalid value {n} for num_speculative_tokens.")
+    if length:
+        raise ValueError(f"This model's maximum context length is {length} tokens. However, you requested {n} tokens.")
+    if gpus:
+        raise ValueError(f"`--max-model-len` ({length}) must not exceed the model's limit of {n}.")
+    if backend:
+        raise ValueError(f"Unknown executor backend {backend}.")
+    if what:
+        raise RuntimeError(f"{what}: {detail}")
+    if detail:
+        raise ValueError(f"Cannot load the weights of {n}.\\nCheck the path {what} and retry with a full checkpoint.")
+    raise ValueError(f"Expected a newline-ended list of {n} items:\\n")
+'''
+WORLD = (
+    "World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional and you "
+    "are using Ray, start a cluster first."
+)
+SPEC = "Invalid value 7 for num_speculative_tokens."
+LIMIT = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."
+PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
+
+# (paste, line of the raise, how, normalization steps): one per shape users paste, from issue #13's table.
+SHAPE_CASES = [
+    pytest.param(f"ValueError: {WORLD[:100]}", 3, "partial", [], id="text cut"),
+    pytest.param(f"`ValueError: {WORLD}`", 3, "normalized", ["markdown"], id="inline code"),
+    pytest.param(f"**ValueError: {SPEC}**", 8, "normalized", ["markdown"], id="bold"),
+    pytest.param(f"> ValueError: {SPEC}", 8, "normalized", ["markdown"], id="quote block"),
+    pytest.param(f'"ValueError: {SPEC}"', 8, "normalized", ["quotes"], id="quote marks"),
+    pytest.param(f"ValueError: {WORLD[:60]} ...", 3, "partial", ["ellipsis"], id="cut with an ellipsis"),
+    pytest.param(f"ValueError: {SPEC[:-1]}", 8, "normalized", ["period"], id="final period dropped"),
+    pytest.param(
+        "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"" + LIMIT + "\", 'type': "
+        "'BadRequestError', 'param': None, 'code': 400}",
+        10,
+        "normalized",
+        ["embedded"],
+        id="openai client wrapper",
+    ),
+    pytest.param(f"400 {LIMIT} None", 10, "normalized", ["http"], id="http status wrapper"),
+    pytest.param(
+        "ValueError: --max-model-len (5000) must not exceed the model's limit of 4096.",
+        12,
+        "normalized",
+        ["backticks"],
+        id="backticks lost",
+    ),
+    pytest.param(
+        f"  Value error, {SPEC} [type=value_error, input_value=ArgsKwargs((), {{}}), input_type=ArgsKwargs]",
+        8,
+        "normalized",
+        ["pydantic"],
+        id="pydantic value error",
+    ),
+    pytest.param(
+        f"RuntimeError: Worker failed with error '{SPEC}', please check the stack trace above for the root cause",
+        8,
+        "normalized",
+        ["embedded"],
+        id="quoted inside another error",
+    ),
+    pytest.param(
+        f"Exception in worker VllmWorkerProcess while processing method load_model: {SPEC}, Traceback (most recent "
+        "call last):",
+        8,
+        "normalized",
+        ["embedded"],
+        id="worker exception with traceback tail",
+    ),
+    pytest.param("ValueError: Expected a newline-ended list of 3 items:", 19, "exact", [], id="template ends in newline"),
+    pytest.param('raise ValueError(f"Unknown executor backend {backend}.")', 14, "source", [], id="raise line"),
+    pytest.param(f"报错ValueError: {SPEC}", 8, "exact", [], id="glued text"),
+    pytest.param(
+        f"{PREFIX}ValueError: Cannot load the weights of m.\n{PREFIX}Check the path /x and retry with a full checkpoint.",
+        18,
+        "normalized",
+        ["log-prefix"],
+        id="log prefix on every line",
+    ),
+    pytest.param(f"\x1b[0;36m{PREFIX}\x1b[0mValueError: {SPEC}", 8, "normalized", ["ansi"], id="ansi escapes"),
+    pytest.param(f"^[[0;36m{PREFIX}^[[0mValueError: {SPEC}", 8, "normalized", ["ansi"], id="ansi spelled out"),
+    pytest.param(f"ValueError: {LIMIT.replace(chr(39), '&#x27;')}", 10, "normalized", ["html"], id="html entity"),
+]
+
+
+@pytest.fixture(scope="module")
+def shapes_output(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
+    """Every pasted shape through `match` in one subprocess run, one JSON answer per TEXT, in order."""
+    repo = GitRepo(tmp_path_factory.mktemp("shapes"))
+    repo.commit({"pkg/a.py": SHAPES}, tag="v1")
+    texts = [case.values[0] for case in SHAPE_CASES]
+    result = run("--catalog", "v1", "--repo", str(repo.path), "--path", "pkg", "--exception", "*", *texts)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.mark.parametrize(("text", "line", "how", "steps"), SHAPE_CASES)
+def test_each_pasted_shape_finds_its_record(
+    shapes_output: list[dict[str, Any]], text: str, line: int, how: str, steps: list[str]
+) -> None:
+    (output,) = [o for o in shapes_output if o["input"] == text.rstrip("\n")]
+    assert [(m["lineNumber"], m["how"], m["normalized"], m["partial"]) for m in output["matches"]] == [
+        (line, how, steps, how == "partial")
+    ]
