@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +157,7 @@ def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"extractor: error: {bad}:1: not JSON")
 
 
-SHAPES = '''\
+SHAPES = """\
 def check(self, world_size, gpus, n, backend, what, detail, length):
     if world_size > gpus:
         raise ValueError(
@@ -175,7 +177,7 @@ def check(self, world_size, gpus, n, backend, what, detail, length):
     if detail:
         raise ValueError(f"Cannot load the weights of {n}.\\nCheck the path {what} and retry with a full checkpoint.")
     raise ValueError(f"Expected a newline-ended list of {n} items:\\n")
-'''
+"""
 WORLD = (
     "World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional and you "
     "are using Ray, start a cluster first."
@@ -231,7 +233,9 @@ SHAPE_CASES = [
         ["embedded"],
         id="worker exception with traceback tail",
     ),
-    pytest.param("ValueError: Expected a newline-ended list of 3 items:", 19, "exact", [], id="template ends in newline"),
+    pytest.param(
+        "ValueError: Expected a newline-ended list of 3 items:", 19, "exact", [], id="template ends in newline"
+    ),
     pytest.param('raise ValueError(f"Unknown executor backend {backend}.")', 14, "source", [], id="raise line"),
     pytest.param(f"报错ValueError: {SPEC}", 8, "exact", [], id="glued text"),
     pytest.param(
@@ -266,3 +270,146 @@ def test_each_pasted_shape_finds_its_record(
     assert [(m["lineNumber"], m["how"], m["normalized"], m["partial"]) for m in output["matches"]] == [
         (line, how, steps, how == "partial")
     ]
+
+
+@pytest.fixture(scope="module")
+def shapes_repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    repo = GitRepo(tmp_path_factory.mktemp("shapes-repo"))
+    repo.commit({"pkg/a.py": SHAPES}, tag="v1")
+    return repo
+
+
+def match_shapes(repo: GitRepo, *args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "extractor", "match", "--catalog", "v1", "--repo", str(repo.path)]
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    result = subprocess.run(
+        [*command, "--path", "pkg", "--exception", "*", *args], input=data, capture_output=True, timeout=60
+    )
+    return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
+    """Text that shares words with templates (`Invalid`, `tokens`) but was never raised: no match, exit 1."""
+    texts = [
+        "ValueError: The tokenizer has no chat template configured for this model; pass one with --chat-template.",
+        "ValueError: Invalid dtype bfloat17 requested for the tokens of this model in this node.",
+    ]
+    result = match_shapes(shapes_repo, *texts)
+    assert result.returncode == 1
+    assert [json.loads(line)["matches"] for line in result.stdout.splitlines()] == [[], []]
+
+
+def test_catch_all_records_are_weak_alone(shapes_repo: GitRepo) -> None:
+    """`f"{what}: {detail}"` fits anything with a colon: it is listed as weak, never a match, and exit is 1."""
+    result = match_shapes(shapes_repo, "RuntimeError: engine core died: see the log above")
+    assert result.returncode == 1
+    (output,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert output["matches"] == []
+    assert [(w["lineNumber"], w["values"]) for w in output["weak"]] == [
+        (16, {"what": "engine core died", "detail": "see the log above"})
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stdin", "code"),
+    [
+        pytest.param("", 1, id="empty log"),
+        pytest.param("INFO 11-29 17:35:18 [core.py:1] all good\nINFO 11-29 [x] still good\n", 1, id="only INFO"),
+        pytest.param(f"{PREFIX}engine died\nValueError: {SPEC}\n", 0, id="one match beside an unrelated ERROR"),
+        pytest.param(f"{PREFIX}engine died\n", 1, id="only an unrelated ERROR"),
+    ],
+)
+def test_log_exit_status_follows_grep(shapes_repo: GitRepo, stdin: str, code: int) -> None:
+    assert match_shapes(shapes_repo, stdin=stdin).returncode == code
+
+
+def test_text_exit_status_is_0_only_when_every_text_matched(shapes_repo: GitRepo) -> None:
+    assert match_shapes(shapes_repo, f"ValueError: {SPEC}", LIMIT).returncode == 0
+    assert match_shapes(shapes_repo, f"ValueError: {SPEC}", "hello world").returncode == 1
+
+
+def test_non_utf8_bytes_on_stdin_do_not_crash(shapes_repo: GitRepo) -> None:
+    result = match_shapes(shapes_repo, stdin=b"ValueError: Invalid value \xff\xfe for num_speculative_tokens.\n")
+    assert (result.returncode, result.stderr) == (0, "")
+    (output,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert output["matches"][0]["values"] == {"n": "\ufffd\ufffd"}
+
+
+def test_stdin_is_answered_line_by_line_as_it_is_read(shapes_repo: GitRepo) -> None:
+    """The answer to a line comes before stdin is closed: match streams, it does not read the log first."""
+    command = [sys.executable, "-m", "extractor", "match", "--catalog", "v1", "--repo", str(shapes_repo.path)]
+    process = subprocess.Popen(
+        [*command, "--path", "pkg", "--exception", "*"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(f"ValueError: {SPEC}\n".encode())
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, "no answer while stdin is still open"
+        assert json.loads(process.stdout.readline())["matches"][0]["lineNumber"] == 8
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+
+
+def test_patterns_the_extractor_writes_are_linear_in_the_input(git_repo: GitRepo) -> None:
+    """`Invalid {name}: {a}, {b}, {c}, {d}.` against 1,226 characters of `", "`: Python's re took >50 s."""
+    git_repo.commit({"pkg/a.py": 'raise ValueError(f"Invalid {name}: {a}, {b}, {c}, {d}.")\n'}, tag="v1")
+    line = "ValueError: Invalid x: " + ", ".join("y" * 3 for _ in range(240)) + "!"
+    assert len(line) > 1200
+    started = time.monotonic()
+    result = run("--catalog", "v1", "--repo", str(git_repo.path), "--path", "pkg", line)
+    assert result.returncode == 1 and time.monotonic() - started < 20
+
+
+def catalog_file(repo: GitRepo, tmp_path: Path) -> Path:
+    out = tmp_path / "cat"
+    subprocess.run(
+        [sys.executable, "-m", "extractor", "--sha", "v1", "--repo", str(repo.path), "--path", "pkg"]
+        + ["--exception", "*", "--output", str(out), "--quiet"],
+        check=True,
+    )
+    (records,) = out.glob("*/records.jsonl")
+    return records
+
+
+def with_pattern(records: Path, pattern: str, line: int) -> Path:
+    lines = records.read_text().splitlines()
+    document = json.loads(lines[line - 1])
+    document["record"]["messagePattern"] = pattern
+    lines[line - 1] = json.dumps(document)
+    bad = records.parent.parent / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    return bad
+
+
+def test_a_hand_made_catastrophic_pattern_does_not_hang(shapes_repo: GitRepo, tmp_path: Path) -> None:
+    records = catalog_file(shapes_repo, tmp_path)
+    bad = with_pattern(records, "Invalid value (?P<p0>(a+)+)$", 2)
+    started = time.monotonic()
+    result = run("--catalog", str(bad), "ValueError: Invalid value " + "a" * 40 + "!")
+    assert (result.returncode, result.stderr) == (1, "")
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        pytest.param(
+            "Invalid value (?P<p0>.*?",
+            "messagePattern does not compile: missing ), unterminated subpattern",
+            id="does not compile",
+        ),
+        pytest.param("Invalid value (?P<other>.*?)", "messagePattern has no group named 'p0'", id="unknown group"),
+    ],
+)
+def test_a_bad_pattern_names_the_file_and_line(
+    shapes_repo: GitRepo, tmp_path: Path, pattern: str, message: str
+) -> None:
+    records = catalog_file(shapes_repo, tmp_path)
+    bad = with_pattern(records, pattern, 2)
+    result = run("--catalog", str(bad), "anything")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"extractor: error: {bad}:2: {message}"), result.stderr
