@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import select
 import subprocess
 import sys
+import tarfile
+import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +19,7 @@ import pytest
 from extractor.extract import ExtractOptions, extract
 from extractor.match import Matcher
 from tests.conftest import GitRepo
+from tests.test_release import Index
 
 SOURCE = """\
 def check(self, n, max_model_len, msg):
@@ -239,7 +244,8 @@ SHAPE_CASES = [
     pytest.param('raise ValueError(f"Unknown executor backend {backend}.")', 14, "source", [], id="raise line"),
     pytest.param(f"报错ValueError: {SPEC}", 8, "exact", [], id="glued text"),
     pytest.param(
-        f"{PREFIX}ValueError: Cannot load the weights of m.\n{PREFIX}Check the path /x and retry with a full checkpoint.",
+        f"{PREFIX}ValueError: Cannot load the weights of m.\n"
+        f"{PREFIX}Check the path /x and retry with a full checkpoint.",
         18,
         "normalized",
         ["log-prefix"],
@@ -366,11 +372,8 @@ def test_patterns_the_extractor_writes_are_linear_in_the_input(git_repo: GitRepo
 
 def catalog_file(repo: GitRepo, tmp_path: Path) -> Path:
     out = tmp_path / "cat"
-    subprocess.run(
-        [sys.executable, "-m", "extractor", "--sha", "v1", "--repo", str(repo.path), "--path", "pkg"]
-        + ["--exception", "*", "--output", str(out), "--quiet"],
-        check=True,
-    )
+    scope = ["--path", "pkg", "--exception", "*", "--output", str(out), "--quiet"]
+    subprocess.run([sys.executable, "-m", "extractor", "--sha", "v1", "--repo", str(repo.path), *scope], check=True)
     (records,) = out.glob("*/records.jsonl")
     return records
 
@@ -413,3 +416,67 @@ def test_a_bad_pattern_names_the_file_and_line(
     result = run("--catalog", str(bad), "anything")
     assert result.returncode == 2
     assert result.stderr.startswith(f"extractor: error: {bad}:2: {message}"), result.stderr
+
+
+def sdist(version: str, files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in {**files, "vllm/_version.py": "__commit_id__ = commit_id = 'gabcdef1234'\n"}.items():
+            data = textwrap.dedent(text).encode()
+            info = tarfile.TarInfo(f"vllm-{version}/{name}")
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+OLD_BACKEND = """\
+def pick(backend):
+    raise ValueError(f"Unknown executor backend {backend}; choose one of ray, mp or uni.")
+"""
+
+
+@pytest.fixture
+def three_releases(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
+    """An index on loopback with 9.8.0 and 9.9.0 (the message moved a line down) and 9.10.0 (reworded)."""
+    files = {
+        "9.8.0": {"vllm/executor/a.py": OLD_BACKEND},
+        "9.9.0": {"vllm/executor/a.py": "import os\n" + OLD_BACKEND},
+        "9.10.0": {
+            "vllm/executor/a.py": """\
+                def pick(backend):
+                    raise ValueError(f"Executor backend {backend} is not known; choose ray, mp or uni.")
+            """
+        },
+    }
+    index = Index({f"vllm-{v}.tar.gz": sdist(v, f) for v, f in files.items()})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    yield index
+    index.server.shutdown()
+
+
+def test_every_release_at_once(three_releases: Index) -> None:
+    """release:A..B matches against each release on the index; each match lists its releases and sites."""
+    text = "ValueError: Unknown executor backend xpu; choose one of ray, mp or uni."
+    args = ["--catalog", "release:9.8.0..9.10.0", "--path", "vllm", "--exception", "*", text]
+    result = run(*args)
+    assert result.returncode == 0, result.stderr
+    (match,) = json.loads(result.stdout)["matches"]
+    assert match["releases"] == ["9.8.0", "9.9.0"]
+    assert [(s["release"], s["filePath"], s["lineNumber"]) for s in match["sites"]] == [
+        ("9.8.0", "vllm/executor/a.py", 2),
+        ("9.9.0", "vllm/executor/a.py", 3),
+    ]
+    assert (match["lineNumber"], match["values"]) == (3, {"backend": "xpu"})
+    hits = three_releases.hits
+    assert run(*args).stdout == result.stdout
+    assert three_releases.hits == hits  # the list of releases and the merged index come from the cache
+    explained = subprocess.run(
+        [sys.executable, "-m", "extractor", "explain", *args[:-1], "--catalog", "release:9.10.0", text],
+        capture_output=True,
+        text=True,
+    )
+    assert explained.returncode == 0, explained.stderr
+    assert (
+        "Releases   raised in 9.8.0 to 9.9.0 at vllm/executor/a.py:2, vllm/executor/a.py:3; reworded in 9.10.0\n"
+        in explained.stdout
+    )
