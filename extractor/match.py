@@ -31,10 +31,12 @@ __all__ = [
 # message's right answer had less, and below it the false matches of catch-alls began.
 CATCH_ALL = 12
 MIN_SCORE = 0.5  # share of the input's characters a confident answer's literal text must explain
-MIN_PARTIAL = 40  # literal characters a cut paste must show before it may match as a prefix
+# Literal characters a cut paste must show to match as a prefix (unless it shows all the template has).
+MIN_PARTIAL = 40
 MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
 MAX_CANDIDATES = 64  # templates tried per variant of a line, those sharing most literal text first
 _MIN_KEY = 4  # literal fragments shorter than this do not select candidates
+_CUT_KEY = 24  # the start of a longer fragment is a key of its own
 
 # `ValueError: ...`, `vllm.errors.ConfigError: ...`: the exception class that prefixes a printed error.
 _CLASS_PREFIX = re.compile(r"(?<![\w.])(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning))(?::\s?|$)")
@@ -322,6 +324,8 @@ class Matcher:
         keys: dict[str, list[int]] = {}
         for index, template in enumerate(self.templates):
             fragments = {p for p in template.pieces if len(p.strip()) >= _MIN_KEY}
+            # A cut paste ends inside some piece: its start still selects the template.
+            fragments |= {p[:_CUT_KEY] for p in fragments if len(p) > _CUT_KEY}
             for fragment in fragments:
                 keys.setdefault(fragment, []).append(index)
             if not fragments:
@@ -424,7 +428,7 @@ class Matcher:
             how = How.NORMALIZED if all_steps else How.EXACT
             score = min(1.0, template.literal / span) if span else 0.0
             return Match(template, values, how, score, all_steps, error_class)
-        if template.pieces and template.literal >= MIN_PARTIAL:
+        if template.pieces and not template.catch_all:
             return _prefix(template, message if message is not None else text, steps, error_class)
         return None
 
@@ -446,6 +450,9 @@ def _prefix(template: Template, text: str, steps: tuple[str, ...], error_class: 
     """Match `text` as a cut rendering: each literal found in turn, leftmost, the cut inside one of them
     or inside a value. Leftmost search cannot backtrack: the work is linear in the text per piece."""
     pieces, groups = template.pieces, template.groups
+    if len(text) < len(pieces[0]) and pieces[0].startswith(text):  # cut inside the first literal
+        ok = len(text) >= MIN_PARTIAL
+        return Match(template, {}, How.PARTIAL, 1.0, steps, error_class) if ok and text.strip() else None
     start = text.find(pieces[0]) if pieces[0] else 0
     if start < 0:
         return None
@@ -466,7 +473,7 @@ def _prefix(template: Template, text: str, steps: tuple[str, ...], error_class: 
         position, literal = found + len(piece), literal + len(piece)
     else:
         return None  # the whole template was there: a full match would have said so
-    if position < len(text) or literal < MIN_PARTIAL:
+    if position < len(text) or literal < min(MIN_PARTIAL, template.literal):
         return None
     span = len(text) - start
     return Match(template, values, How.PARTIAL, min(1.0, literal / span), steps, error_class)

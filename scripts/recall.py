@@ -110,24 +110,32 @@ def collect(version: str) -> list[Text]:
     return list({(t.kind, t.cls, t.text): t for t in out}.values())
 
 
-def _fits(template: Template, text: str) -> bool:
-    """Whether a rendering of the template starts with (or is) `text`, or the text is part of its literal
-    message; decided by the backtracking `regex` module's partial matching, so with nothing of `match`."""
-    if text in template.errorMessage:
-        return True
+def _fits(template: Template, text: str) -> str | None:
+    """How a template could have printed `text`, decided with nothing of `match`: "whole" (its pattern
+    fullmatches the text, or the text with a final period added), "start" (a rendering starts with the
+    text: the `regex` module's partial fullmatch, only for templates that start with literal text, else
+    any text would be the start of their first value) or "inside" (the text is part of its literal
+    message); None if it could not."""
+    first = template.pieces[0] if template.pieces else ""
     for candidate in (text, text + "."):
         try:
-            if regex.fullmatch(template.messagePattern, candidate, regex.S, partial=True, timeout=0.05):
-                return True
+            if regex.fullmatch(template.messagePattern, candidate, regex.S, timeout=0.05):
+                return "whole"
         except (TimeoutError, regex.error):
             continue
-    return False
+    if len(first) >= 4 and (text.startswith(first) or first.startswith(text)):
+        try:
+            if regex.fullmatch(template.messagePattern, text, regex.S, partial=True, timeout=0.05):
+                return "start"
+        except (TimeoutError, regex.error):
+            pass
+    return "inside" if text in template.errorMessage else None
 
 
 def right_templates(text: Text, templates: list[Template]) -> set[int]:
     """The templates of the text's release that could have printed it (brute force): every one that fits
     it, leaving out those of under 4 characters of literal text (`f"{what}: {detail}"` fits anything)."""
-    return {id(t) for t in templates if t.literal >= 4 and _fits(t, text.text)}
+    return {id(t) for t in templates if t.literal >= 4 and _fits(t, text.text) is not None}
 
 
 def main() -> None:
@@ -150,9 +158,7 @@ def main() -> None:
             result = matcher.match(f"{text.cls}: {text.text}")
             answers = [(id(m.template), m.template.literal, m.score) for m in (*result.matches, *result.weak)]
             if text.kind == "match=" and right:
-                starts = any(
-                    _fits(t, text.text) and text.text not in t.errorMessage[1:] for t in held if id(t) in right
-                )
+                starts = any(_fits(t, text.text) != "inside" for t in held if id(t) in right)
                 text = Text(text.release, "match=start" if starts else "match=inside", text.cls, text.text, text.where)
             rows.append((text, right, answers))
     thresholds = range(4, 31, 2) if args.threshold_table else [CATCH_ALL]

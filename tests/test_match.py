@@ -182,6 +182,7 @@ def check(self, world_size, gpus, n, backend, what, detail, length):
     if detail:
         raise ValueError(f"Cannot load the weights of {n}.\\nCheck the path {what} and retry with a full checkpoint.")
     raise ValueError(f"Expected a newline-ended list of {n} items:\\n")
+    raise ValueError("Speculative decoding cannot run with pipeline parallelism in this release yet.")
 """
 WORLD = (
     "World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional and you "
@@ -194,6 +195,10 @@ PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
 # (paste, line of the raise, how, normalization steps): one per shape users paste, from issue #13's table.
 SHAPE_CASES = [
     pytest.param(f"ValueError: {WORLD[:100]}", 3, "partial", [], id="text cut"),
+    pytest.param(f"ValueError: {LIMIT[:58]}", 10, "partial", [], id="text cut inside a later literal"),
+    pytest.param(
+        "ValueError: Speculative decoding cannot run with pipeline paral", 20, "partial", [], id="text cut, no value"
+    ),
     pytest.param(f"`ValueError: {WORLD}`", 3, "normalized", ["markdown"], id="inline code"),
     pytest.param(f"**ValueError: {SPEC}**", 8, "normalized", ["markdown"], id="bold"),
     pytest.param(f"> ValueError: {SPEC}", 8, "normalized", ["markdown"], id="quote block"),
