@@ -48,12 +48,11 @@ _LOG_PREFIX = re.compile(
     re.M,
 )
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`"}
-_PYDANTIC_ERRORS = re.compile(r"^\s*(?:Value error|Assertion failed), (.*?)(?: \[type=\w+[^\n]*)?$", re.M)
-_PYDANTIC = re.compile(r"(?:Value error|Assertion failed), (?P<msg>.*?)(?: \[type=\w+(?:, input_value=.*)?\]?)?$", re.S)
+_PYDANTIC = re.compile(r"(?:Value error|Assertion failed), ")
 _MESSAGE_KEY = re.compile(r"""['"](?:message|detail|error)['"]\s*:\s*(?P<q>['"])(?P<msg>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
 _QUOTED = re.compile(r"""(?P<q>['"])(?P<msg>(?:\\.|(?!(?P=q)).){20,})(?P=q)""")
-_HTTP = re.compile(r"^(?:\d{3}\s+)(?P<msg>.*?)(?:\s+None)?$", re.S)
-_TRACEBACK_TAIL = re.compile(r",?\s*Traceback \(most recent call last\):?\s*$")
+_HTTP = re.compile(r"\d{3} ")
+_TRACEBACK = "Traceback (most recent call last)"
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
 _GROUP = re.compile(r"\(\?P<(\w+)>\.\*\?\)")
 _TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
@@ -278,7 +277,10 @@ def _cleaned(text: str) -> _Variant:
         steps.append("log-prefix")
     stripped = text.strip()
     markdown = re.sub(r"^(?:>\s?|[-*]\s+)+", "", stripped)
-    markdown = re.sub(r"^```\w*\s*|\s*```$", "", markdown)
+    if markdown.startswith("```"):  # string operations: a pattern with `\s*...$` is quadratic on spaces
+        markdown = markdown[3:].lstrip("abcdefghijklmnopqrstuvwxyz").strip()
+    if markdown.endswith("```"):
+        markdown = markdown[:-3].rstrip()
     while len(markdown) > 2 and markdown[:2] in ("**", "__") and markdown.endswith(markdown[:2]):
         markdown = markdown[2:-2].strip()
     if markdown != stripped:
@@ -288,29 +290,42 @@ def _cleaned(text: str) -> _Variant:
         quoted = quoted[1:-1].strip()
     if quoted != markdown:
         steps.append("quotes" if not markdown.startswith("`") else "markdown")
-    cut = re.sub(r"\s*(?:\.\.\.|\u2026)$", "", quoted)
+    cut = quoted.removesuffix("...").removesuffix("\u2026").rstrip() if quoted.endswith(("...", "\u2026")) else quoted
     if cut != quoted:
         steps.append("ellipsis")
     return _Variant(cut, tuple(dict.fromkeys(steps)))
+
+
+def _pydantic_errors(text: str) -> list[str]:
+    """The messages of pydantic's `Value error, <message> [type=value_error, ...]` lines (string search:
+    no pattern here may backtrack over a long line)."""
+    out = []
+    for line in text.splitlines():
+        found = _PYDANTIC.search(line)
+        if found:
+            message = line[found.end() :]
+            cut = message.rfind(" [type=")
+            out.append((message[:cut] if cut >= 0 else message).strip())
+    return out
 
 
 def _variants(text: str) -> Iterator[_Variant]:
     """The input as pasted, cleaned, and every message it may hold inside another text."""
     base = _cleaned(text)
     yield base
-    pydantic = _PYDANTIC.search(base.text)
-    if pydantic:
-        yield _Variant(pydantic["msg"].strip(), (*base.steps, "pydantic"))
+    for error in _pydantic_errors(base.text)[:1]:
+        yield _Variant(error, (*base.steps, "pydantic"))
     inner = [m["msg"] for m in _MESSAGE_KEY.finditer(base.text)]
     inner += sorted((m["msg"] for m in _QUOTED.finditer(base.text)), key=len, reverse=True)[:3]
     for message in dict.fromkeys(inner):
         yield _Variant(_unquote(message), (*base.steps, "embedded"))
-    tail = _TRACEBACK_TAIL.sub("", base.text)
-    if tail != base.text:
-        yield _Variant(tail, (*base.steps, "embedded"))
-    http = _HTTP.match(base.text)
-    if http and http["msg"] != base.text:
-        yield _Variant(http["msg"], (*base.steps, "http"))
+    before, found, after = base.text.rpartition(_TRACEBACK)
+    if found and not after.strip(": \n"):
+        yield _Variant(before.rstrip().removesuffix(",").rstrip(), (*base.steps, "embedded"))
+    if _HTTP.match(base.text):
+        message = base.text[4:].strip()
+        message = message[:-4].rstrip() if message.endswith(" None") else message
+        yield _Variant(message, (*base.steps, "http"))
 
 
 class Matcher:
@@ -370,7 +385,7 @@ class Matcher:
                 if template.errorClass == source["cls"].rpartition(".")[2]
             ]
             confident, weak = _best(found)
-        elif len(errors := _PYDANTIC_ERRORS.findall(stripped)) > 1:  # `N validation errors for X`: each
+        elif len(errors := _pydantic_errors(stripped)) > 1:  # `N validation errors for X`: each
             confident, weak = (), ()
             for error in errors:
                 one, other = _best(self._found([_Variant(error.strip(), ("pydantic",))]))

@@ -485,3 +485,23 @@ def test_every_release_at_once(three_releases: Index) -> None:
         "Releases   raised in 9.8.0 to 9.9.0 at vllm/executor/a.py:2, vllm/executor/a.py:3; reworded in 9.10.0\n"
         in explained.stdout
     )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("Value error, " + " [type=x" * 2000, id="many pydantic tails"),
+        pytest.param("400 " + " " * 16000 + "x", id="http status and spaces"),
+        pytest.param("x" + " " * 16000 + ", Traceback (most recent call last):", id="spaces before a traceback tail"),
+        pytest.param("```" + " " * 16000 + "x", id="fence and spaces"),
+        pytest.param("x" + " " * 16000 + "y...", id="spaces before an ellipsis"),
+        pytest.param("ValueError: Invalid value (" + "'\"" * 8000, id="quotes"),
+        pytest.param("raise ValueError(" + " " * 16000, id="raise line"),
+        pytest.param("ValueError: Invalid value " + "1 for " * 3000, id="a literal repeated"),
+    ],
+)
+def test_normalizing_a_hostile_line_is_linear(matcher: Matcher, line: str) -> None:
+    """No cleaning step may backtrack over a long line (a pattern like `\\s*x$` is quadratic on spaces)."""
+    started = time.monotonic()
+    matcher.match(line)
+    assert time.monotonic() - started < 1.0
