@@ -65,7 +65,7 @@ def find(lines: Sequence[CatalogLine], query: str) -> Explanation | None:
 
 def history(template: Template, labels: Sequence[str], templates: Sequence[Template]) -> str:
     """Say in which of the catalogs `labels` names a template was raised, where, and what became of it."""
-    held = {site.release for site in template.sites}
+    held = set(template.releases)
     parts: list[str] = []
     run: list[str] = []
     for label in [*labels, ""]:
@@ -74,7 +74,7 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
             continue
         if not run:
             continue
-        where = list(dict.fromkeys(f"{s.filePath}:{s.lineNumber}" for s in template.sites if s.release in run))
+        where = [f"{s.filePath}:{s.lineNumber}" for s in template.sites if set(s.releases) & set(run)]
         span = run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}"
         shown = ", ".join(where) if len(where) <= 3 else f"{where[0]}, ... {where[-1]} ({len(where)} places)"
         parts.append(f"raised in {span} at {shown}")
@@ -87,11 +87,11 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
 def _fate(template: Template, last: str, label: str, templates: Sequence[Template]) -> str:
     """What happened to a template between two catalogs: reworded (its function raises another message of
     its class there), or gone."""
-    places = {(s.filePath, s.function) for s in template.sites if s.release == last}
+    places = {(s.filePath, s.function) for s in template.sites if last in s.releases}
     for other in templates:
         if other is template or other.errorClass != template.errorClass:
             continue
-        if any(s.release == label and (s.filePath, s.function) in places for s in other.sites):
+        if any(label in s.releases and (s.filePath, s.function) in places for s in other.sites):
             return "reworded"
     return "gone"
 
@@ -109,9 +109,9 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
     if found is None:
         return None
     template, values = found
-    newest = max(index.labels.index(site.release) for site in template.sites)
+    newest = max(index.labels.index(release) for release in template.releases)
     catalog = open_catalog(index.specs[newest], repo=repo, options=options)
-    explanation = find(catalog.lines, next(s.id for s in template.sites if s.release == index.labels[newest]))
+    explanation = find(catalog.lines, next(s.id for s in template.sites if index.labels[newest] in s.releases))
     if explanation is None:
         return None
     return Explanation(

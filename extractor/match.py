@@ -6,13 +6,15 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import ahocorasick
 import re2
 
 from extractor.errors import CatalogError
-from extractor.models import CatalogLine
+
+if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
+    from extractor.models import CatalogLine
 
 __all__ = [
     "CATCH_ALL",
@@ -70,11 +72,10 @@ class How(StrEnum):
 _HOW_RANK = {How.EXACT: 3, How.NORMALIZED: 3, How.SOURCE: 2, How.PARTIAL: 1}
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
-    """Where one catalog holds a template: the record there."""
+class Site(NamedTuple):
+    """Where catalogs hold a template: the record there, and the catalogs (releases) that hold it there."""
 
-    release: str
+    releases: tuple[str, ...]
     filePath: str
     lineNumber: int
     id: str
@@ -93,6 +94,7 @@ class Template:
     groups: tuple[tuple[str, str], ...]  # (capture group, placeholder expression), in message order
     messageSource: str | None
     sites: list[Site]
+    releases: list[str] = field(default_factory=list)  # the labels of the catalogs holding it, in their order
     pieces: tuple[str, ...] = ()  # literal text around the placeholders, len(groups) + 1 of them
     literal: int = 0
     compiled: Any = None
@@ -137,8 +139,10 @@ def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str
             )
             _check(template, where=f"{origin or 'catalog'}:{number}")
             by_key[key] = template
+        if release and template.releases[-1:] != [release]:
+            template.releases.append(release)
         site = Site(
-            release,
+            (release,) if release else (),
             record.filePath,
             record.lineNumber,
             record.id,
@@ -194,8 +198,9 @@ class Match:
     @property
     def site(self) -> Site:
         """The site in the newest catalog given (the first in file order there)."""
-        newest = self.template.sites[-1].release
-        return min((s for s in self.template.sites if s.release == newest), key=lambda s: (s.filePath, s.lineNumber))
+        releases = self.template.releases
+        held = [s for s in self.template.sites if not releases or releases[-1] in s.releases]
+        return min(held, key=lambda s: (s.filePath, s.lineNumber))
 
     def rank(self) -> tuple[bool, bool, int, int]:
         return (
@@ -206,9 +211,9 @@ class Match:
         )
 
     def releases(self) -> list[str]:
-        return list(dict.fromkeys(s.release for s in self.template.sites if s.release))
+        return list(self.template.releases)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, sites: bool = True) -> dict[str, Any]:
         site = self.site
         document: dict[str, Any] = {
             "id": site.id,
@@ -226,8 +231,9 @@ class Match:
         releases = self.releases()
         if releases:
             document["releases"] = releases
+        if releases and sites:
             document["sites"] = [
-                {"release": s.release, "filePath": s.filePath, "lineNumber": s.lineNumber, "id": s.id}
+                {"releases": list(s.releases), "filePath": s.filePath, "lineNumber": s.lineNumber, "id": s.id}
                 for s in self.template.sites
             ]
         return document
@@ -249,7 +255,7 @@ class MatchResult:
     def to_json(self) -> dict[str, Any]:
         document: dict[str, Any] = {"input": self.input, "matches": [m.to_json() for m in self.matches]}
         if self.weak:
-            document["weak"] = [m.to_json() for m in self.weak]
+            document["weak"] = [m.to_json(sites=False) for m in self.weak]
         return document
 
 

@@ -10,22 +10,26 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from extractor._version import __version__
-from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, open_catalog
 from extractor.errors import ReleaseError
-from extractor.extract import ExtractOptions
 from extractor.git import cache_dir
-from extractor.match import Matcher, Template, templates_of
-from extractor.write import RECORDS
+from extractor.match import Matcher, Site, Template, templates_of
+
+if TYPE_CHECKING:
+    from extractor.catalog import LoadedCatalog
+    from extractor.extract import ExtractOptions
+
+RELEASE_PREFIX = "release:"  # as extractor.catalog, which a cached index need not import
 
 __all__ = ["MatchIndex", "expand_specs", "match_index"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys): bump this when
 # match.py changes how a Matcher is built, not when it changes how one matches (that code is not stored).
-_FORMAT = 1
+_FORMAT = 3
 # The modules whose code decides what the catalogs hold: an edit to any makes a new index.
 _PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
 _KEEP = 8
@@ -59,6 +63,8 @@ def _label(spec: str, catalog: LoadedCatalog) -> str:
 
 def _origin(spec: str) -> str:
     """Name what a spec read, for errors about one of its lines."""
+    from extractor.write import RECORDS
+
     path = Path(spec)
     return str(path / RECORDS) if path.is_dir() else spec
 
@@ -76,7 +82,23 @@ def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[Template]:
                 merged[key] = template
             else:
                 held.sites.extend(template.sites)
-    return list(merged.values())
+                held.releases.extend(template.releases)
+    return [_compact(template) for template in merged.values()]
+
+
+def _compact(template: Template) -> Template:
+    """One site per place, listing the releases that hold the template there; only the newest release's
+    sites keep their permalink (the one a match shows), so that the index stays small."""
+    newest = template.releases[-1] if template.releases else ""
+    places: dict[tuple[str, int, str, str, str], Site] = {}
+    for site in template.sites:
+        key = (site.filePath, site.lineNumber, site.id, site.slug, site.function)
+        held = places.get(key)
+        places[key] = site if held is None else held._replace(releases=held.releases + site.releases)
+    template.sites = [
+        site if not newest or newest in site.releases else site._replace(githubUrl="") for site in places.values()
+    ]
+    return template
 
 
 def _code_digest() -> str:
@@ -109,6 +131,8 @@ def match_index(
         cached = _read(path)
         if cached is not None:
             return cached
+    from extractor.catalog import open_catalog
+
     catalogs: list[tuple[str, str, LoadedCatalog]] = []
     for number, spec in enumerate(expanded, start=1):
         if progress is not None and len(expanded) > 1:

@@ -117,13 +117,18 @@ def _fits(template: Template, text: str) -> str | None:
     any text would be the start of their first value) or "inside" (the text is part of its literal
     message); None if it could not."""
     first = template.pieces[0] if template.pieces else ""
+    last = template.pieces[-1] if template.pieces else ""
+    # Sound shortcuts: a rendering starts with the first literal piece and ends with the last one.
+    starts = not first or text.startswith(first) or first.startswith(text)
     for candidate in (text, text + "."):
+        if not starts or not candidate.endswith(last):
+            continue
         try:
             if regex.fullmatch(template.messagePattern, candidate, regex.S, timeout=0.05):
                 return "whole"
         except (TimeoutError, regex.error):
             continue
-    if len(first) >= 4 and (text.startswith(first) or first.startswith(text)):
+    if len(first) >= 4 and starts:
         try:
             if regex.fullmatch(template.messagePattern, text, regex.S, partial=True, timeout=0.05):
                 return "start"
@@ -152,7 +157,7 @@ def main() -> None:
     matcher = index.matcher
     rows: list[tuple[Text, set[int], list[tuple[int, int, float]]]] = []
     for version in args.texts_from.split(","):
-        held = [t for t in matcher.templates if any(s.release == version for s in t.sites)]
+        held = [t for t in matcher.templates if version in t.releases]
         for text in collect(version):
             right = right_templates(text, held)
             result = matcher.match(f"{text.cls}: {text.text}")

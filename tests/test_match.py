@@ -467,9 +467,9 @@ def test_every_release_at_once(three_releases: Index) -> None:
     assert result.returncode == 0, result.stderr
     (match,) = json.loads(result.stdout)["matches"]
     assert match["releases"] == ["9.8.0", "9.9.0"]
-    assert [(s["release"], s["filePath"], s["lineNumber"]) for s in match["sites"]] == [
-        ("9.8.0", "vllm/executor/a.py", 2),
-        ("9.9.0", "vllm/executor/a.py", 3),
+    assert [(s["releases"], s["filePath"], s["lineNumber"]) for s in match["sites"]] == [
+        (["9.8.0"], "vllm/executor/a.py", 2),
+        (["9.9.0"], "vllm/executor/a.py", 3),
     ]
     assert (match["lineNumber"], match["values"]) == (3, {"backend": "xpu"})
     hits = three_releases.hits
