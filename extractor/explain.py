@@ -74,7 +74,7 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
             continue
         if not run:
             continue
-        where = [f"{s.filePath}:{s.lineNumber}" for s in template.sites if set(s.releases) & set(run)]
+        where = [f"{s.filePath}:{s.lineNumber}" for s in template.places() if set(s.releases) & set(run)]
         span = run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}"
         shown = ", ".join(where) if len(where) <= 3 else f"{where[0]}, ... {where[-1]} ({len(where)} places)"
         parts.append(f"raised in {span} at {shown}")
@@ -87,11 +87,11 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
 def _fate(template: Template, last: str, label: str, templates: Sequence[Template]) -> str:
     """What happened to a template between two catalogs: reworded (its function raises another message of
     its class there), or gone."""
-    places = {(s.filePath, s.function) for s in template.sites if last in s.releases}
+    places = {(s.filePath, s.function) for s in template.places() if last in s.releases}
     for other in templates:
         if other is template or other.errorClass != template.errorClass:
             continue
-        if any(label in s.releases and (s.filePath, s.function) in places for s in other.sites):
+        if any(label in s.releases and (s.filePath, s.function) in places for s in other.places()):
             return "reworded"
     return "gone"
 
@@ -111,7 +111,7 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
     template, values = found
     newest = max(index.labels.index(release) for release in template.releases)
     catalog = open_catalog(index.specs[newest], repo=repo, options=options)
-    explanation = find(catalog.lines, next(s.id for s in template.sites if index.labels[newest] in s.releases))
+    explanation = find(catalog.lines, next(s.id for s in template.places() if index.labels[newest] in s.releases))
     if explanation is None:
         return None
     return Explanation(
@@ -121,10 +121,10 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
 
 def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, str]] | None:
     templates = index.matcher.templates
-    shown = {f"{t.sites[-1].slug} [{t.sites[-1].id}]": t for t in templates}
+    shown = {f"{t.places()[-1].slug} [{t.places()[-1].id}]": t for t in templates}
     names: dict[str, list[str]] = {}
     for name, template in shown.items():
-        for site in template.sites:
+        for site in template.places():
             for key in (site.id, site.slug):
                 owners = names.setdefault(key, [])
                 if name not in owners:

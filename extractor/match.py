@@ -111,6 +111,22 @@ class Template:
     def catch_all(self) -> bool:
         return self.literal < CATCH_ALL
 
+    def places(self) -> list[Site]:
+        """The sites, made from the plain rows a stored index holds on first use (most are never used)."""
+        if self.sites and type(self.sites[0]) is tuple:
+            self.sites = [Site._make(row) for row in self.sites]
+        return self.sites
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        rows = [tuple(site) for site in self.sites]  # plain tuples load several times faster than NamedTuples
+        fields = (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource)
+        return (*fields, rows, self.releases, self.pieces, self.literal)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
+        self.sites, self.releases, self.pieces, self.literal = state[5:]
+        self.compiled = None
+
     def regex(self) -> Any:
         """Compile on first use (RE2: linear in the input), the template's trailing whitespace optional."""
         if self.compiled is None:
@@ -199,7 +215,7 @@ class Match:
     def site(self) -> Site:
         """The site in the newest catalog given (the first in file order there)."""
         releases = self.template.releases
-        held = [s for s in self.template.sites if not releases or releases[-1] in s.releases]
+        held = [s for s in self.template.places() if not releases or releases[-1] in s.releases]
         return min(held, key=lambda s: (s.filePath, s.lineNumber))
 
     def rank(self) -> tuple[bool, bool, int, int]:
@@ -234,7 +250,7 @@ class Match:
         if releases and sites:
             document["sites"] = [
                 {"releases": list(s.releases), "filePath": s.filePath, "lineNumber": s.lineNumber, "id": s.id}
-                for s in self.template.sites
+                for s in self.template.places()
             ]
         return document
 
