@@ -98,6 +98,7 @@ class Template:
     pieces: tuple[str, ...] = ()  # literal text around the placeholders, len(groups) + 1 of them
     literal: int = 0
     compiled: Any = None
+    top: Site | None = None
 
     def __post_init__(self) -> None:
         parts = _GROUP.split(self.messagePattern)
@@ -110,6 +111,13 @@ class Template:
     @property
     def catch_all(self) -> bool:
         return self.literal < CATCH_ALL
+
+    def newest(self) -> Site:
+        """The site in the newest catalog holding the template (the first in file order there), found once."""
+        if self.top is None:
+            held = [s for s in self.places() if not self.releases or self.releases[-1] in s.releases]
+            self.top = min(held, key=lambda s: (s.filePath, s.lineNumber))
+        return self.top
 
     def places(self) -> list[Site]:
         """The sites, made from the plain rows a stored index holds on first use (most are never used)."""
@@ -125,7 +133,7 @@ class Template:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
         self.sites, self.releases, self.pieces, self.literal = state[5:]
-        self.compiled = None
+        self.compiled = self.top = None
 
     def regex(self) -> Any:
         """Compile on first use (RE2: linear in the input), the template's trailing whitespace optional."""
@@ -214,9 +222,7 @@ class Match:
     @property
     def site(self) -> Site:
         """The site in the newest catalog given (the first in file order there)."""
-        releases = self.template.releases
-        held = [s for s in self.template.places() if not releases or releases[-1] in s.releases]
-        return min(held, key=lambda s: (s.filePath, s.lineNumber))
+        return self.template.newest()
 
     def rank(self) -> tuple[bool, bool, int, int]:
         return (
