@@ -505,3 +505,12 @@ def test_normalizing_a_hostile_line_is_linear(matcher: Matcher, line: str) -> No
     started = time.monotonic()
     matcher.match(line)
     assert time.monotonic() - started < 1.0
+
+
+def test_backticks_kept_in_the_paste_still_match(shapes_repo: GitRepo) -> None:
+    result = match_shapes(
+        shapes_repo, "ValueError: `--max-model-len` (5000) must not exceed the model's limit of 4096."
+    )
+    assert result.returncode == 0
+    (match,) = json.loads(result.stdout)["matches"]
+    assert (match["lineNumber"], match["how"]) == (12, "exact")
