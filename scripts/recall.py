@@ -9,12 +9,13 @@ The collection is built from the `tests/` and `docs/` folders the release sdists
   start (or a fragment) of a message vLLM raised, as a user quoting from memory would paste it;
 - `str(exc) == "..."` / `str(e.value) == "..."` comparisons: whole messages;
 - lines of the docs that read `SomeError: message` (25 characters or more): errors users meet.
-Each text is pasted as `SomeError: text` into one matcher over every catalog `--catalog` names. The right
-answers are decided without the matcher, by brute force over every template of the release the text came
-from: a template is right when a rendering of it starts with the text (the `regex` module's partial
-fullmatch, also with a final period added), or when the text is a literal part of its message. A
-confident answer none of whose templates is right is a false match. `match=` texts are split in those
-that start a message (what a user pasting a cut error shows) and those taken from inside one.
+Each text is pasted as `SomeError: text` into one matcher over every catalog `--catalog` names. The
+right answers are decided without the matcher, by brute force over every template of every release
+matched against (one of another release that renders the text the same is right too): a template is
+right when a rendering of it starts with the text (the `regex` module's partial fullmatch, also with a
+final period added), or when the text is a literal part of its message. A confident answer none of
+whose templates is right is a false match. `match=` texts are split in those that start a message
+(what a user pasting a cut error shows) and those taken from inside one.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def main() -> None:
     matcher = index.matcher
     rows: list[tuple[Text, set[int], list[tuple[int, int, float]]]] = []
     for version in args.texts_from.split(","):
-        held = [t for t in matcher.templates if version in t.releases]
+        held = matcher.templates  # a template of another release that renders the text as well is right too
         for text in collect(version):
             right = right_templates(text, held)
             result = matcher.match(f"{text.cls}: {text.text}")
