@@ -29,7 +29,7 @@ __all__ = ["MatchIndex", "expand_specs", "match_index"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys): bump this when
 # match.py changes how a Matcher is built, not when it changes how one matches (that code is not stored).
-_FORMAT = 4
+_FORMAT = 5
 # The modules whose code decides what the catalogs hold: an edit to any makes a new index.
 _PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
 _KEEP = 8
@@ -94,7 +94,7 @@ def _compact(template: Template) -> Template:
     for site in template.sites:
         key = (site.filePath, site.lineNumber, site.id, site.slug, site.function)
         held = places.get(key)
-        places[key] = site if held is None else held._replace(releases=held.releases + site.releases)
+        places[key] = site if held is None else site._replace(releases=held.releases + site.releases)
     template.sites = [
         site if not newest or newest in site.releases else site._replace(githubUrl="") for site in places.values()
     ]

@@ -472,6 +472,7 @@ def test_every_release_at_once(three_releases: Index) -> None:
         (["9.9.0"], "vllm/executor/a.py", 3),
     ]
     assert (match["lineNumber"], match["values"]) == (3, {"backend": "xpu"})
+    assert match["githubUrl"].endswith("/vllm/executor/a.py#L1-L3")  # the newest release's permalink
     hits = three_releases.hits
     assert run(*args).stdout == result.stdout
     assert three_releases.hits == hits  # the list of releases and the merged index come from the cache
