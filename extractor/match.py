@@ -57,6 +57,8 @@ _HTTP = re.compile(r"\d{3} ")
 _TRACEBACK = "Traceback (most recent call last)"
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
 _GROUP = re.compile(r"\(\?P<(\w+)>\.\*\?\)")
+# Regex syntax between literal runs: groups, optional parts, alternatives, quantifiers (escaped text aside).
+_SYNTAX = re.compile(r"\(\?P<\w+>\.\*\?\)|\(\?:|\(\?P<\w+>|(?<!\\)[()|]|(?<!\\)[?*+](?:\?)?|\.\*\??")
 _TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
 
 
@@ -102,11 +104,20 @@ class Template:
 
     def __post_init__(self) -> None:
         parts = _GROUP.split(self.messagePattern)
-        if len(parts) == 2 * len(self.groups) + 1 and tuple(parts[1::2]) == tuple(g for g, _ in self.groups):
+        plain = not any(_SYNTAX.search(part) for part in parts[0::2])
+        if plain and len(parts) == 2 * len(self.groups) + 1 and tuple(parts[1::2]) == tuple(g for g, _ in self.groups):
             self.pieces = tuple(re.sub(r"\\(.)", r"\1", part, flags=re.S) for part in parts[0::2])
-        else:  # a pattern not written by the extractor: no prefix matching for it
+        else:  # optional parts or alternatives (or a hand-made pattern): no prefix matching for it
             self.pieces = ()
-        self.literal = sum(map(len, self.pieces)) if self.pieces else len(_GROUP.sub("", self.messagePattern))
+        self.literal = sum(map(len, self.pieces or self.fragments()))
+
+    def fragments(self) -> tuple[str, ...]:
+        """The literal runs of the pattern: its pieces, or for a pattern with optional parts or
+        alternatives, the text between its syntax (each alternative a fragment of its own)."""
+        if self.pieces:
+            return self.pieces
+        runs = _SYNTAX.split(self.messagePattern)
+        return tuple(text for run in runs if run and (text := re.sub(r"\\(.)", r"\1", run, flags=re.S)))
 
     @property
     def needed(self) -> tuple[str, ...]:
@@ -371,7 +382,7 @@ class Matcher:
         self.automaton = ahocorasick.Automaton()
         keys: dict[str, list[int]] = {}
         for index, template in enumerate(self.templates):
-            fragments = {p for p in template.pieces if len(p.strip()) >= _MIN_KEY}
+            fragments = {p for p in template.fragments() if len(p.strip()) >= _MIN_KEY}
             # A cut paste ends inside some piece: its start still selects the template.
             fragments |= {p[:_CUT_KEY] for p in fragments if len(p) > _CUT_KEY}
             for fragment in fragments:

@@ -29,7 +29,7 @@ __all__ = ["MatchIndex", "expand_specs", "match_index"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys): bump this when
 # match.py changes how a Matcher is built, not when it changes how one matches (that code is not stored).
-_FORMAT = 5
+_FORMAT = 6
 # The modules whose code decides what the catalogs hold: an edit to any makes a new index.
 _PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
 _KEEP = 8

@@ -515,3 +515,27 @@ def test_backticks_kept_in_the_paste_still_match(shapes_repo: GitRepo) -> None:
     assert result.returncode == 0
     (match,) = json.loads(result.stdout)["matches"]
     assert (match["lineNumber"], match["how"]) == (12, "exact")
+
+
+def test_a_pattern_with_optional_parts_is_found_by_its_literal_runs() -> None:
+    """Patterns with optional parts or alternatives (issue 14 writes them) are indexed by the text between
+    their syntax, so they are tried, matched whole, and not taken for catch-alls."""
+    from extractor.match import Site, Template
+
+    site = Site((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
+    pattern = (
+        r"LoRA rank (?P<p0>.*?) is greater than max_lora_rank (?P<p1>.*?)\."
+        r"(?: Please use a rank of at most (?P<p2>.*?)\.)?(?:| Also check the adapter\.)"
+    )
+    template = Template(
+        "ValueError", "LoRA rank {a} ...", pattern, (("p0", "a"), ("p1", "b"), ("p2", "c")), None, [site]
+    )
+    matcher = Matcher([template])
+    for text, values in [
+        ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", {"a": "64", "b": "16", "c": ""}),
+        (
+            "LoRA rank 64 is greater than max_lora_rank 16. Please use a rank of at most 16.",
+            {"a": "64", "b": "16", "c": "16"},
+        ),
+    ]:
+        assert [(m.how, m.values, m.confident) for m in matcher.match(text).matches] == [("exact", values, True)]
