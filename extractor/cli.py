@@ -5,7 +5,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -14,6 +14,7 @@ from extractor.errors import ExitCode, ExtractorError
 
 if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
+    from extractor.match import MatchResult
 
 __all__ = ["main"]
 
@@ -261,8 +262,9 @@ def _run_diff(argv: Sequence[str]) -> int:
 def _match_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"{PROG} match",
-        description="Find the catalog records that explain rendered errors, with the values they show. "
-        "Exit status: 0 every input that holds a message matched, 1 some did not, 2 trouble.",
+        description="Find the catalog records that explain rendered errors, with the values they show. Exit "
+        "status (grep's): a log on stdin: 0 at least one line matched a record, 1 none did; TEXT arguments: 0 "
+        "every one matched, 1 some did not; 2 trouble either way. Weak (catch-all) answers do not count.",
     )
     parser.add_argument(
         "text",
@@ -270,42 +272,78 @@ def _match_parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="rendered error messages; with none or '-', read a log from stdin, one input per line",
     )
-    _add_catalog(parser)
+    _add_catalogs(parser)
     parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
     return parser
+
+
+def _add_catalogs(parser: argparse.ArgumentParser) -> None:
+    """Add a repeatable --catalog (release ranges allowed), and the options for revisions extracted on the fly."""
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        required=True,
+        metavar="CATALOG",
+        help="a catalog directory or records.jsonl, release:X.Y.Z, release:A..B (every release on the package "
+        "index in that range, inclusive), release:all, or a revision of --repo; repeatable",
+    )
+    _add_repo(parser)
+    _add_scope(parser)
+    _add_run(parser)
+
+
+def _stdin_lines() -> Iterator[str]:
+    """Read stdin line by line as it comes (bytes that are not UTF-8 become U+FFFD)."""
+    for raw in sys.stdin.buffer:
+        yield raw.decode("utf-8", "replace")
 
 
 def _run_match(argv: Sequence[str]) -> int:
     args = _parse(_match_parser(), argv)
     import orjson
 
-    from extractor.catalog import open_catalog
-    from extractor.match import Matcher, match_all
+    from extractor.match import match_lines
+    from extractor.matchindex import match_index
 
-    catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
-    matcher = Matcher(catalog.lines)
+    def progress(line: str) -> None:
+        print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
+
+    index = match_index(args.catalog, repo=args.repo, options=_options(args), progress=progress)
     log = not args.text or args.text == ["-"]
-    inputs = sys.stdin.read().splitlines() if log else args.text
-    results = match_all(matcher, inputs, log=log)
+    inputs: Iterable[str] = _stdin_lines() if log else args.text
     out = sys.stdout
-    for result in results:
+    seen = matched = 0
+    for result in match_lines(index.matcher, inputs, log=log):
+        seen += 1
+        matched += bool(result.matches)
         if args.format == "json":
-            document = {"input": result.input, "matches": [m.to_json() for m in result.matches]}
-            out.write(orjson.dumps(document).decode() + "\n")
-            continue
-        out.write(f"{result.input}\n")
-        if not result.matches:
-            out.write("  no matching record\n")
-        for match in result.matches:
-            record = match.line.record
-            values = ", ".join(f"{k} = {v}" for k, v in match.values.items())
-            out.write(f"  -> {record.filePath}:{record.lineNumber}  {record.slug}  [{record.id}]\n")
-            if values:
-                out.write(f"     {values}\n")
-            out.write(f"     {record.githubUrl}\n")
+            out.write(orjson.dumps(result.to_json()).decode() + "\n")
+        else:
+            out.write(_match_text(result))
+        if log:
+            out.flush()  # answer as the log is read
     out.flush()
-    matched = [r for r in results if r.matches]
-    return ExitCode.OK if matched and len(matched) == len(results) else ExitCode.NOT_FOUND
+    if log:
+        return ExitCode.OK if matched else ExitCode.NOT_FOUND
+    return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
+
+
+def _match_text(result: MatchResult) -> str:
+    lines = [result.input]
+    if not result.matches:
+        lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
+    for match in (*result.matches, *result.weak):
+        site = match.site
+        weak = "" if match.confident else "weak "
+        lines.append(f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({weak}{match.how})")
+        values = ", ".join(f"{k} = {v}" for k, v in match.values.items())
+        if values:
+            lines.append(f"     {values}")
+        releases = match.releases()
+        if len(releases) > 1:
+            lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
+        lines.append(f"     {site.githubUrl}")
+    return "\n".join(lines) + "\n"
 
 
 def _nightly_parser() -> argparse.ArgumentParser:
@@ -371,10 +409,12 @@ def _explain_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=f"{PROG} explain",
         description="Explain one record: where it is thrown, when, which fields and flags it reads, and related "
-        "errors. Exit status: 0 printed, 1 nothing found, 2 trouble.",
+        "errors; with several catalogs, in which releases. Exit status: 0 printed, 1 nothing found, 2 trouble.",
     )
-    parser.add_argument("query", metavar="ID|SLUG|TEXT", help="a record id, a slug, or a rendered error message")
-    _add_catalog(parser)
+    parser.add_argument(
+        "query", metavar="ID|SLUG|TEXT", help="a record id or slug (or a unique prefix of one), or a rendered error"
+    )
+    _add_catalogs(parser)
     parser.add_argument(
         "--format",
         choices=["text", "markdown", "json"],
@@ -387,11 +427,9 @@ def _explain_parser() -> argparse.ArgumentParser:
 
 def _run_explain(argv: Sequence[str]) -> int:
     args = _parse(_explain_parser(), argv)
-    from extractor.catalog import open_catalog
-    from extractor.explain import find, render
+    from extractor.explain import explain_in, render
 
-    catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
-    explanation = find(catalog.lines, args.query)
+    explanation = explain_in(args.catalog, args.query, repo=args.repo, options=_options(args))
     if explanation is None:
         print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)
         return ExitCode.NOT_FOUND

@@ -3,13 +3,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import orjson
 
-from extractor.match import Matcher
+from extractor.errors import ExtractorError
+from extractor.match import Matcher, Template
 from extractor.models import CatalogLine, ConditionKind, FieldRef
 
-__all__ = ["Explanation", "condition_in_words", "find", "render"]
+if TYPE_CHECKING:
+    from extractor.extract import ExtractOptions
+    from extractor.matchindex import MatchIndex
+
+__all__ = ["Explanation", "condition_in_words", "explain_in", "find", "history", "render"]
 
 
 @dataclass(frozen=True)
@@ -19,20 +25,115 @@ class Explanation:
     line: CatalogLine
     values: dict[str, str]
     related: tuple[CatalogLine, ...]
+    history: str = ""  # in which releases, where, and what became of it (several catalogs given)
+
+
+def _by_name(keys: dict[str, list[str]], query: str) -> list[str]:
+    """The keys of `keys` (ids and slugs) `query` names: itself, else every key it is a prefix of."""
+    if query in keys:
+        return [query]
+    return sorted(key for key in keys if key.startswith(query))
+
+
+def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str | None:
+    """The one owner the named keys share, None if none; several is an error that lists them."""
+    found = sorted({owner for key in named for owner in owners[key]})
+    if len(found) > 1:
+        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise ExtractorError(f"{query!r} is the start of {len(found)} records' ids or slugs ({shown}); say more")
+    return found[0] if found else None
 
 
 def find(lines: Sequence[CatalogLine], query: str) -> Explanation | None:
-    """Look a record up by id, then slug, then as a rendered message (through `match`)."""
+    """Look a record up by id, slug, a unique prefix of either, then as a rendered message (through `match`)."""
     by_id = {line.record.id: line for line in lines}
-    found = by_id.get(query) or next((line for line in lines if line.record.slug == query), None)
+    names: dict[str, list[str]] = {}
+    for line in lines:
+        names.setdefault(line.record.id, []).append(line.record.id)
+        names.setdefault(line.record.slug, []).append(line.record.id)
+    found_id = _unique(_by_name(names, query), names, query) if len(query) >= 4 else None
+    found = by_id.get(found_id) if found_id else None
     values: dict[str, str] = {}
     if found is None:
-        matches = Matcher(lines).match(query).matches
+        matches = Matcher.of_lines(lines).match(query).matches
         if not matches:
             return None
-        found, values = matches[0].line, matches[0].values
+        found, values = by_id[matches[0].site.id], matches[0].values
     related = tuple(by_id[i] for i in found.extraction.related if i in by_id)
     return Explanation(found, values, related)
+
+
+def history(template: Template, labels: Sequence[str], templates: Sequence[Template]) -> str:
+    """Say in which of the catalogs `labels` names a template was raised, where, and what became of it."""
+    held = set(template.releases)
+    parts: list[str] = []
+    run: list[str] = []
+    for label in [*labels, ""]:
+        if label in held:
+            run.append(label)
+            continue
+        if not run:
+            continue
+        where = [f"{s.filePath}:{s.lineNumber}" for s in template.places() if set(s.releases) & set(run)]
+        span = run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}"
+        shown = ", ".join(where) if len(where) <= 3 else f"{where[0]}, ... {where[-1]} ({len(where)} places)"
+        parts.append(f"raised in {span} at {shown}")
+        if label:
+            parts.append(f"{_fate(template, run[-1], label, templates)} in {label}")
+        run = []
+    return "; ".join(parts)
+
+
+def _fate(template: Template, last: str, label: str, templates: Sequence[Template]) -> str:
+    """What happened to a template between two catalogs: reworded (its function raises another message of
+    its class there), or gone."""
+    places = {(s.filePath, s.function) for s in template.places() if last in s.releases}
+    for other in templates:
+        if other is template or other.errorClass != template.errorClass:
+            continue
+        if any(label in s.releases and (s.filePath, s.function) in places for s in other.places()):
+            return "reworded"
+    return "gone"
+
+
+def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation | None:
+    """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised."""
+    from extractor.catalog import open_catalog
+    from extractor.matchindex import expand_specs, match_index
+
+    if len(expand_specs(specs)) == 1:
+        (spec,) = expand_specs(specs)
+        return find(open_catalog(spec, repo=repo, options=options).lines, query)
+    index = match_index(specs, repo=repo, options=options)
+    found = _find_template(index, query)
+    if found is None:
+        return None
+    template, values = found
+    newest = max(index.labels.index(release) for release in template.releases)
+    catalog = open_catalog(index.specs[newest], repo=repo, options=options)
+    explanation = find(catalog.lines, next(s.id for s in template.places() if index.labels[newest] in s.releases))
+    if explanation is None:
+        return None
+    return Explanation(
+        explanation.line, values, explanation.related, history(template, index.labels, index.matcher.templates)
+    )
+
+
+def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, str]] | None:
+    templates = index.matcher.templates
+    shown = {f"{t.places()[-1].slug} [{t.places()[-1].id}]": t for t in templates}
+    names: dict[str, list[str]] = {}
+    for name, template in shown.items():
+        for site in template.places():
+            for key in (site.id, site.slug):
+                owners = names.setdefault(key, [])
+                if name not in owners:
+                    owners.append(name)
+    owner = _unique(_by_name(names, query), names, query) if len(query) >= 4 else None
+    if owner is not None:
+        return shown[owner], {}
+    matches = index.matcher.match(query).matches
+    return (matches[0].template, matches[0].values) if matches else None
 
 
 def condition_in_words(line: CatalogLine) -> str:
@@ -72,6 +173,18 @@ def _first_sentence(text: str | None) -> str:
     return flat if end < 0 else flat[: end + 1]
 
 
+def _short(line: CatalogLine, limit: int) -> str:
+    """A message cut to about `limit` characters, never inside a placeholder, on one line."""
+    message = line.record.errorMessage
+    if len(message) <= limit:
+        return " ".join(message.split())
+    cut = limit
+    for placeholder in line.extraction.placeholders:
+        if placeholder.start < cut < placeholder.end:
+            cut = placeholder.start if placeholder.start > 0 else placeholder.end
+    return " ".join(message[:cut].split()) + " ..."
+
+
 def render(explanation: Explanation, *, format: str) -> str:
     """Render an explanation as text, Markdown or JSON."""
     line, record = explanation.line, explanation.line.record
@@ -83,6 +196,8 @@ def render(explanation: Explanation, *, format: str) -> str:
             "condition": condition_in_words(line),
             "related": [r.record.model_dump(mode="json") for r in explanation.related],
         }
+        if explanation.history:
+            document["releases"] = explanation.history
         return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
     resolved = [f for f in line.extraction.fields if f.resolved]
     unresolved = [f for f in line.extraction.fields if not f.resolved]
@@ -97,6 +212,8 @@ def render(explanation: Explanation, *, format: str) -> str:
             "",
             f"Thrown at [{where}]({record.githubUrl}) in `{line.extraction.function}`, {condition_in_words(line)}.",
         ]
+        if explanation.history:
+            out += ["", f"Releases: {explanation.history}."]
         if explanation.values:
             out += ["", "| placeholder | value |", "| --- | --- |"]
             out += [f"| `{k}` | `{v}` |" for k, v in explanation.values.items()]
@@ -122,7 +239,7 @@ def render(explanation: Explanation, *, format: str) -> str:
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [
-                f"- [{r.record.filePath}:{r.record.lineNumber}]({r.record.githubUrl}) {r.record.errorMessage[:100]}"
+                f"- [{r.record.filePath}:{r.record.lineNumber}]({r.record.githubUrl}) {_short(r, 100)}"
                 for r in explanation.related
             ]
         return "\n".join(out) + "\n"
@@ -133,6 +250,8 @@ def render(explanation: Explanation, *, format: str) -> str:
         f"           {record.githubUrl}",
         f"When       {condition_in_words(line)}",
     ]
+    if explanation.history:
+        out += [f"Releases   {explanation.history}"]
     if explanation.values:
         out += ["Values     " + ", ".join(f"{k} = {v}" for k, v in explanation.values.items())]
     if resolved:
@@ -149,7 +268,5 @@ def render(explanation: Explanation, *, format: str) -> str:
         out += ["", "Also read  " + ", ".join(f"{f.expression} ({f.reason})" for f in unresolved)]
     if explanation.related:
         out += ["", "Related errors"]
-        out += [
-            f"  {r.record.filePath}:{r.record.lineNumber}  {r.record.errorMessage[:90]}" for r in explanation.related
-        ]
+        out += [f"  {r.record.filePath}:{r.record.lineNumber}  {_short(r, 90)}" for r in explanation.related]
     return "\n".join(out) + "\n"

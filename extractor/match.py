@@ -1,56 +1,224 @@
-# Match: a rendered error (or a log) -> the catalog records whose patterns explain it, with the values.
+# Match: a rendered error (or a log line) -> the templates of one or many catalogs that explain it, with values.
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import ahocorasick
+import re2
 
-from extractor.models import CatalogLine, Placeholder
+from extractor.errors import CatalogError
 
-__all__ = ["Match", "MatchResult", "Matcher", "literal_pieces"]
+if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
+    from extractor.models import CatalogLine
+
+__all__ = [
+    "CATCH_ALL",
+    "How",
+    "Match",
+    "MatchResult",
+    "Matcher",
+    "Site",
+    "Template",
+    "literal_pieces",
+    "templates_of",
+]
+
+# A template with less literal text than this is a catch-all (`f"{what}: {detail}"`, `f"Invalid {x}"`): it
+# can be shown as a weak answer, never a confident one. `scripts/recall.py --threshold-table` shows recall
+# and false matches on real vLLM texts for thresholds from 4 to 30 (README).
+CATCH_ALL = 12
+MIN_SCORE = 0.5  # share of the input's characters a confident answer's literal text must explain
+# Literal characters a cut paste must show to match as a prefix (unless it shows all the template has).
+MIN_PARTIAL = 40
+MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
+MAX_CANDIDATES = 64  # templates tried per variant of a line, those sharing most literal text first
+_MIN_KEY = 4  # literal fragments shorter than this do not select candidates
+_CUT_KEY = 24  # the start of a longer fragment is a key of its own
 
 # `ValueError: ...`, `vllm.errors.ConfigError: ...`: the exception class that prefixes a printed error.
 _CLASS_PREFIX = re.compile(r"(?<![\w.])(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning))(?::\s?|$)")
 _OPTIONAL = frozenset({"optional-items", "one-of-branches"})
 _SEPARATORS = " \t\n.,;:|-"
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
+_ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]")
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]+);")
+_LOG_PREFIX = re.compile(
+    r"^(?:\(\w[^)]*\)\s*)?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s?",
+    re.M,
+)
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019", "`": "`"}
+_PYDANTIC = re.compile(r"(?:Value error|Assertion failed), ")
+_MESSAGE_KEY = re.compile(r"""['"](?:message|detail|error)['"]\s*:\s*(?P<q>['"])(?P<msg>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
+_QUOTED = re.compile(r"""(?P<q>['"])(?P<msg>(?:\\.|(?!(?P=q)).){20,})(?P=q)""")
+_HTTP = re.compile(r"\d{3} ")
+_TRACEBACK = "Traceback (most recent call last)"
+_RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
+_GROUP = re.compile(r"\(\?P<(\w+)>\.\*\?\)")
+# Regex syntax between literal runs: groups, optional parts, alternatives, quantifiers (escaped text aside).
+_SYNTAX = re.compile(r"\(\?P<\w+>\.\*\?\)|\(\?:|\(\?P<\w+>|(?<!\\)[()|]|(?<!\\)[?*+](?:\?)?|\.\*\??")
+_TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
 
 
-@dataclass(frozen=True)
-class Match:
-    """One record that explains an input, with the value each placeholder took."""
+class How(StrEnum):
+    """How an input met its template: as printed, once cleaned, as a cut prefix, or as the raise's source."""
 
-    line: CatalogLine
-    values: dict[str, str]
-    coverage: int  # characters of the input covered by the template's literal text
-
-    def to_json(self) -> dict[str, Any]:
-        record = self.line.record
-        return {
-            "id": record.id,
-            "slug": record.slug,
-            "filePath": record.filePath,
-            "lineNumber": record.lineNumber,
-            "githubUrl": record.githubUrl,
-            "errorMessage": record.errorMessage,
-            "values": self.values,
-        }
+    EXACT = "exact"
+    NORMALIZED = "normalized"
+    PARTIAL = "partial"
+    SOURCE = "source"
 
 
-@dataclass(frozen=True)
-class MatchResult:
-    """What one input yielded: whether it looks like an error, and its best matches."""
+_HOW_RANK = {How.EXACT: 3, How.NORMALIZED: 3, How.SOURCE: 2, How.PARTIAL: 1}
 
-    input: str
-    is_error: bool
-    matches: tuple[Match, ...] = field(default=())
+
+class Site(NamedTuple):
+    """Where catalogs hold a template: the record there, and the catalogs (releases) that hold it there."""
+
+    releases: tuple[str, ...]
+    filePath: str
+    lineNumber: int
+    id: str
+    slug: str
+    githubUrl: str
+    function: str
+
+
+@dataclass(slots=True)
+class Template:
+    """One message template with every site, in every catalog given, that raises it."""
+
+    errorClass: str
+    errorMessage: str
+    messagePattern: str
+    groups: tuple[tuple[str, str], ...]  # (capture group, placeholder expression), in message order
+    messageSource: str | None
+    sites: list[Site]
+    releases: list[str] = field(default_factory=list)  # the labels of the catalogs holding it, in their order
+    pieces: tuple[str, ...] = ()  # literal text around the placeholders, len(groups) + 1 of them
+    literal: int = 0
+    # Each placeholder's text in the template, and whether it starts right where the one before ends
+    # (`{a}{b}`): such a run could split its text anywhere, so it gives one value.
+    texts: tuple[str, ...] = ()
+    touching: tuple[bool, ...] = ()
+    compiled: Any = None
+    top: Site | None = None
+
+    def __post_init__(self) -> None:
+        parts = _GROUP.split(self.messagePattern)
+        plain = not any(_SYNTAX.search(part) for part in parts[0::2])
+        if plain and len(parts) == 2 * len(self.groups) + 1 and tuple(parts[1::2]) == tuple(g for g, _ in self.groups):
+            self.pieces = tuple(re.sub(r"\\(.)", r"\1", part, flags=re.S) for part in parts[0::2])
+        else:  # optional parts or alternatives (or a hand-made pattern): no prefix matching for it
+            self.pieces = ()
+        self.literal = sum(map(len, self.pieces or self.fragments()))
+        if len(self.touching) != len(self.groups):  # made by hand, not from a catalog line: none touch
+            self.texts = tuple(f"{{{expression}}}" for _, expression in self.groups)
+            self.touching = (False,) * len(self.groups)
+
+    def fragments(self) -> tuple[str, ...]:
+        """The literal runs of the pattern: its pieces, or for a pattern with optional parts or
+        alternatives, the text between its syntax (each alternative a fragment of its own)."""
+        if self.pieces:
+            return self.pieces
+        runs = _SYNTAX.split(self.messagePattern)
+        return tuple(text for run in runs if run and (text := re.sub(r"\\(.)", r"\1", run, flags=re.S)))
 
     @property
-    def holds_message(self) -> bool:
-        return self.is_error or bool(self.matches)
+    def needed(self) -> tuple[str, ...]:
+        """The literal text a whole rendering shows, whatever happened to backticks and a final period."""
+        return tuple(q for p in self.pieces if (q := p.replace("`", "").strip().removesuffix(".")))
+
+    @property
+    def catch_all(self) -> bool:
+        return self.literal < CATCH_ALL
+
+    def newest(self) -> Site:
+        """The site in the newest catalog holding the template (the first in file order there), found once."""
+        if self.top is None:
+            held = [s for s in self.places() if not self.releases or self.releases[-1] in s.releases]
+            self.top = min(held, key=lambda s: (s.filePath, s.lineNumber))
+        return self.top
+
+    def places(self) -> list[Site]:
+        """The sites, made from the plain rows a stored index holds on first use (most are never used)."""
+        if self.sites and type(self.sites[0]) is tuple:
+            self.sites = [Site._make(row) for row in self.sites]
+        return self.sites
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        rows = [tuple(site) for site in self.sites]  # plain tuples load several times faster than NamedTuples
+        fields = (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource)
+        return (*fields, rows, self.releases, self.pieces, self.literal, self.texts, self.touching)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
+        self.sites, self.releases, self.pieces, self.literal, self.texts, self.touching = state[5:]
+        self.compiled = self.top = None
+
+    def regex(self) -> Any:
+        """Compile on first use (RE2: linear in the input), the template's trailing whitespace optional."""
+        if self.compiled is None:
+            body = _TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?")
+            options = re2.Options()
+            options.dot_nl = True
+            options.log_errors = False
+            self.compiled = re2.compile(f"(?:{body})\\s*$", options)
+        return self.compiled
+
+
+def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str = "") -> list[Template]:
+    """Group catalog lines by template (class and pattern), checking each pattern compiles with its groups.
+
+    `origin` names the catalog file in errors, with the line's number.
+    """
+    by_key: dict[tuple[str, str], Template] = {}
+    for number, line in enumerate(lines, start=1):
+        record = line.record
+        key = (record.errorClass, record.messagePattern)
+        template = by_key.get(key)
+        if template is None:
+            held = line.extraction.placeholders
+            groups = tuple((p.group, p.expression) for p in held)
+            template = Template(
+                record.errorClass, record.errorMessage, record.messagePattern, groups, line.extraction.messageSource, []
+            )
+            template.texts = tuple(record.errorMessage[p.start : p.end] for p in held)
+            template.touching = tuple(bool(k) and held[k - 1].end == p.start for k, p in enumerate(held))
+            _check(template, where=f"{origin or 'catalog'}:{number}")
+            by_key[key] = template
+        if release and template.releases[-1:] != [release]:
+            template.releases.append(release)
+        site = Site(
+            (release,) if release else (),
+            record.filePath,
+            record.lineNumber,
+            record.id,
+            record.slug,
+            record.githubUrl,
+            line.extraction.function,
+        )
+        template.sites.append(site)
+    return list(by_key.values())
+
+
+def _check(template: Template, *, where: str) -> None:
+    try:
+        compiled = template.regex()
+    except re2.error as error:
+        try:
+            re.compile(template.messagePattern)
+        except re.error as python_error:
+            raise CatalogError(f"{where}: messagePattern does not compile: {python_error}") from None
+        detail = error.args[0].decode(errors="replace") if error.args and isinstance(error.args[0], bytes) else error
+        raise CatalogError(f"{where}: messagePattern uses what a linear-time matcher cannot run: {detail}") from None
+    unknown = [group for group, _ in template.groups if group not in compiled.groupindex]
+    if unknown:
+        raise CatalogError(f"{where}: messagePattern has no group named {unknown[0]!r} (a placeholder names it)")
 
 
 def literal_pieces(line: CatalogLine) -> list[str]:
@@ -64,108 +232,359 @@ def literal_pieces(line: CatalogLine) -> list[str]:
     return [piece for piece in pieces if piece]
 
 
-@dataclass
-class _Entry:
-    line: CatalogLine
-    coverage: int
-    source: str
-    compiled: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One template that explains an input, with the value each placeholder took and how it matched."""
 
-    def patterns(self) -> tuple[re.Pattern[str], re.Pattern[str]]:
-        """Compile on first use: (the whole message, the message ending the input)."""
-        if self.compiled is None:
-            self.compiled = (re.compile(self.source, re.S), re.compile(f"(?:{self.source})\\s*\\Z", re.S))
-        return self.compiled
+    template: Template
+    values: dict[str, str]
+    how: How
+    score: float  # share of the input's characters the template's literal text explains
+    normalized: tuple[str, ...] = ()
+    error_class: str | None = None
+
+    @property
+    def confident(self) -> bool:
+        return not self.template.catch_all and self.score >= MIN_SCORE
+
+    @property
+    def site(self) -> Site:
+        """The site in the newest catalog given (the first in file order there)."""
+        return self.template.newest()
+
+    def rank(self) -> tuple[bool, bool, int, int]:
+        return (
+            self.confident,
+            self.template.errorClass == self.error_class,
+            _HOW_RANK[self.how],
+            self.template.literal,
+        )
+
+    def releases(self) -> list[str]:
+        return list(self.template.releases)
+
+    def to_json(self, *, sites: bool = True) -> dict[str, Any]:
+        site = self.site
+        document: dict[str, Any] = {
+            "id": site.id,
+            "slug": site.slug,
+            "filePath": site.filePath,
+            "lineNumber": site.lineNumber,
+            "githubUrl": site.githubUrl,
+            "errorMessage": self.template.errorMessage,
+            "values": self.values,
+            "how": str(self.how),
+            "partial": self.how is How.PARTIAL,
+            "score": round(self.score, 3),
+            "normalized": list(self.normalized),
+        }
+        releases = self.releases()
+        if releases:
+            document["releases"] = releases
+        if releases and sites:
+            document["sites"] = [
+                {"releases": list(s.releases), "filePath": s.filePath, "lineNumber": s.lineNumber, "id": s.id}
+                for s in self.template.places()
+            ]
+        return document
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """What one input yielded: whether it looks like an error, its confident matches, else its weak ones."""
+
+    input: str
+    is_error: bool
+    matches: tuple[Match, ...] = field(default=())
+    weak: tuple[Match, ...] = field(default=())
+
+    @property
+    def holds_message(self) -> bool:
+        return self.is_error or bool(self.matches)
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"input": self.input, "matches": [m.to_json() for m in self.matches]}
+        if self.weak:
+            document["weak"] = [m.to_json(sites=False) for m in self.weak]
+        return document
+
+
+@dataclass(frozen=True, slots=True)
+class _Variant:
+    text: str
+    steps: tuple[str, ...]
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(['\"\\])", r"\1", text).replace("\\n", "\n").replace("\\t", "\t")
+
+
+def _cleaned(text: str) -> _Variant:
+    """Undo what terminals, Markdown, HTML and quoting did to a paste, naming each step taken."""
+    steps: list[str] = []
+    if _ANSI.search(text):
+        text, _ = _ANSI.subn("", text)
+        steps.append("ansi")
+    if "&" in text and _ENTITY.search(text):
+        text = html.unescape(text)
+        steps.append("html")
+    if "\n" in text and _LOG_PREFIX.search(text, 1):
+        text = _LOG_PREFIX.sub("", text)
+        steps.append("log-prefix")
+    stripped = text.strip()
+    markdown = re.sub(r"^(?:>\s?|[-*]\s+)+", "", stripped)
+    if markdown.startswith("```"):  # string operations: a pattern with `\s*...$` is quadratic on spaces
+        markdown = markdown[3:].lstrip("abcdefghijklmnopqrstuvwxyz").strip()
+    if markdown.endswith("```"):
+        markdown = markdown[:-3].rstrip()
+    while len(markdown) > 2 and markdown[:2] in ("**", "__") and markdown.endswith(markdown[:2]):
+        markdown = markdown[2:-2].strip()
+    if markdown != stripped:
+        steps.append("markdown")
+    quoted = markdown
+    while len(quoted) > 2 and quoted[0] in _QUOTES and quoted.endswith(_QUOTES[quoted[0]]):
+        quoted = quoted[1:-1].strip()
+    if quoted != markdown:
+        steps.append("quotes" if not markdown.startswith("`") else "markdown")
+    cut = quoted.removesuffix("...").removesuffix("\u2026").rstrip() if quoted.endswith(("...", "\u2026")) else quoted
+    if cut != quoted:
+        steps.append("ellipsis")
+    return _Variant(cut, tuple(dict.fromkeys(steps)))
+
+
+def _pydantic_errors(text: str) -> list[str]:
+    """The messages of pydantic's `Value error, <message> [type=value_error, ...]` lines (string search:
+    no pattern here may backtrack over a long line)."""
+    out = []
+    for line in text.splitlines():
+        found = _PYDANTIC.search(line)
+        if found:
+            message = line[found.end() :]
+            cut = message.rfind(" [type=")
+            out.append((message[:cut] if cut >= 0 else message).strip())
+    return out
+
+
+def _variants(text: str) -> Iterator[_Variant]:
+    """The input as pasted, cleaned, and every message it may hold inside another text."""
+    base = _cleaned(text)
+    yield base
+    for error in _pydantic_errors(base.text)[:1]:
+        yield _Variant(error, (*base.steps, "pydantic"))
+    inner = [m["msg"] for m in _MESSAGE_KEY.finditer(base.text)]
+    inner += sorted((m["msg"] for m in _QUOTED.finditer(base.text)), key=len, reverse=True)[:3]
+    for message in dict.fromkeys(inner):
+        yield _Variant(_unquote(message), (*base.steps, "embedded"))
+    before, found, after = base.text.rpartition(_TRACEBACK)
+    if found and not after.strip(": \n"):
+        yield _Variant(before.rstrip().removesuffix(",").rstrip(), (*base.steps, "embedded"))
+    if _HTTP.match(base.text):
+        message = base.text[4:].strip()
+        message = message[:-4].rstrip() if message.endswith(" None") else message
+        yield _Variant(message, (*base.steps, "http"))
 
 
 class Matcher:
-    """Finds the records whose patterns match a text, trying only those whose longest literal is in it."""
+    """Finds the templates that explain a text, trying only those that share literal text with it."""
 
-    def __init__(self, lines: Iterable[CatalogLine]) -> None:
-        self.entries: list[_Entry] = []
-        self.placeholder_only: dict[str, list[int]] = {}
+    def __init__(self, templates: Sequence[Template]) -> None:
+        self.templates = list(templates)
+        self.by_class: dict[str, list[int]] = {}
+        self.by_source: dict[str, list[int]] = {}
         self.automaton = ahocorasick.Automaton()
         keys: dict[str, list[int]] = {}
-        for line in lines:
-            pieces = literal_pieces(line)
-            index = len(self.entries)
-            self.entries.append(_Entry(line, sum(len(p) for p in pieces), line.record.messagePattern))
-            if pieces:
-                # A template with parts that may not print (a list item not appended, another branch):
-                # its longest literal may be missing from a rendering, so each literal is a key, without
-                # the separators and punctuation it may share with a part that did not print.
-                optional = _OPTIONAL & set(line.extraction.warnings)
-                for key in {p.strip(_SEPARATORS) or p for p in pieces} if optional else [max(pieces, key=len)]:
-                    keys.setdefault(key, []).append(index)
-            else:
-                self.placeholder_only.setdefault(line.record.errorClass, []).append(index)
+        for index, template in enumerate(self.templates):
+            fragments = {p for p in template.fragments() if len(p.strip()) >= _MIN_KEY}
+            # A cut paste ends inside some piece: its start still selects the template.
+            fragments |= {p[:_CUT_KEY] for p in fragments if len(p) > _CUT_KEY}
+            for fragment in fragments:
+                keys.setdefault(fragment, []).append(index)
+            if not fragments:
+                self.by_class.setdefault(template.errorClass, []).append(index)
+            if template.messageSource:
+                self.by_source.setdefault(_squash(template.messageSource), []).append(index)
         for key, indexes in keys.items():
-            self.automaton.add_word(key, indexes)
+            self.automaton.add_word(key, (len(key), tuple(indexes)))
         if keys:
             self.automaton.make_automaton()
         self._indexed = bool(keys)
 
-    def candidates(self, text: str) -> set[int]:
+    @classmethod
+    def of_lines(cls, lines: Iterable[CatalogLine], *, origin: str = "") -> Matcher:
+        return cls(templates_of(lines, origin=origin))
+
+    def candidates(self, text: str) -> list[int]:
+        """The templates sharing most literal text with `text`, at most MAX_CANDIDATES of them."""
         if not self._indexed:
-            return set()
-        found: set[int] = set()
-        for _, indexes in self.automaton.iter(text):
-            found.update(indexes)
-        return found
+            return []
+        shared: dict[int, int] = {}
+        seen: set[int] = set()  # a fragment counts once however often the text repeats it
+        for _, (length, indexes) in self.automaton.iter(text):
+            if id(indexes) in seen:
+                continue
+            seen.add(id(indexes))
+            for index in indexes:
+                shared[index] = shared.get(index, 0) + length
+        ranked = sorted(shared, key=lambda i: (-shared[i], i))
+        return ranked[:MAX_CANDIDATES]
 
     def match(self, text: str) -> MatchResult:
-        """Match one input (a message, a log line or a whole text) against the catalog."""
-        stripped = text.rstrip("\r\n")
+        """Match one input (a message, a log line, a paste, a `raise` line) against the templates."""
+        stripped = text.rstrip("\r\n")[:MAX_LINE]
         prefix = _CLASS_PREFIX.search(stripped)
-        error_class = prefix["cls"].rpartition(".")[2] if prefix else None
-        message = stripped[prefix.end() :] if prefix else stripped
         is_error = prefix is not None or bool(_ERROR_LEVEL.match(stripped))
-        found = self._try(self.candidates(stripped), message, stripped)
-        if not found and error_class is not None:
-            found = self._try(self.placeholder_only.get(error_class, []), message, None)
-        if not found:
-            return MatchResult(stripped, is_error)
-        rank = [(m.line.record.errorClass == error_class, m.coverage) for m in found]
-        best = max(rank)
-        top = [m for m, r in zip(found, rank, strict=True) if r == best]
-        top.sort(key=lambda m: (m.line.record.filePath, m.line.record.lineNumber, m.line.record.id))
-        return MatchResult(stripped, is_error, tuple(top))
+        source = _RAISE.match(stripped)
+        if source:
+            found = [
+                Match(template, {}, How.SOURCE, 1.0, (), template.errorClass)
+                for template in (self.templates[i] for i in self.by_source.get(_squash(source["arg"]), []))
+                if template.errorClass == source["cls"].rpartition(".")[2]
+            ]
+            confident, weak = _best(found)
+        elif len(errors := _pydantic_errors(stripped)) > 1:  # `N validation errors for X`: each
+            confident, weak = (), ()
+            for error in errors:
+                one, other = _best(self._found([_Variant(error.strip(), ("pydantic",))]))
+                confident, weak = confident + one, weak + other
+            weak = () if confident else weak
+        else:
+            confident, weak = _best(self._found(_variants(stripped)))
+        return MatchResult(stripped, is_error or bool(confident), confident, weak)
 
-    def _try(self, indexes: Iterable[int], message: str, text: str | None) -> list[Match]:
-        out = []
-        for index in sorted(indexes):
-            entry = self.entries[index]
-            whole, ending = entry.patterns()
-            found = whole.fullmatch(message)
-            if found is None and text is not None:
-                found = ending.search(text)
-            if found is None:
-                continue
-            out.append(Match(entry.line, _values(entry.line, found), entry.coverage))
+    def _found(self, variants: Iterable[_Variant]) -> list[Match]:
+        """Each template once, at its best over the variants; stop at the first variant answered with confidence."""
+        found: dict[int, Match] = {}  # by id() of the template
+        for variant in variants:
+            for match in self._try(variant):
+                key = id(match.template)
+                if key not in found or match.rank() > found[key].rank():
+                    found[key] = match
+            if any(m.confident for m in found.values()):
+                break
+        return list(found.values())
+
+    def _try(self, variant: _Variant) -> list[Match]:
+        text = variant.text
+        prefix = _CLASS_PREFIX.search(text)
+        error_class = prefix["cls"].rpartition(".")[2] if prefix else None
+        message = text[prefix.end() :] if prefix and prefix.start() == 0 else None
+        indexes = self.candidates(text)
+        if error_class is not None:
+            indexes += self.by_class.get(error_class, [])
+        out: list[Match] = []
+        for index in indexes:
+            template = self.templates[index]
+            match = self._one(template, text, message, variant.steps, error_class)
+            if match is not None:
+                out.append(match)
         return out
 
+    def _one(
+        self, template: Template, text: str, message: str | None, steps: tuple[str, ...], error_class: str | None
+    ) -> Match | None:
+        # Every literal piece (give or take backticks and a final period) must be in the text for a whole
+        # match: checking that first spares compiling the patterns of most candidates.
+        bare = text.replace("`", "") if "`" in text else text
+        whole = not template.pieces or all(piece in bare for piece in template.needed)
+        subjects = ((message, ()), (text, ()), (_with_period(template, message or text), ("period",)))
+        for subject, added in subjects if whole else ():
+            if subject is None:
+                continue
+            regex = template.regex()
+            found = regex.fullmatch(subject) if subject is message else regex.search(subject)
+            if found is None:
+                continue
+            values = _values(template, found)
+            span = found.end() - found.start()
+            all_steps = (*steps, *added)
+            if "`" in template.errorMessage and found.group().count("`") < template.errorMessage.count("`"):
+                all_steps = (*all_steps, "backticks")
+            how = How.NORMALIZED if all_steps else How.EXACT
+            score = min(1.0, template.literal / span) if span else 0.0
+            return Match(template, values, how, score, all_steps, error_class)
+        if template.pieces and not template.catch_all:
+            return _prefix(template, message if message is not None else text, steps, error_class)
+        return None
 
-def _values(line: CatalogLine, found: re.Match[str]) -> dict[str, str]:
-    """The text each placeholder took; placeholders with no text between them (`{a}{b}`) could split
-    their text anywhere, so the run is one value, under the run's template text."""
-    message = line.record.errorMessage
+
+def _values(template: Template, found: Any) -> dict[str, str]:
+    """The text each placeholder took (none for a part that did not print); a run of touching placeholders
+    (`{a}{b}`) is one value, under the run's template text."""
     values: dict[str, str] = {}
-    run: list[Placeholder] = []
-    for placeholder in [*line.extraction.placeholders, None]:
-        if placeholder is not None and (not run or run[-1].end == placeholder.start):
-            run.append(placeholder)
+    count = len(template.groups)
+    run: list[int] = []
+    for k in range(count + 1):
+        if k < count and run and template.touching[k]:
+            run.append(k)
             continue
-        if len(run) == 1 and found.group(run[0].group) is not None:
-            values.setdefault(run[0].expression, found.group(run[0].group))
-        elif run and all(found.group(p.group) is not None for p in run):
-            values.setdefault(
-                message[run[0].start : run[-1].end], found.string[found.start(run[0].group) : found.end(run[-1].group)]
-            )
-        run = [placeholder] if placeholder is not None else []
+        names = [template.groups[i][0] for i in run]
+        if len(run) == 1 and (value := found.group(names[0])) is not None:
+            values.setdefault(template.groups[run[0]][1], value)
+        elif len(run) > 1 and all(found.group(name) is not None for name in names):
+            index = found.re.groupindex
+            text = "".join(template.texts[i] for i in run)
+            values.setdefault(text, found.string[found.span(index[names[0]])[0] : found.span(index[names[-1]])[1]])
+        run = [k] if k < count else []
     return values
 
 
-def match_all(matcher: Matcher, inputs: Sequence[str], *, log: bool) -> list[MatchResult]:
-    """Match every input; from a log, keep only lines that matched or look like errors."""
-    results = [matcher.match(text) for text in inputs]
-    return [r for r in results if r.holds_message] if log else results
+def _best(found: Sequence[Match]) -> tuple[tuple[Match, ...], tuple[Match, ...]]:
+    """The best-ranked matches: as (confident, ()) or, when none is confident, ((), weak)."""
+    if not found:
+        return (), ()
+    best = max(m.rank() for m in found)
+    top = _in_file_order(m for m in found if m.rank() == best)
+    return (top, ()) if top[0].confident else ((), top)
+
+
+def _with_period(template: Template, text: str) -> str | None:
+    return text + "." if template.errorMessage.endswith(".") and not text.endswith(".") else None
+
+
+def _prefix(template: Template, text: str, steps: tuple[str, ...], error_class: str | None) -> Match | None:
+    """Match `text` as a cut rendering: each literal found in turn, leftmost, the cut inside one of them
+    or inside a value. Leftmost search cannot backtrack: the work is linear in the text per piece."""
+    pieces, groups = template.pieces, template.groups
+    if len(text) < len(pieces[0]) and pieces[0].startswith(text):  # cut inside the first literal
+        ok = len(text) >= MIN_PARTIAL
+        return Match(template, {}, How.PARTIAL, 1.0, steps, error_class) if ok and text.strip() else None
+    start = text.find(pieces[0]) if pieces[0] else 0
+    if start < 0:
+        return None
+    values: dict[str, str] = {}
+    position, literal = start + len(pieces[0]), len(pieces[0])
+    for (_, expression), piece in zip(groups, pieces[1:], strict=True):
+        if position >= len(text):
+            break
+        found = text.find(piece, position) if piece else position
+        if found < 0:  # the cut fell in this value or in the literal after it
+            first = max(position, len(text) - len(piece))
+            cut = next((k for k in range(first, len(text)) if piece.startswith(text[k:])), len(text))
+            values.setdefault(expression, text[position:cut])
+            literal += len(text) - cut
+            position = len(text)
+            break
+        values.setdefault(expression, text[position:found])
+        position, literal = found + len(piece), literal + len(piece)
+    else:
+        return None  # the whole template was there: a full match would have said so
+    if position < len(text) or literal < min(MIN_PARTIAL, template.literal):
+        return None
+    span = len(text) - start
+    return Match(template, values, How.PARTIAL, min(1.0, literal / span), steps, error_class)
+
+
+def _squash(source: str) -> str:
+    return re.sub(r"\s+", "", source).replace("'", '"')
+
+
+def _in_file_order(matches: Iterable[Match]) -> tuple[Match, ...]:
+    return tuple(sorted(matches, key=lambda m: (m.site.filePath, m.site.lineNumber, m.site.id)))
+
+
+def match_lines(matcher: Matcher, inputs: Iterable[str], *, log: bool) -> Iterator[MatchResult]:
+    """Match inputs as they come; from a log, yield only lines that matched or look like errors."""
+    for text in inputs:
+        result = matcher.match(text)
+        if not log or result.holds_message:
+            yield result

@@ -1,10 +1,13 @@
-"""Benchmark `match`: log lines per second, indexed matcher vs trying every regex in turn, same run.
+"""Benchmark `match`: log lines per second against one release's catalog and against every release at once.
 
-Usage: python scripts/bench_match.py [--repo PATH] [--revision v0.28.0] [--lines 1000] [--rounds 3]
+Usage: python scripts/bench_match.py [--single release:0.33.0] [--many release:0.5.0..0.33.0] [--lines 1000]
+                                     [--rounds 3] [--path vllm]
 
-By default it builds vLLM 0.28.0 from its release sdist (as the tests do) and extracts the whole
-`vllm/` package (about 2,700 patterns). The log mixes rendered messages of random records with INFO
-lines and traceback frames. Both matchers see the same lines; their answers are checked to agree.
+Both matchers are the whole-package catalogs (`--path vllm --exception '*'`), built from the release sdists
+(the first run extracts every release, which takes a while; later runs read the cached merged index). The
+log is real-looking: INFO lines, traceback frames, and rendered messages of random templates of random
+releases, with log prefixes, some cut, some in Markdown. In-process timings are medians of interleaved
+rounds; then the whole command (`python -m extractor match --catalog MANY < log`) is timed with warm caches.
 """
 
 from __future__ import annotations
@@ -12,40 +15,29 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.extract import ExtractOptions, extract
-from extractor.match import Matcher, literal_pieces
-from extractor.models import CatalogLine
+from extractor.extract import ExtractOptions
+from extractor.match import Matcher, Template
+from extractor.matchindex import match_index
 
 
-class RegexLoop(Matcher):
-    """The peer: no index, every pattern with literal text is tried on every line."""
-
-    def candidates(self, text: str) -> set[int]:
-        return {index for index, entry in enumerate(self.entries) if entry.coverage}
-
-
-def render(line: CatalogLine, rng: random.Random) -> str:
-    message = line.record.errorMessage
-    out, position = [], 0
-    for placeholder in line.extraction.placeholders:
-        out.append(message[position : placeholder.start])
-        if placeholder.debug:
-            out.append(placeholder.expression + "=")
-        out.append(str(rng.randint(1, 99999)))
-        position = placeholder.end
-    out.append(message[position:])
-    return f"{line.record.errorClass}: " + "".join(out)
+def render(template: Template, rng: random.Random) -> str:
+    out = [template.pieces[0]]
+    for piece in template.pieces[1:]:
+        out += [str(rng.randint(1, 99999)), piece]
+    return f"{template.errorClass}: " + "".join(out)
 
 
-def make_log(lines: list[CatalogLine], count: int, seed: int = 7) -> list[str]:
+def make_log(templates: list[Template], count: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
-    usable = [line for line in lines if literal_pieces(line) and "\n" not in line.record.errorMessage]
+    usable = [t for t in templates if t.pieces and not t.catch_all and "\n" not in t.errorMessage]
     log = []
     for index in range(count):
         roll = rng.random()
@@ -53,49 +45,70 @@ def make_log(lines: list[CatalogLine], count: int, seed: int = 7) -> list[str]:
             log.append(f"INFO 11-29 17:{index % 60:02d}:18 [core.py:{index}] step {index}: 42 requests running")
         elif roll < 0.6:
             log.append(f'  File "/usr/lib/python3/site-packages/vllm/engine/x.py", line {index}, in run')
+        elif roll < 0.65:
+            log.append(f"(EngineCore pid={index}) ERROR 11-29 17:35:18 [core.py:{index}] EngineCore hit an exception")
         else:
-            log.append(f"ERROR 11-29 17:35:18 [core.py:123] {render(rng.choice(usable), rng)}")
+            message = render(rng.choice(usable), rng)
+            if roll < 0.7:
+                message = message[: max(60, len(message) * 2 // 3)]
+            elif roll < 0.75:
+                message = f"`{message}`"
+            log.append(f"ERROR 11-29 17:35:18 [core.py:123] {message}")
     return log
 
 
-def measure(matcher: Matcher, log: list[str]) -> tuple[float, list[tuple[str, ...]]]:
+def measure(matcher: Matcher, log: list[str]) -> tuple[float, int]:
     started = time.perf_counter()
-    answers = [tuple(m.line.record.id for m in matcher.match(text).matches) for text in log]
-    return time.perf_counter() - started, answers
+    matched = sum(bool(matcher.match(text).matches) for text in log)
+    return time.perf_counter() - started, matched
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", help="repository holding the revision (default: vLLM release sdists)")
-    parser.add_argument("--revision", default="v0.28.0")
+    parser.add_argument("--single", default="release:0.33.0")
+    parser.add_argument("--many", default="release:0.5.0..0.33.0")
+    parser.add_argument("--path", default="vllm")
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    repo = args.repo
-    if repo is None:
-        from extractor.release import release_repo
+    options = ExtractOptions(paths=(args.path,), exceptions=("*",))
 
-        repo = str(release_repo([args.revision.removeprefix("v")]))
-    catalog = extract(repo=repo, revision=args.revision, options=ExtractOptions(paths=("vllm",)))
-    lines = list(catalog.lines)
-    log = make_log(lines, args.lines)
-    indexed, loop = Matcher(lines), RegexLoop(lines)
-    # Warm both (regexes compile on first use), and check they agree.
-    _, fast = measure(indexed, log)
-    _, slow = measure(loop, log)
-    disagree = sum(a != b for a, b in zip(fast, slow, strict=True))
-    timings: dict[str, list[float]] = {"indexed": [], "regex loop": []}
+    def progress(line: str) -> None:
+        print(f"  building the merged index: {line}", file=sys.stderr, flush=True)
+
+    single = match_index([args.single], repo="", options=options).matcher
+    many_index = match_index([args.many], repo="", options=options, progress=progress)
+    many = many_index.matcher
+    log = make_log(many.templates, args.lines)
+    measure(single, log), measure(many, log)  # warm: patterns compile on first use
+    timings: dict[str, list[float]] = {"single": [], "many": []}
+    matched: dict[str, int] = {}
     for _ in range(args.rounds):  # interleaved rounds: both see the same machine load
-        timings["indexed"].append(measure(indexed, log)[0])
-        timings["regex loop"].append(measure(loop, log)[0])
-    print(f"catalog: {len(lines)} patterns ({args.revision}, vllm/); log: {len(log)} lines; rounds: {args.rounds}")
-    print(f"answers that differ between the two: {disagree}")
+        for name, matcher in (("single", single), ("many", many)):
+            seconds, matched[name] = measure(matcher, log)
+            timings[name].append(seconds)
+    print(f"log: {len(log)} lines; rounds: {args.rounds}")
     rates = {}
-    for name, values in timings.items():
-        median = statistics.median(values)
+    for name, spec, matcher in (("single", args.single, single), ("many", args.many, many)):
+        median = statistics.median(timings[name])
         rates[name] = len(log) / median
-        print(f"{name:>11}: median {median * 1000:8.1f} ms  {rates[name]:10.0f} lines/s")
-    print(f"indexed / regex loop: {rates['indexed'] / rates['regex loop']:.1f}x the lines per second")
+        print(
+            f"{name:>6}: {spec} ({len(matcher.templates)} templates): median {median * 1000:7.1f} ms "
+            f"{rates[name]:8.0f} lines/s, {matched[name]} lines matched"
+        )
+    print(f"many / single: {rates['many'] / rates['single']:.2f}x the lines per second")
+    print(f"merged index: {len(many_index.labels)} releases, {len(many.templates)} templates")
+    with tempfile.NamedTemporaryFile("w", suffix=".log") as handle:
+        handle.write("\n".join(log) + "\n")
+        handle.flush()
+        command = [sys.executable, "-m", "extractor", "match", "--catalog", args.many, "--path", args.path]
+        walls = []
+        for _ in range(args.rounds):
+            with open(handle.name) as stdin:
+                started = time.perf_counter()
+                subprocess.run([*command, "--exception", "*"], stdin=stdin, stdout=subprocess.DEVNULL, check=False)
+                walls.append(time.perf_counter() - started)
+    print(f"whole command, warm caches: median {statistics.median(walls):.2f} s for {len(log)} lines ({args.many})")
 
 
 if __name__ == "__main__":

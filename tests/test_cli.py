@@ -483,7 +483,8 @@ def test_list_prints_a_table_of_every_record(listed: str) -> None:
         "vllm/config/a.py:5   ValueError  n-exceeds-the-limit-of-which-is-the-largest-number  "
         "n ({n}) exceeds the limit | of {self.limit}, which is the ...",
         "vllm/config/a.py:6   TypeError   n-must-be-a-number                                  n must be a number",
-        "vllm/config/a.py:10  KeyError    no-such-key                                         no such key {x}",
+        # KeyError prints the repr of its argument, quotes included (issue 14)
+        "vllm/config/a.py:10  KeyError    no-such-key                                         'no such key {x}'",
         "vllm/other.py:1      ValueError  other-limit                                         other limit",
     ]
 

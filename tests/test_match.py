@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
+import select
 import subprocess
 import sys
+import tarfile
+import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from extractor.extract import ExtractOptions, extract
 from extractor.match import Matcher
 from tests.conftest import GitRepo
+from tests.test_release import Index
 
 SOURCE = """\
 def check(self, n, max_model_len, msg):
@@ -36,11 +44,11 @@ def catalog_repo(git_repo: GitRepo) -> GitRepo:
 @pytest.fixture
 def matcher(catalog_repo: GitRepo) -> Matcher:
     options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher(extract(repo=str(catalog_repo.path), revision="v1", options=options).lines)
+    return Matcher.of_lines(extract(repo=str(catalog_repo.path), revision="v1", options=options).lines)
 
 
 def found(matcher: Matcher, text: str) -> list[tuple[int, dict[str, str]]]:
-    return [(m.line.record.lineNumber, m.values) for m in matcher.match(text).matches]
+    return [(m.site.lineNumber, m.values) for m in matcher.match(text).matches]
 
 
 @pytest.mark.parametrize(
@@ -79,10 +87,16 @@ def test_the_template_covering_most_literal_text_wins(matcher: Matcher) -> None:
     assert found(matcher, "ValueError: Unknown dtype: 'fp9'") == [(8, {"n": "'fp9'"})]
 
 
-def test_placeholder_only_messages_need_their_class_and_come_last(matcher: Matcher) -> None:
-    assert found(matcher, "something nobody wrote") == []
-    assert found(matcher, "ValueError: something nobody wrote") == [(7, {"msg": "something nobody wrote"})]
-    assert found(matcher, "TypeError: something nobody wrote") == [(10, {"msg": "something nobody wrote"})]
+def weak(matcher: Matcher, text: str) -> list[tuple[int, dict[str, str]]]:
+    return [(m.site.lineNumber, m.values) for m in matcher.match(text).weak]
+
+
+def test_placeholder_only_messages_need_their_class_and_are_only_weak(matcher: Matcher) -> None:
+    """A message that is all placeholder explains nothing: it is never a confident answer (was: a match)."""
+    assert found(matcher, "something nobody wrote") == weak(matcher, "something nobody wrote") == []
+    assert found(matcher, "ValueError: something nobody wrote") == []
+    assert weak(matcher, "ValueError: something nobody wrote") == [(7, {"msg": "something nobody wrote"})]
+    assert weak(matcher, "TypeError: something nobody wrote") == [(10, {"msg": "something nobody wrote"})]
 
 
 def test_error_looking_lines_are_reported_even_unmatched(matcher: Matcher) -> None:
@@ -122,7 +136,13 @@ def test_log_on_stdin_yields_one_line_per_error(catalog_repo: GitRepo) -> None:
         "githubUrl",
         "errorMessage",
         "values",
+        "how",
+        "partial",
+        "score",
+        "normalized",
     }
+    # "Got n=" " and max_model_len = " "." explain 28 of the 34 characters
+    assert (outputs[0]["matches"][0]["how"], outputs[0]["matches"][0]["score"]) == ("exact", 0.824)
 
 
 def test_unrelated_text_exits_1_and_text_format(catalog_repo: GitRepo) -> None:
@@ -156,7 +176,387 @@ def test_touching_placeholders_are_one_value_and_unprinted_items_none(git_repo: 
     )
     git_repo.commit({"pkg/a.py": source}, tag="v1")
     options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    matcher = Matcher(extract(repo=str(git_repo.path), revision="v1", options=options).lines)
+    matcher = Matcher.of_lines(extract(repo=str(git_repo.path), revision="v1", options=options).lines)
     assert found(matcher, "Weight 1024x3 is not divisible by 64.") == [(3, {"{a}{b}": "1024x3", "c": "64"})]
     assert found(matcher, "The adapter x cannot be loaded here:") == [(7, {"a": "x"})]
     assert found(matcher, "The adapter x cannot be loaded here: bad rank 8.") == [(7, {"a": "x", "b": "8"})]
+
+
+SHAPES = """\
+def check(self, world_size, gpus, n, backend, what, detail, length):
+    if world_size > gpus:
+        raise ValueError(
+            f"World size ({world_size}) is larger than the number of available GPUs ({gpus}) in this node. "
+            "If this is intentional and you are using Ray, start a cluster first."
+        )
+    if n:
+        raise ValueError(f"Invalid value {n} for num_speculative_tokens.")
+    if length:
+        raise ValueError(f"This model's maximum context length is {length} tokens. However, you requested {n} tokens.")
+    if gpus:
+        raise ValueError(f"`--max-model-len` ({length}) must not exceed the model's limit of {n}.")
+    if backend:
+        raise ValueError(f"Unknown executor backend {backend}.")
+    if what:
+        raise RuntimeError(f"{what}: {detail}")
+    if detail:
+        raise ValueError(f"Cannot load the weights of {n}.\\nCheck the path {what} and retry with a full checkpoint.")
+    raise ValueError(f"Expected a newline-ended list of {n} items:\\n")
+    raise ValueError("Speculative decoding cannot run with pipeline parallelism in this release yet.")
+"""
+WORLD = (
+    "World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional and you "
+    "are using Ray, start a cluster first."
+)
+SPEC = "Invalid value 7 for num_speculative_tokens."
+LIMIT = "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens."
+PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
+
+# (paste, line of the raise, how, normalization steps): one per shape users paste, from issue #13's table.
+SHAPE_CASES = [
+    pytest.param(f"ValueError: {WORLD[:100]}", 3, "partial", [], id="text cut"),
+    pytest.param(f"ValueError: {LIMIT[:58]}", 10, "partial", [], id="text cut inside a later literal"),
+    pytest.param(
+        "ValueError: Speculative decoding cannot run with pipeline paral", 20, "partial", [], id="text cut, no value"
+    ),
+    pytest.param(f"`ValueError: {WORLD}`", 3, "normalized", ["markdown"], id="inline code"),
+    pytest.param(f"**ValueError: {SPEC}**", 8, "normalized", ["markdown"], id="bold"),
+    pytest.param(f"> ValueError: {SPEC}", 8, "normalized", ["markdown"], id="quote block"),
+    pytest.param(f'"ValueError: {SPEC}"', 8, "normalized", ["quotes"], id="quote marks"),
+    pytest.param(f"ValueError: {WORLD[:60]} ...", 3, "partial", ["ellipsis"], id="cut with an ellipsis"),
+    pytest.param(f"ValueError: {SPEC[:-1]}", 8, "normalized", ["period"], id="final period dropped"),
+    pytest.param(
+        "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': \"" + LIMIT + "\", 'type': "
+        "'BadRequestError', 'param': None, 'code': 400}",
+        10,
+        "normalized",
+        ["embedded"],
+        id="openai client wrapper",
+    ),
+    pytest.param(f"400 {LIMIT} None", 10, "normalized", ["http"], id="http status wrapper"),
+    pytest.param(
+        "ValueError: --max-model-len (5000) must not exceed the model's limit of 4096.",
+        12,
+        "normalized",
+        ["backticks"],
+        id="backticks lost",
+    ),
+    pytest.param(
+        f"  Value error, {SPEC} [type=value_error, input_value=ArgsKwargs((), {{}}), input_type=ArgsKwargs]",
+        8,
+        "normalized",
+        ["pydantic"],
+        id="pydantic value error",
+    ),
+    pytest.param(
+        f"RuntimeError: Worker failed with error '{SPEC}', please check the stack trace above for the root cause",
+        8,
+        "normalized",
+        ["embedded"],
+        id="quoted inside another error",
+    ),
+    pytest.param(
+        f"Exception in worker VllmWorkerProcess while processing method load_model: {SPEC}, Traceback (most recent "
+        "call last):",
+        8,
+        "normalized",
+        ["embedded"],
+        id="worker exception with traceback tail",
+    ),
+    pytest.param(
+        "ValueError: Expected a newline-ended list of 3 items:", 19, "exact", [], id="template ends in newline"
+    ),
+    pytest.param('raise ValueError(f"Unknown executor backend {backend}.")', 14, "source", [], id="raise line"),
+    pytest.param(f"报错ValueError: {SPEC}", 8, "exact", [], id="glued text"),
+    pytest.param(
+        f"{PREFIX}ValueError: Cannot load the weights of m.\n"
+        f"{PREFIX}Check the path /x and retry with a full checkpoint.",
+        18,
+        "normalized",
+        ["log-prefix"],
+        id="log prefix on every line",
+    ),
+    pytest.param(f"\x1b[0;36m{PREFIX}\x1b[0mValueError: {SPEC}", 8, "normalized", ["ansi"], id="ansi escapes"),
+    pytest.param(f"^[[0;36m{PREFIX}^[[0mValueError: {SPEC}", 8, "normalized", ["ansi"], id="ansi spelled out"),
+    pytest.param(f"ValueError: {LIMIT.replace(chr(39), '&#x27;')}", 10, "normalized", ["html"], id="html entity"),
+]
+
+
+@pytest.fixture(scope="module")
+def shapes_output(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]]:
+    """Every pasted shape through `match` in one subprocess run, one JSON answer per TEXT, in order."""
+    repo = GitRepo(tmp_path_factory.mktemp("shapes"))
+    repo.commit({"pkg/a.py": SHAPES}, tag="v1")
+    texts = [case.values[0] for case in SHAPE_CASES]
+    result = run("--catalog", "v1", "--repo", str(repo.path), "--path", "pkg", "--exception", "*", *texts)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+@pytest.mark.parametrize(("text", "line", "how", "steps"), SHAPE_CASES)
+def test_each_pasted_shape_finds_its_record(
+    shapes_output: list[dict[str, Any]], text: str, line: int, how: str, steps: list[str]
+) -> None:
+    (output,) = [o for o in shapes_output if o["input"] == text.rstrip("\n")]
+    assert [(m["lineNumber"], m["how"], m["normalized"], m["partial"]) for m in output["matches"]] == [
+        (line, how, steps, how == "partial")
+    ]
+
+
+@pytest.fixture(scope="module")
+def shapes_repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
+    repo = GitRepo(tmp_path_factory.mktemp("shapes-repo"))
+    repo.commit({"pkg/a.py": SHAPES}, tag="v1")
+    return repo
+
+
+def match_shapes(repo: GitRepo, *args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "extractor", "match", "--catalog", "v1", "--repo", str(repo.path)]
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    result = subprocess.run(
+        [*command, "--path", "pkg", "--exception", "*", *args], input=data, capture_output=True, timeout=60
+    )
+    return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
+    """Text that shares words with templates (`Invalid`, `tokens`) but was never raised: no match, exit 1."""
+    texts = [
+        "ValueError: The tokenizer has no chat template configured for this model; pass one with --chat-template.",
+        "ValueError: Invalid dtype bfloat17 requested for the tokens of this model in this node.",
+    ]
+    result = match_shapes(shapes_repo, *texts)
+    assert result.returncode == 1
+    assert [json.loads(line)["matches"] for line in result.stdout.splitlines()] == [[], []]
+
+
+def test_catch_all_records_are_weak_alone(shapes_repo: GitRepo) -> None:
+    """`f"{what}: {detail}"` fits anything with a colon: it is listed as weak, never a match, and exit is 1."""
+    result = match_shapes(shapes_repo, "RuntimeError: engine core died: see the log above")
+    assert result.returncode == 1
+    (output,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert output["matches"] == []
+    assert [(w["lineNumber"], w["values"]) for w in output["weak"]] == [
+        (16, {"what": "engine core died", "detail": "see the log above"})
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stdin", "code"),
+    [
+        pytest.param("", 1, id="empty log"),
+        pytest.param("INFO 11-29 17:35:18 [core.py:1] all good\nINFO 11-29 [x] still good\n", 1, id="only INFO"),
+        pytest.param(f"{PREFIX}engine died\nValueError: {SPEC}\n", 0, id="one match beside an unrelated ERROR"),
+        pytest.param(f"{PREFIX}engine died\n", 1, id="only an unrelated ERROR"),
+    ],
+)
+def test_log_exit_status_follows_grep(shapes_repo: GitRepo, stdin: str, code: int) -> None:
+    assert match_shapes(shapes_repo, stdin=stdin).returncode == code
+
+
+def test_text_exit_status_is_0_only_when_every_text_matched(shapes_repo: GitRepo) -> None:
+    assert match_shapes(shapes_repo, f"ValueError: {SPEC}", LIMIT).returncode == 0
+    assert match_shapes(shapes_repo, f"ValueError: {SPEC}", "hello world").returncode == 1
+
+
+def test_non_utf8_bytes_on_stdin_do_not_crash(shapes_repo: GitRepo) -> None:
+    result = match_shapes(shapes_repo, stdin=b"ValueError: Invalid value \xff\xfe for num_speculative_tokens.\n")
+    assert (result.returncode, result.stderr) == (0, "")
+    (output,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert output["matches"][0]["values"] == {"n": "\ufffd\ufffd"}
+
+
+def test_stdin_is_answered_line_by_line_as_it_is_read(shapes_repo: GitRepo) -> None:
+    """The answer to a line comes before stdin is closed: match streams, it does not read the log first."""
+    command = [sys.executable, "-m", "extractor", "match", "--catalog", "v1", "--repo", str(shapes_repo.path)]
+    process = subprocess.Popen(
+        [*command, "--path", "pkg", "--exception", "*"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(f"ValueError: {SPEC}\n".encode())
+        process.stdin.flush()
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, "no answer while stdin is still open"
+        assert json.loads(process.stdout.readline())["matches"][0]["lineNumber"] == 8
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+
+
+def test_patterns_the_extractor_writes_are_linear_in_the_input(git_repo: GitRepo) -> None:
+    """`Invalid {name}: {a}, {b}, {c}, {d}.` against 1,226 characters of `", "`: Python's re took >50 s."""
+    git_repo.commit({"pkg/a.py": 'raise ValueError(f"Invalid {name}: {a}, {b}, {c}, {d}.")\n'}, tag="v1")
+    line = "ValueError: Invalid x: " + ", ".join("y" * 3 for _ in range(240)) + "!"
+    assert len(line) > 1200
+    started = time.monotonic()
+    result = run("--catalog", "v1", "--repo", str(git_repo.path), "--path", "pkg", line)
+    assert result.returncode == 1 and time.monotonic() - started < 20
+
+
+def catalog_file(repo: GitRepo, tmp_path: Path) -> Path:
+    out = tmp_path / "cat"
+    scope = ["--path", "pkg", "--exception", "*", "--output", str(out), "--quiet"]
+    subprocess.run([sys.executable, "-m", "extractor", "--sha", "v1", "--repo", str(repo.path), *scope], check=True)
+    (records,) = out.glob("*/records.jsonl")
+    return records
+
+
+def with_pattern(records: Path, pattern: str, line: int) -> Path:
+    lines = records.read_text().splitlines()
+    document = json.loads(lines[line - 1])
+    document["record"]["messagePattern"] = pattern
+    lines[line - 1] = json.dumps(document)
+    bad = records.parent.parent / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    return bad
+
+
+def test_a_hand_made_catastrophic_pattern_does_not_hang(shapes_repo: GitRepo, tmp_path: Path) -> None:
+    records = catalog_file(shapes_repo, tmp_path)
+    bad = with_pattern(records, "Invalid value (?P<p0>(a+)+)$", 2)
+    started = time.monotonic()
+    result = run("--catalog", str(bad), "ValueError: Invalid value " + "a" * 40 + "!")
+    assert (result.returncode, result.stderr) == (1, "")
+    assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        pytest.param(
+            "Invalid value (?P<p0>.*?",
+            "messagePattern does not compile: missing ), unterminated subpattern",
+            id="does not compile",
+        ),
+        pytest.param("Invalid value (?P<other>.*?)", "messagePattern has no group named 'p0'", id="unknown group"),
+    ],
+)
+def test_a_bad_pattern_names_the_file_and_line(
+    shapes_repo: GitRepo, tmp_path: Path, pattern: str, message: str
+) -> None:
+    records = catalog_file(shapes_repo, tmp_path)
+    bad = with_pattern(records, pattern, 2)
+    result = run("--catalog", str(bad), "anything")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"extractor: error: {bad}:2: {message}"), result.stderr
+
+
+def sdist(version: str, files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in {**files, "vllm/_version.py": "__commit_id__ = commit_id = 'gabcdef1234'\n"}.items():
+            data = textwrap.dedent(text).encode()
+            info = tarfile.TarInfo(f"vllm-{version}/{name}")
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+OLD_BACKEND = """\
+def pick(backend):
+    raise ValueError(f"Unknown executor backend {backend}; choose one of ray, mp or uni.")
+"""
+
+
+@pytest.fixture
+def three_releases(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
+    """An index on loopback with 9.8.0 and 9.9.0 (the message moved a line down) and 9.10.0 (reworded)."""
+    files = {
+        "9.8.0": {"vllm/executor/a.py": OLD_BACKEND},
+        "9.9.0": {"vllm/executor/a.py": "import os\n" + OLD_BACKEND},
+        "9.10.0": {
+            "vllm/executor/a.py": """\
+                def pick(backend):
+                    raise ValueError(f"Executor backend {backend} is not known; choose ray, mp or uni.")
+            """
+        },
+    }
+    index = Index({f"vllm-{v}.tar.gz": sdist(v, f) for v, f in files.items()})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    yield index
+    index.server.shutdown()
+
+
+def test_every_release_at_once(three_releases: Index) -> None:
+    """release:A..B matches against each release on the index; each match lists its releases and sites."""
+    text = "ValueError: Unknown executor backend xpu; choose one of ray, mp or uni."
+    args = ["--catalog", "release:9.8.0..9.10.0", "--path", "vllm", "--exception", "*", text]
+    result = run(*args)
+    assert result.returncode == 0, result.stderr
+    (match,) = json.loads(result.stdout)["matches"]
+    assert match["releases"] == ["9.8.0", "9.9.0"]
+    assert [(s["releases"], s["filePath"], s["lineNumber"]) for s in match["sites"]] == [
+        (["9.8.0"], "vllm/executor/a.py", 2),
+        (["9.9.0"], "vllm/executor/a.py", 3),
+    ]
+    assert (match["lineNumber"], match["values"]) == (3, {"backend": "xpu"})
+    assert match["githubUrl"].endswith("/vllm/executor/a.py#L1-L3")  # the newest release's permalink
+    hits = three_releases.hits
+    assert run(*args).stdout == result.stdout
+    assert three_releases.hits == hits  # the list of releases and the merged index come from the cache
+    explained = subprocess.run(
+        [sys.executable, "-m", "extractor", "explain", *args[:-1], "--catalog", "release:9.10.0", text],
+        capture_output=True,
+        text=True,
+    )
+    assert explained.returncode == 0, explained.stderr
+    assert (
+        "Releases   raised in 9.8.0 to 9.9.0 at vllm/executor/a.py:2, vllm/executor/a.py:3; reworded in 9.10.0\n"
+        in explained.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("Value error, " + " [type=x" * 2000, id="many pydantic tails"),
+        pytest.param("400 " + " " * 16000 + "x", id="http status and spaces"),
+        pytest.param("x" + " " * 16000 + ", Traceback (most recent call last):", id="spaces before a traceback tail"),
+        pytest.param("```" + " " * 16000 + "x", id="fence and spaces"),
+        pytest.param("x" + " " * 16000 + "y...", id="spaces before an ellipsis"),
+        pytest.param("ValueError: Invalid value (" + "'\"" * 8000, id="quotes"),
+        pytest.param("raise ValueError(" + " " * 16000, id="raise line"),
+        pytest.param("ValueError: Invalid value " + "1 for " * 3000, id="a literal repeated"),
+    ],
+)
+def test_normalizing_a_hostile_line_is_linear(matcher: Matcher, line: str) -> None:
+    """No cleaning step may backtrack over a long line (a pattern like `\\s*x$` is quadratic on spaces)."""
+    started = time.monotonic()
+    matcher.match(line)
+    assert time.monotonic() - started < 1.0
+
+
+def test_backticks_kept_in_the_paste_still_match(shapes_repo: GitRepo) -> None:
+    result = match_shapes(
+        shapes_repo, "ValueError: `--max-model-len` (5000) must not exceed the model's limit of 4096."
+    )
+    assert result.returncode == 0
+    (match,) = json.loads(result.stdout)["matches"]
+    assert (match["lineNumber"], match["how"]) == (12, "exact")
+
+
+def test_a_pattern_with_optional_parts_is_found_by_its_literal_runs() -> None:
+    """Patterns with optional parts or alternatives (issue 14 writes them) are indexed by the text between
+    their syntax, so they are tried, matched whole, and not taken for catch-alls; a part that did not print
+    gives no value."""
+    from extractor.match import Site, Template
+
+    site = Site((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
+    pattern = (
+        r"LoRA rank (?P<p0>.*?) is greater than max_lora_rank (?P<p1>.*?)\."
+        r"(?: Please use a rank of at most (?P<p2>.*?)\.)?(?:| Also check the adapter\.)"
+    )
+    template = Template(
+        "ValueError", "LoRA rank {a} ...", pattern, (("p0", "a"), ("p1", "b"), ("p2", "c")), None, [site]
+    )
+    matcher = Matcher([template])
+    for text, values in [
+        ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", {"a": "64", "b": "16"}),
+        (
+            "LoRA rank 64 is greater than max_lora_rank 16. Please use a rank of at most 16.",
+            {"a": "64", "b": "16", "c": "16"},
+        ),
+    ]:
+        assert [(m.how, m.values, m.confident) for m in matcher.match(text).matches] == [("exact", values, True)]

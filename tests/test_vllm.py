@@ -261,14 +261,14 @@ def test_same_revision_diff_exits_0(vllm_repo: Path) -> None:
 
 
 def test_match_scheduler_message_against_0_28_0(config_028: list[CatalogLine]) -> None:
-    matcher = Matcher(config_028)
+    matcher = Matcher.of_lines(config_028)
     text = (
         "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (32768). This effectively limits "
         "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
         "increase max_num_batched_tokens or decrease max_model_len."
     )
     (match,) = matcher.match(text).matches
-    assert match.line.record.filePath == "vllm/config/scheduler.py"
+    assert match.site.filePath == "vllm/config/scheduler.py"
     assert match.values == {"self.max_num_batched_tokens": "2048", "max_model_len": "32768"}
 
 

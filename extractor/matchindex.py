@@ -1,0 +1,180 @@
+# Match index: the templates of many catalogs merged (one entry per template, every site in every release),
+# kept in the user cache per set of releases so that matching against all of them costs one file read.
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+from extractor._version import __version__
+from extractor.errors import ReleaseError
+from extractor.git import cache_dir
+from extractor.match import Matcher, Site, Template, templates_of
+
+if TYPE_CHECKING:
+    from extractor.catalog import LoadedCatalog
+    from extractor.extract import ExtractOptions
+
+RELEASE_PREFIX = "release:"  # as extractor.catalog, which a cached index need not import
+
+__all__ = ["MatchIndex", "expand_specs", "match_index"]
+
+# What an index stores is the matcher's structure (templates, sites, the automaton's keys): bump this when
+# match.py changes how a Matcher is built, not when it changes how one matches (that code is not stored).
+_FORMAT = 7
+# The modules whose code decides what the catalogs hold: an edit to any makes a new index.
+_PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
+_KEEP = 8
+
+
+@dataclass(frozen=True)
+class MatchIndex:
+    """A matcher over one or many catalogs, and their labels, oldest first."""
+
+    matcher: Matcher
+    labels: tuple[str, ...]
+    specs: tuple[str, ...]  # what each label was opened from
+
+
+def expand_specs(specs: Sequence[str]) -> list[str]:
+    """Turn `release:A..B` and `release:all` into one `release:X.Y.Z` per release; keep the others."""
+    from extractor.release import resolve_releases
+
+    out: list[str] = []
+    for spec in specs:
+        if spec.startswith(RELEASE_PREFIX) and (".." in spec or spec == f"{RELEASE_PREFIX}all"):
+            out += [RELEASE_PREFIX + version for version in resolve_releases(spec.removeprefix(RELEASE_PREFIX))]
+        else:
+            out.append(spec)
+    return list(dict.fromkeys(out))
+
+
+def _label(spec: str, catalog: LoadedCatalog) -> str:
+    return spec.removeprefix(RELEASE_PREFIX) if spec.startswith(RELEASE_PREFIX) else catalog.revision
+
+
+def _origin(spec: str) -> str:
+    """Name what a spec read, for errors about one of its lines."""
+    from extractor.write import RECORDS
+
+    path = Path(spec)
+    return str(path / RECORDS) if path.is_dir() else spec
+
+
+def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[Template]:
+    """Merge (label, origin, catalog)s into templates, each listing its sites in the catalogs' order."""
+    merged: dict[tuple[str, str], Template] = {}
+    for label, origin, catalog in catalogs:
+        # One catalog needs no labels: its matches say where, not in which of the catalogs.
+        release = label if len(catalogs) > 1 else ""
+        for template in templates_of(catalog.lines, release=release, origin=origin):
+            key = (template.errorClass, template.messagePattern)
+            held = merged.get(key)
+            if held is None:
+                merged[key] = template
+            else:
+                held.sites.extend(template.sites)
+                held.releases.extend(template.releases)
+    return [_compact(template) for template in merged.values()]
+
+
+def _compact(template: Template) -> Template:
+    """One site per place, listing the releases that hold the template there; only the newest release's
+    sites keep their permalink (the one a match shows), so that the index stays small."""
+    newest = template.releases[-1] if template.releases else ""
+    places: dict[tuple[str, int, str, str, str], Site] = {}
+    for site in template.sites:
+        key = (site.filePath, site.lineNumber, site.id, site.slug, site.function)
+        held = places.get(key)
+        places[key] = site if held is None else site._replace(releases=held.releases + site.releases)
+    template.sites = [
+        site if not newest or newest in site.releases else site._replace(githubUrl="") for site in places.values()
+    ]
+    return template
+
+
+def _code_digest() -> str:
+    digest = hashlib.sha256(__version__.encode())
+    for name in _PRODUCERS:
+        with contextlib.suppress(OSError):
+            digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()
+
+
+def match_index(
+    specs: Sequence[str],
+    *,
+    repo: str,
+    options: ExtractOptions,
+    progress: Callable[[str], None] | None = None,
+) -> MatchIndex:
+    """Build (or read back from the cache) the matcher over every catalog `specs` names.
+
+    Releases are immutable on the package index, so an index of releases only is keyed by their versions,
+    the scope and the extractor's code, and read back without opening any catalog.
+    """
+    expanded = expand_specs(specs)
+    if not expanded:
+        raise ReleaseError("no catalog given")
+    cacheable = options.cache and all(spec.startswith(RELEASE_PREFIX) for spec in expanded)
+    key = orjson.dumps([_FORMAT, _code_digest(), expanded, options.scope.model_dump(mode="json")])
+    path = cache_dir() / "match" / hashlib.sha256(key).hexdigest()
+    if cacheable:
+        cached = _read(path)
+        if cached is not None:
+            return cached
+    from extractor.catalog import open_catalog
+
+    catalogs: list[tuple[str, str, LoadedCatalog]] = []
+    for number, spec in enumerate(expanded, start=1):
+        if progress is not None and len(expanded) > 1:
+            progress(f"catalog {number} of {len(expanded)}: {spec}")
+        catalog = open_catalog(spec, repo=repo, options=options)
+        catalogs.append((_label(spec, catalog), _origin(spec), catalog))
+    labels = tuple(label for label, _, _ in catalogs)
+    index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(expanded))
+    if cacheable:
+        _write(path, index)
+    return index
+
+
+def _read(path: Path) -> MatchIndex | None:
+    try:
+        stored = path.read_bytes()
+    except OSError:
+        return None
+    data = stored[32:]
+    if len(stored) < 32 or hashlib.sha256(data).digest() != stored[:32]:
+        return None
+    try:
+        index = pickle.loads(data)
+    except Exception:  # an index written by other code is only rebuilt
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return index if isinstance(index, MatchIndex) else None
+
+
+def _write(path: Path, index: MatchIndex) -> None:
+    for template in index.matcher.templates:
+        template.compiled = None  # compiled patterns are made again on first use
+    data = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".index.", dir=path.parent)
+        with os.fdopen(fd, "wb") as out:
+            out.write(hashlib.sha256(data).digest() + data)
+        os.replace(temporary, path)
+        kept = sorted(path.parent.glob("[0-9a-f]*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[_KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:  # a cache that cannot be written costs the next run its build, nothing else
+        return
