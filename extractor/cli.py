@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
+from extractor.lifecycle import interruption, signals_as_interrupts, standard_streams
 
 if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
@@ -366,18 +367,17 @@ def run() -> NoReturn:
     """
     global _leaving
     _leaving = True
-    code = main()
-    try:
-        if "extractor.cache" in sys.modules:
-            sys.modules["extractor.cache"].wait_for_writes()
-    except KeyboardInterrupt:  # the catalog is written; only the cache's last writes are given up
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        code = ExitCode.INTERRUPTED
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        code = ExitCode.TROUBLE
+    standard_streams()
+    with signals_as_interrupts():
+        code = main()
+        try:
+            if "extractor.cache" in sys.modules:
+                sys.modules["extractor.cache"].wait_for_writes()
+            sys.stdout.flush()
+        except BaseException as error:  # the catalog is written; only the cache's last writes are given up
+            code = _failed(error)
+        code = interruption(None) or code
+    sys.stderr.flush()
     os._exit(code)
 
 
@@ -388,23 +388,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = _SUBCOMMANDS.get(arguments[0]) if arguments else None
     try:
-        if command is not None:
-            return command(arguments[1:])
-        return _run_extract(arguments)
-    except ExtractorError as error:
+        with signals_as_interrupts():
+            code = command(arguments[1:]) if command is not None else _run_extract(arguments)
+            # An interrupt a library swallowed still ends the run as interrupted.
+            return interruption(None) or code
+    except SystemExit:  # argparse: --help, or a usage error it has printed
+        raise
+    except BaseException as error:
+        return _failed(error)
+
+
+def _failed(error: BaseException) -> int:
+    """Report how a run failed in one line on stderr and return its exit status.
+
+    An interrupt is a result wherever it lands, whatever exception it arrived as; a reader of stdout
+    that went away ends the run quietly, as Unix tools do.
+    """
+    interrupted = interruption(error)
+    if interrupted is not None:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return interrupted
+    if isinstance(error, BrokenPipeError):
+        return ExitCode.BROKEN_PIPE
+    if isinstance(error, ExtractorError):
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return ExitCode.TROUBLE
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        return ExitCode.TROUBLE
-    except Exception as error:  # a bug, not bad input: still one line, with a way to see more
-        if os.environ.get("EXTRACTOR_DEBUG"):
-            raise
-        print(
-            f"{PROG}: error: unexpected {type(error).__name__}: {error} "
-            "(a bug: please report it; EXTRACTOR_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
-        )
-        return ExitCode.TROUBLE
+    if not isinstance(error, Exception):
+        raise error
+    if os.environ.get("EXTRACTOR_DEBUG"):
+        raise error
+    # A bug, not bad input: still one line, with a way to see more.
+    print(
+        f"{PROG}: error: unexpected {type(error).__name__}: {error} "
+        "(a bug: please report it; EXTRACTOR_DEBUG=1 shows the traceback)",
+        file=sys.stderr,
+    )
+    return ExitCode.TROUBLE

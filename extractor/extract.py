@@ -19,6 +19,7 @@ from extractor import git as git_stage
 from extractor._version import __version__
 from extractor.cache import ScanCache, wait_for_writes
 from extractor.errors import ExtractorError, ScopeError
+from extractor.lifecycle import STOP_SIGNALS, die_with_parent
 from extractor.models import (
     CatalogLine,
     Counts,
@@ -290,9 +291,15 @@ def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions)
     return out
 
 
-def _warm_up() -> None:
+def _warm_up(parent: int) -> None:
     # Ctrl-C reaches the whole process group: the main process alone handles it and stops the pool.
+    # TERM and HUP end a worker at once (the pool's own way to stop one), whatever the main process
+    # handles them with. A main process killed outright takes its workers with it: else they would
+    # wait forever for work, holding its stdout open.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for number in STOP_SIGNALS[1:]:
+        signal.signal(number, signal.SIG_DFL)
+    die_with_parent(parent)
     # Forked while the main process runs without the cyclic collector, workers keep it off: scanning
     # makes acyclic objects, the pool lives for one extraction, and collecting cost 2% of a whole-package
     # run (peak memory, summed over the processes, stays near 225 MiB: scripts/bench.py measures it).
@@ -309,7 +316,7 @@ def _start_pool(workers: int, cache: ScanCache | None) -> ProcessPoolExecutor:
         cache.release()  # no SQLite connection may cross the fork
     wait_for_writes()  # no thread of this process may hold a lock while it forks
     context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up, initargs=(os.getpid(),))
     for _ in range(workers):  # start every worker now rather than on first use
         pool.submit(int)
     return pool

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -184,3 +186,189 @@ def test_a_missing_object_is_one_line_exit_2_serial_or_parallel(
     (git_repo.path / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
     result = run("--repo", str(git_repo.path), "--sha", "v1", "--jobs", jobs, "--output", "-", cwd=tmp_path)
     assert_one_line_error(result, oid)
+
+
+# --- the process's life: signals, workers, standard streams --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def busy_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository whose vllm/config takes a few seconds to scan with two processes, and whose catalog
+    (without context) is some megabytes: far more than a pipe holds."""
+    repo = GitRepo(tmp_path_factory.mktemp("busy") / "repo")
+    files = {
+        f"vllm/config/m{i}.py": "def check(x):\n"
+        + "".join(f"    if x == {j}:\n        raise ValueError(f'value {{x}} is not {j} in {i}')\n" for j in range(150))
+        + "# padding: source to read, cheap to parse\n" * 300
+        for i in range(16)
+    }
+    repo.commit(files, tag="v1")
+    return repo.path
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _runs(pid: int, program: bytes) -> bool:
+    try:
+        return program in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _start_busy(repo: Path, cwd: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start a parallel extraction and return once a worker process reads blobs (it scans)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extractor", "--repo", str(repo), "--sha", "v1", "--no-cache", "--jobs", "2", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        workers = [child for child in _children(process.pid) if _runs(child, b"python")]
+        if any(_runs(grandchild, b"cat-file") for worker in workers for grandchild in _children(worker)):
+            return process
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError("no worker process started")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads child processes from /proc")
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_stopping_the_main_process_alone_ends_every_process_and_writes_nothing(
+    busy_repo: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """A scheduler stops the main process by its PID: the workers and their git die too (nothing holds
+    stdout open: a reader sees its end), TERM and HUP end the run as Ctrl-C does."""
+    out = tmp_path / "out"
+    process = _start_busy(busy_repo, tmp_path, "--output", str(out))
+    os.kill(process.pid, stop)
+    try:
+        _, err = process.communicate(timeout=30)  # returns once every holder of stdout and stderr is gone
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError("a process of the run outlived its main process") from None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if stop == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+    else:
+        assert (process.returncode, err.decode()) == (128 + stop, "extractor: interrupted\n")
+    assert not out.exists() or not any(out.rglob("*.*"))
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly_and_non_zero(busy_repo: Path, tmp_path: Path) -> None:
+    """`--output - | head -c 100`: exit 141 (what a tool killed by SIGPIPE reports), no traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extractor", "--repo", str(busy_repo), "--sha", "v1", "--context", "0", "--output", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert len(process.stdout.read(100)) == 100
+    process.stdout.close()
+    err = process.stderr.read()
+    assert (process.wait(timeout=60), err) == (141, b"")
+
+
+def _shell(*args: str, redirect: str) -> str:
+    """A shell command line running the extractor with a redirection (`>&-` closes stdout)."""
+    return " ".join([shlex.quote(sys.executable), "-m", "extractor", *map(shlex.quote, args), redirect])
+
+
+@pytest.mark.parametrize("command", ["extract", "diff", "match", "explain"])
+@pytest.mark.parametrize("target", ["closed", "full"])
+def test_stdout_closed_or_full_is_one_line_exit_2(place: Path, git_repo: GitRepo, command: str, target: str) -> None:
+    """`>&-` and `>/dev/full`: every subcommand that writes data says it could not, in one line."""
+    repo = str(git_repo.path)
+    args = {
+        "extract": ["--repo", repo, "--sha", "v1", "--output", "-"],
+        "diff": ["diff", "v1", "v1", "--repo", repo],
+        "match": ["match", "--catalog", "v1", "--repo", repo, "ValueError: x"],
+        "explain": ["explain", "--catalog", "v1", "--repo", repo, "x"],
+    }[command]
+    redirect = ">&-" if target == "closed" else ">/dev/full"
+    result = subprocess.run(
+        _shell(*args, redirect=redirect),
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=place,
+    )
+    reason = "Bad file descriptor" if target == "closed" else "No space left on device"
+    assert (result.returncode, result.stderr) == (2, f"extractor: error: cannot write to standard output: {reason}\n")
+
+
+def test_stdout_closed_does_not_stop_a_run_that_writes_files(place: Path, git_repo: GitRepo) -> None:
+    result = subprocess.run(
+        _shell("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", redirect=">&-"),
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=place,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(list((place / "out").glob("*/records.jsonl"))) == 1
+
+
+def test_stderr_closed_or_broken_never_reaches_stdout(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Warnings go to stderr or nowhere: stdout carries the JSONL alone, and the run succeeds."""
+    git_repo.commit({"vllm/config/bad.py": "def f(:\n    raise ValueError('x')\n"}, tag="v2")
+    expected = run("--repo", str(git_repo.path), "--sha", "v2", "--output", "-", cwd=tmp_path)
+    assert "warning: 1 file(s)" in expected.stderr
+    for redirect in ["2>&-", "2>/dev/full"]:
+        result = subprocess.run(
+            _shell("--repo", str(git_repo.path), "--sha", "v2", "--output", "-", redirect=redirect),
+            shell=True,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert (result.returncode, result.stdout) == (0, expected.stdout), redirect
+
+
+_PROBE = """
+import signal, sys
+from pydantic import BaseModel, field_serializer
+from extractor import models
+
+class Probe(BaseModel):
+    x: int = 0
+
+    @field_serializer("x")
+    def _x(self, value: int) -> int:
+        signal.raise_signal(signal.{name})  # its handler runs here, inside pydantic's serializer
+        return value
+
+models.FileResult.model_dump_json = lambda self, **kwargs: Probe().model_dump_json()
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
+    place: Path, git_repo: GitRepo, stop: signal.Signals
+) -> None:
+    """pydantic turns a KeyboardInterrupt raised in its serializer into a PydanticSerializationError;
+    the run still ends as interrupted (exit 128 + the signal), with nothing written."""
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE.replace("{name}", stop.name), "--repo", str(git_repo.path), "--sha", "v1"]
+        + ["--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=place,
+        env={**os.environ, "EXTRACTOR_DEBUG": ""},
+    )
+    assert (result.returncode, result.stderr) == (128 + stop, "extractor: interrupted\n")
+    assert list(place.iterdir()) == []
