@@ -362,9 +362,9 @@ def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
 ) -> None:
     """pydantic turns a KeyboardInterrupt raised in its serializer into a PydanticSerializationError;
     the run still ends as interrupted (exit 128 + the signal), with nothing written."""
+    probe = _PROBE.replace("{name}", stop.name)
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE.replace("{name}", stop.name), "--repo", str(git_repo.path), "--sha", "v1"]
-        + ["--no-cache"],
+        [sys.executable, "-c", probe, "--repo", str(git_repo.path), "--sha", "v1", "--no-cache"],
         capture_output=True,
         text=True,
         cwd=place,
