@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterable
@@ -13,7 +14,16 @@ from pydantic import BaseModel
 from extractor.errors import ExtractorError
 from extractor.models import CatalogLine, Manifest
 
-__all__ = ["MANIFEST", "RECORDS", "atomic_write", "default_root", "dumps_line", "encode_lines", "write_catalog"]
+__all__ = [
+    "MANIFEST",
+    "RECORDS",
+    "atomic_write",
+    "default_root",
+    "dumps_line",
+    "encode_lines",
+    "records_digest",
+    "write_catalog",
+]
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
@@ -61,9 +71,11 @@ def atomic_write(path: Path, data: bytes) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(error, OSError):  # a full disk, or a directory where the file goes
+            raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
         raise
     _fsync_dir(path.parent)
 
@@ -77,8 +89,18 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+def records_digest(records: bytes) -> str:
+    """The checksum a manifest holds of its records.jsonl."""
+    return hashlib.sha256(records).hexdigest()
+
+
 def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
-    """Write records.jsonl (as encoded) then manifest.json (the manifest last: it marks the catalog complete)."""
+    """Write records.jsonl (as encoded) then manifest.json with the records' checksum (the manifest last: it
+    marks the catalog complete, and whatever happens to records.jsonl later shows as a mismatch)."""
+    for target in (directory / RECORDS, directory / MANIFEST):
+        if target.is_dir():  # found before anything is written: never records without their manifest
+            raise ExtractorError(f"cannot write {target}: a directory is in the way")
     atomic_write(directory / RECORDS, records)
-    atomic_write(directory / MANIFEST, dumps_model(manifest))
+    sealed = manifest.model_copy(update={"recordsSha256": records_digest(records)})
+    atomic_write(directory / MANIFEST, dumps_model(sealed))
     return directory

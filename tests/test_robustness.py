@@ -372,3 +372,80 @@ def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
     )
     assert (result.returncode, result.stderr) == (128 + stop, "extractor: interrupted\n")
     assert list(place.iterdir()) == []
+
+
+# --- a catalog is whole or an error --------------------------------------------------------------------
+
+
+@pytest.fixture
+def written(place: Path, git_repo: GitRepo) -> Path:
+    """A catalog directory of three records written by the CLI (the repository tagged v2)."""
+    git_repo.commit({f"vllm/config/{name}.py": f"raise ValueError('{name} is wrong')\n" for name in "bcd"}, tag="v2")
+    result = run("--repo", str(git_repo.path), "--sha", "v2", "--output", "out", cwd=place)
+    assert result.returncode == 0, result.stderr
+    (directory,) = (place / "out").iterdir()
+    assert len((directory / "records.jsonl").read_bytes().splitlines()) == 4
+    return directory
+
+
+def _readers(directory: Path, repo: Path) -> list[list[str]]:
+    return [
+        ["diff", str(directory), "v2", "--repo", str(repo)],
+        ["diff", "v1", "v2", "--repo", str(repo), "--catalog-root", str(directory.parent)],
+        ["match", "--catalog", str(directory), "ValueError: b is wrong"],
+        ["explain", "--catalog", str(directory), "b is wrong"],
+    ]
+
+
+@pytest.mark.parametrize("reader", range(4))
+@pytest.mark.parametrize("damage", ["cut at a line", "cut, old manifest", "cut mid-line", "no manifest"])
+def test_a_cut_catalog_is_an_error_for_every_reader(
+    written: Path, git_repo: GitRepo, place: Path, reader: int, damage: str
+) -> None:
+    """records.jsonl cut at a line boundary (or the manifest, written last, missing) is not a smaller
+    catalog: diff would report the lost records as removed. Every reader says what is wrong instead."""
+    records, manifest = written / "records.jsonl", written / "manifest.json"
+    whole = records.read_bytes()
+    if damage == "cut mid-line":
+        records.write_bytes(whole[:-20])
+    elif damage == "no manifest":
+        manifest.unlink()
+    else:
+        records.write_bytes(b"".join(whole.splitlines(keepends=True)[:-1]))
+    if damage == "cut, old manifest":  # as an older version wrote it: counts, no checksum
+        document = json.loads(manifest.read_text())
+        del document["recordsSha256"]
+        manifest.write_text(json.dumps(document))
+    args = _readers(written, git_repo.path)[reader]
+    result = run(*args, cwd=place)
+    if reader == 1:  # a revision whose written catalog is damaged is extracted again, not trusted
+        assert (result.returncode, result.stderr) == (1, "")
+        assert json.loads(result.stdout)["summary"]["removed"] == 0
+        return
+    expected = {
+        "cut at a line": "does not match the checksum in",
+        "cut, old manifest": "holds 3 records but",
+        "cut mid-line": "does not match the checksum in",
+        "no manifest": "no manifest.json, so the catalog is incomplete",
+    }[damage]
+    assert_one_line_error(result, expected, str(written))
+
+
+def test_an_empty_catalog_with_a_manifest_that_says_so_is_fine(place: Path, git_repo: GitRepo) -> None:
+    git_repo.commit({"vllm/other/a.py": "x = 1\n"}, tag="v2")
+    result = run("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/other", "--output", "out", cwd=place)
+    assert result.returncode == 0, result.stderr
+    (directory,) = (place / "out").iterdir()
+    assert (directory / "records.jsonl").read_bytes() == b""
+    result = run("match", "--catalog", str(directory), "ValueError: x", cwd=place)
+    assert (result.returncode, result.stderr) == (1, "")
+
+
+def test_a_records_file_alone_is_checked_line_by_line(place: Path, git_repo: GitRepo) -> None:
+    """What `--output -` wrote has no manifest: a line cut in the middle is an error, whole lines are read."""
+    data = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", cwd=place).stdout
+    alone = place / "alone.jsonl"
+    alone.write_text(data)
+    assert run("match", "--catalog", str(alone), "ValueError: x", cwd=place).returncode == 0
+    alone.write_text(data[:-1])
+    assert_one_line_error(run("match", "--catalog", str(alone), "x", cwd=place), f"{alone}: the last line is cut")
