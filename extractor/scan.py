@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import codecs
 import contextlib
 import gc
 import hashlib
@@ -79,13 +80,33 @@ def could_hold(data: bytes, options: ScanOptions) -> bool:
     """Tell cheaply whether a file's bytes can hold a raise in scope (the text prefilter).
 
     A raise of class C needs the word `raise` and C's name in the text; an encoding other than UTF-8
-    could hide them, so such a file is always parsed.
+    could hide them, so a file that declares one is always parsed.
     """
     if b"raise" not in data:
-        return b"coding" in data[:200]
+        return declares_encoding(data)
     if options.any_exception:
         return True
-    return any(name.encode() in data for name in options.exceptions) or b"coding" in data[:200]
+    return any(name.encode() in data for name in options.exceptions) or declares_encoding(data)
+
+
+# PEP 263 as tokenize applies it: a comment on line 1, or on line 2 after a blank or comment line 1,
+# whatever their length; lines end at b"\n", as tokenize reads them.
+# (match() anchors the patterns where a line starts.)
+_COOKIE = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+_BLANK = re.compile(rb"[ \t\f]*(?:[#\r\n]|$)")
+
+
+def declares_encoding(data: bytes) -> bool:
+    """Tell whether source bytes declare their encoding (a PEP 263 coding line), after any UTF-8 BOM."""
+    start = 3 if data.startswith(codecs.BOM_UTF8) else 0
+    end = data.find(b"\n", start)
+    first = len(data) if end < 0 else end + 1
+    if _COOKIE.match(data, start, first):
+        return True
+    if end < 0 or not _BLANK.match(data, start, first):
+        return False
+    second = data.find(b"\n", first)
+    return _COOKIE.match(data, first, len(data) if second < 0 else second + 1) is not None
 
 
 def decode(data: bytes) -> str:

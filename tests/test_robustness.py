@@ -449,3 +449,24 @@ def test_a_records_file_alone_is_checked_line_by_line(place: Path, git_repo: Git
     assert run("match", "--catalog", str(alone), "ValueError: x", cwd=place).returncode == 0
     alone.write_text(data[:-1])
     assert_one_line_error(run("match", "--catalog", str(alone), "x", cwd=place), f"{alone}: the last line is cut")
+
+
+@pytest.mark.parametrize(
+    ("codec", "hidden"),
+    [
+        ("unicode_escape", b"\\x72aise \\x56alueError('hidden by unicode_escape')\n"),
+        ("utf-7", b"+AHI-aise +AFY-alueError('hidden by utf-7')\n"),
+    ],
+)
+@pytest.mark.parametrize("first_line", [b"#" + b"=" * 300 + b"\n", b"\n"], ids=["long first line", "blank first line"])
+def test_a_coding_line_on_line_2_is_honoured_whatever_its_position(
+    git_repo: GitRepo, tmp_path: Path, codec: str, hidden: bytes, first_line: bytes
+) -> None:
+    """PEP 263: a coding comment on line 2 counts, however long line 1 is; a codec can hide `raise`."""
+    source = first_line + f"# -*- coding: {codec} -*-\n".encode() + hidden
+    assert b"raise" not in source and b"ValueError" not in source
+    git_repo.commit({"vllm/engine/hidden.py": source}, tag="v2")  # not read for config classes anyway
+    result = run("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/engine", "--output", "-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    messages = [json.loads(line)["record"]["errorMessage"] for line in result.stdout.splitlines()]
+    assert messages == [f"hidden by {codec}"]
