@@ -448,10 +448,12 @@ def _extract_commit(
     pinned_sha: str | None,
     cache: ScanCache | None,
 ) -> Catalog:
-    listed = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
-    blobs = [blob for blob in listed if _under(blob.path, options.paths)]
+    every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
+    blobs = [blob for blob in every if _under(blob.path, options.paths)]
     if not blobs:
         raise ScopeError(f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]})")
+    # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
+    listed = [blob for blob in every if git_stage.is_utf8(blob.path)]
     # Config classes and the CLI definition are read for what records' fields mean, in scope or not.
     facts = {
         blob.oid
@@ -461,7 +463,10 @@ def _extract_commit(
     skipped_files: list[SkippedFile] = []
     regular = []
     for blob in blobs:
-        if blob.is_regular:
+        if not git_stage.is_utf8(blob.path):
+            name = git_stage.printable(blob.path)
+            skipped_files.append(SkippedFile(path=name, reason="the file name is not UTF-8 (shown with \\x escapes)"))
+        elif blob.is_regular:
             regular.append(blob)
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))

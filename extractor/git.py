@@ -77,21 +77,52 @@ def repo_name_from_url(url: str | None) -> str | None:
     return f"{match['owner']}/{match['name']}" if match else None
 
 
-def _git(git_dir: Path, *args: str, input: str | None = None) -> str:
+def _git(git_dir: Path, *args: str, input: bytes | None = None) -> bytes:
+    """Run git and return its output as bytes: names are whatever bytes the tree holds (a carriage
+    return, a byte that is not UTF-8), and only the caller knows how to split them (-z)."""
     try:
         result = subprocess.run(
             ["git", *args],
             cwd=git_dir,
             input=input,
             capture_output=True,
-            text=True,
             check=True,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
     except subprocess.CalledProcessError as error:
-        message = (error.stderr or "").strip().splitlines()
-        raise RepositoryError(message[-1] if message else f"git {args[0]} failed") from None
+        raise RepositoryError(_complaint(error.stderr) or f"git {args[0]} failed") from None
     return result.stdout
+
+
+def _complaint(stderr: bytes | None) -> str | None:
+    """What git said went wrong: its first fatal or error line (the lines after it are advice, such as
+    "Please make sure you have the correct access rights / and the repository exists."), else its last."""
+    lines = [line.strip() for line in decode_name(stderr or b"").splitlines() if line.strip()]
+    for line in lines:
+        for prefix in ("fatal: ", "error: "):
+            if line.startswith(prefix):
+                return line.removeprefix(prefix)
+    return lines[-1] if lines else None
+
+
+def _value(git_dir: Path, *args: str) -> str:
+    """Run git for one value (a SHA, a date, a path, a setting) and return it stripped."""
+    return decode_name(_git(git_dir, *args)).strip()
+
+
+def decode_name(data: bytes) -> str:
+    """Decode a name from git: UTF-8, any other byte kept as a surrogate escape (os.fsdecode's way)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def printable(name: str) -> str:
+    """A name as it can be written in JSON: a byte that is not UTF-8 shown as a \\x escape."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def is_utf8(name: str) -> bool:
+    """Whether a name from git is valid UTF-8 (holds no surrogate escape)."""
+    return name.isascii() or printable(name) == name
 
 
 def _clone_dir(url: str) -> Path:
@@ -117,7 +148,7 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
             out = _git(path, "rev-parse", "--absolute-git-dir")
         except RepositoryError:
             raise RepositoryError(f"{repo} is not a git repository") from None
-        return Path(out.strip())
+        return Path(os.fsdecode(out.rstrip(b"\n")))
     target = _clone_dir(repo)
     if not target.exists():
         _clone(repo, target)
@@ -133,12 +164,10 @@ def _clone(url: str, target: Path) -> None:
         result = subprocess.run(
             ["git", "clone", "--quiet", "--bare", "--filter=blob:none", "--", url, str(scratch / "repo.git")],
             capture_output=True,
-            text=True,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
         if result.returncode != 0:
-            lines = result.stderr.strip().splitlines()
-            raise RepositoryError(f"cannot clone {url}: {lines[-1] if lines else 'git clone failed'}")
+            raise RepositoryError(f"cannot clone {url}: {_complaint(result.stderr) or 'git clone failed'}")
         try:
             os.rename(scratch / "repo.git", target)
         except OSError:
@@ -164,7 +193,7 @@ def resolve(repo: str, revision: str) -> Commit:
         sha = _rev_parse(handle, revision)
     if sha is None:
         raise RevisionError(f"unknown revision {revision!r} in {repo}")
-    epoch = int(_git(handle, "show", "-s", "--format=%ct", sha).strip())
+    epoch = int(_value(handle, "show", "-s", "--format=%ct", sha))
     committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     remote = repo if is_url(repo) else _config(handle, "remote.origin.url")
     name = repo_name_from_url(remote) or DEFAULT_REPO_NAME
@@ -175,16 +204,15 @@ def _rev_parse(repo: Path, revision: str) -> str | None:
     if not revision or revision.startswith("-"):
         return None
     try:
-        out = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
+        sha = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     except RepositoryError:
         return None
-    sha = out.strip()
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
 def _config(repo: Path, key: str) -> str | None:
     try:
-        return _git(repo, "config", "--get", key).strip() or None
+        return _value(repo, "config", "--get", key) or None
     except RepositoryError:
         return None
 
@@ -194,14 +222,15 @@ def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
     specs = [p.strip("/") for p in prefixes if p.strip("/")]
     out = _git(commit.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit.sha, "--", *specs)
     blobs = []
-    for entry in out.split("\0"):
+    for entry in out.split(b"\0"):
         if not entry:
             continue
-        meta, _, path = entry.partition("\t")
-        mode, kind, oid, size = meta.split()
-        if kind == "blob" and path.endswith(".py"):
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, oid, size = meta.decode().split()
+        if kind == "blob" and name.endswith(b".py"):
             # A size git cannot tell only orders work; reading the blob then says what is wrong.
-            blobs.append(Blob(path=path, oid=oid, mode=mode, size=int(size) if size.isdigit() else None))
+            size_ = int(size) if size.isdigit() else None
+            blobs.append(Blob(path=decode_name(name), oid=oid, mode=mode, size=size_))
     return sorted(blobs, key=lambda blob: blob.path)
 
 
@@ -301,7 +330,7 @@ def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, by
 def read_file(commit: Commit, path: str) -> bytes | None:
     """Read one file of a commit, or None when the commit has no such file."""
     try:
-        oid = _git(commit.git_dir, "rev-parse", "--verify", "--quiet", f"{commit.sha}:{path}").strip()
+        oid = _value(commit.git_dir, "rev-parse", "--verify", "--quiet", f"{commit.sha}:{path}")
     except RepositoryError:
         return None
     ((_, data),) = list(read_blobs(commit, [Blob(path=path, oid=oid, mode="100644")]))
@@ -313,9 +342,10 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
     repo = commit.git_dir
     if _config(repo, "remote.origin.promisor") != "true":
         return
-    # rev-list reports missing objects without fetching them one by one, as cat-file would.
-    listing = _git(repo, "rev-list", "--objects", "--no-walk", "--missing=print", commit.sha)
-    absent = {line[1:].split()[0] for line in listing.splitlines() if line.startswith("?")}
+    # rev-list reports missing objects without fetching them one by one, as cat-file would (ids alone:
+    # a name could hold a newline).
+    listing = _git(repo, "rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print", commit.sha)
+    absent = {line[1:].decode() for line in listing.split(b"\n") if line.startswith(b"?")}
     missing = sorted({blob.oid for blob in blobs} & absent)
     if missing:
         _git(
@@ -330,5 +360,5 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
             "--filter=blob:none",
             "--stdin",
             "origin",
-            input="\n".join(missing) + "\n",
+            input="".join(f"{oid}\n" for oid in missing).encode(),
         )
