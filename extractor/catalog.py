@@ -15,7 +15,15 @@ from extractor.git import Commit, read_file, resolve
 from extractor.models import CatalogLine, Manifest
 from extractor.write import MANIFEST, RECORDS, default_root, records_digest
 
-__all__ = ["RELEASE_PREFIX", "LoadedCatalog", "is_complete", "load_catalog", "open_catalog", "release_commit"]
+__all__ = [
+    "RELEASE_PREFIX",
+    "LoadedCatalog",
+    "first_problem",
+    "is_complete",
+    "load_catalog",
+    "open_catalog",
+    "release_commit",
+]
 
 RELEASE_PREFIX = "release:"
 
@@ -60,9 +68,7 @@ def load_catalog(path: Path) -> LoadedCatalog:
         except orjson.JSONDecodeError as error:
             raise CatalogError(f"{records}:{number}: not JSON: {error}") from None
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise CatalogError(f"{records}:{number}: not a catalog line: {where}: {first['msg']}") from None
+            raise CatalogError(f"{records}:{number}: not a catalog line: {first_problem(error)}") from None
     if manifest is not None and manifest.counts.records != len(lines):
         raise CatalogError(
             f"{records} holds {len(lines)} records but {manifest_path} counts {manifest.counts.records}: "
@@ -78,8 +84,17 @@ def _read_manifest(path: Path) -> Manifest | None:
         return None
     try:
         return Manifest.model_validate_json(path.read_bytes())
-    except (ValidationError, OSError) as error:
-        raise CatalogError(f"{path}: not a valid manifest: {str(error).splitlines()[0]}") from None
+    except OSError as error:
+        raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValidationError as error:
+        raise CatalogError(f"{path}: not a valid manifest: {first_problem(error)}") from None
+
+
+def first_problem(error: ValidationError) -> str:
+    """The first thing wrong in a document that did not validate: where (field path) and what."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the document"
+    return f"{where}: {first['msg']}"
 
 
 def is_complete(directory: Path, *, options: ExtractOptions, sha: str) -> LoadedCatalog | None:

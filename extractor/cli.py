@@ -37,7 +37,7 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--context",
-        type=_non_negative,
+        type=_context,
         default=18,
         metavar="N",
         help="lines of source kept each side of the raise (default: 18)",
@@ -104,11 +104,25 @@ def _non_negative(text: str) -> int:
     return value
 
 
+_MAX_CONTEXT = 10**9  # more lines than any file has: the whole file (and a number JSON and SQLite can hold)
+
+
+def _context(text: str) -> int:
+    value = _non_negative(text)
+    if value > _MAX_CONTEXT:
+        raise argparse.ArgumentTypeError(f"expected at most {_MAX_CONTEXT} lines (a whole file), got {text}")
+    return value
+
+
 def _options(args: argparse.Namespace) -> ExtractOptions:
     from extractor.extract import ExtractOptions
+    from extractor.write import is_repo_name
 
-    if args.repo_name is not None and args.repo_name.count("/") != 1:
-        raise ExtractorError(f"--repo-name must look like OWNER/NAME, not {args.repo_name!r}")
+    if args.repo_name is not None and not is_repo_name(args.repo_name):
+        raise ExtractorError(
+            f"--repo-name must look like OWNER/NAME (letters, digits, '-', '_', '.'; neither part '.' or '..'), "
+            f"not {args.repo_name!r}"
+        )
     return ExtractOptions(
         paths=tuple(args.path or ("vllm/config",)),
         exceptions=tuple(args.exception or ("ValueError",)),

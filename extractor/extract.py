@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import os
+import posixpath
 import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
     from extractor.scan import ScanOptions
 
-__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "linger"]
+__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "linger", "scope_path"]
 
 T = TypeVar("T")
 
@@ -54,6 +55,11 @@ class ExtractOptions:
     cache: bool = True
     config_from: tuple[str, ...] = ("vllm/config",)
     flags_from: str = "vllm/engine/arg_utils.py"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(scope_path(path) for path in self.paths))
+        object.__setattr__(self, "config_from", tuple(scope_path(path) for path in self.config_from))
+        object.__setattr__(self, "flags_from", self.flags_from.strip("/"))
 
     @property
     def scan_options(self) -> ScanOptions:
@@ -136,8 +142,14 @@ _BATCH_FILES = 256
 _BATCHES_PER_JOB = 8
 
 
+def scope_path(prefix: str) -> str:
+    """A path prefix as a scope records it: no leading ./ or /, no trailing or doubled slash; the whole
+    repository ('', '/', '.', './') is '.'."""
+    return posixpath.normpath(prefix.strip("/") or ".")
+
+
 def _under(path: str, prefixes: Sequence[str]) -> bool:
-    return any(path == p.strip("/") or path.startswith(p.strip("/") + "/") for p in prefixes if p.strip("/"))
+    return any(p == "." or path == p or path.startswith(p + "/") for p in prefixes)
 
 
 def _scan_blobs(
@@ -241,7 +253,8 @@ def _scan_missing(
     git_stage.prefetch(commit, ordered)
     total = sum(blob.size or 0 for blob in ordered)
     limit = min(_BATCH_BYTES, max(16 * 1024, total // ((workers + 1) * _BATCHES_PER_JOB)))
-    batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
+    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
+    batches = _batches(items, ordered, limit)
     try:
         if pool is not None:
             into.extend(_parallel(pool, workers, commit.git_dir, batches, scan_options, idle))
@@ -255,7 +268,8 @@ def _scan_missing(
 
 
 _RULED_OUT = b'{"kind":"ruled-out"}'
-_Item = tuple[str, bytes | None, bool]  # blob id, the previous version's result, whether facts are wanted
+# Blob id, the previous version's result, whether facts are wanted, a path it has (to name it in errors).
+_Item = tuple[str, bytes | None, bool, str]
 
 
 def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[_Item]]:
@@ -279,10 +293,10 @@ def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions)
     """
     from extractor.scan import could_hold, scan_many
 
-    contents = git_stage.reader(git_dir).read([oid for oid, _, _ in items])
+    contents = git_stage.reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
     out: list[tuple[str, bytes]] = []
     to_parse = []
-    for (oid, previous, wanted), data in zip(items, contents, strict=True):
+    for (oid, previous, wanted, _), data in zip(items, contents, strict=True):
         if wanted or could_hold(data, scan_options):
             to_parse.append((oid, data, previous, wanted))
         else:

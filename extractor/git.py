@@ -192,6 +192,9 @@ def resolve(repo: str, revision: str) -> Commit:
         _fetch(handle, repo)
         sha = _rev_parse(handle, revision)
     if sha is None:
+        kind = _kind(handle, revision)
+        if kind is not None:
+            raise RevisionError(f"{revision!r} in {repo} is a {kind}, not a commit: name a commit, tag or branch")
         raise RevisionError(f"unknown revision {revision!r} in {repo}")
     epoch = int(_value(handle, "show", "-s", "--format=%ct", sha))
     committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -210,6 +213,17 @@ def _rev_parse(repo: Path, revision: str) -> str | None:
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
+def _kind(repo: Path, revision: str) -> str | None:
+    """The type of the object a revision names (a tree, a blob), or None if it names nothing."""
+    if not revision or revision.startswith("-"):
+        return None
+    try:
+        oid = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", revision)
+        return _value(repo, "cat-file", "-t", oid) or None
+    except RepositoryError:
+        return None
+
+
 def _config(repo: Path, key: str) -> str | None:
     try:
         return _value(repo, "config", "--get", key) or None
@@ -218,8 +232,11 @@ def _config(repo: Path, key: str) -> str | None:
 
 
 def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
-    """List the `.py` files of a commit under any of the path prefixes, sorted by path."""
-    specs = [p.strip("/") for p in prefixes if p.strip("/")]
+    """List the `.py` files of a commit under any of the path prefixes ('.' or '' is the whole tree),
+    sorted by path."""
+    specs = [p.strip("/") for p in prefixes]
+    if any(spec in ("", ".") for spec in specs):  # the whole repository
+        specs = []
     out = _git(commit.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit.sha, "--", *specs)
     blobs = []
     for entry in out.split(b"\0"):
@@ -250,15 +267,16 @@ class BlobReader:
             stderr=subprocess.DEVNULL,
         )
 
-    def read(self, oids: Sequence[str], names: Sequence[str] | None = None) -> list[bytes]:
-        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError (naming
-        it by `names`, when given, else by its id).
+    def read(self, oids: Sequence[str], paths: Sequence[str] | None = None) -> list[bytes]:
+        """Return the blobs' bytes, in order; a missing, damaged or non-blob object is a RepositoryError
+        naming it (by its path in `paths`, when given, and its id) and what is wrong.
 
         After an error the reader is closed: answers still in the pipe must never pass for others'.
         """
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
         out: list[bytes] = []
+        index = 0
         try:
             for start in range(0, len(oids), self._CHUNK):
                 chunk = oids[start : start + self._CHUNK]
@@ -267,20 +285,23 @@ class BlobReader:
                 for index, oid in enumerate(chunk, start=start):
                     header = stdout.readline().split()
                     if len(header) != 3 or header[0] != oid.encode() or header[1] != b"blob":
-                        name = names[index] if names is not None else f"blob {oid}"
-                        raise RepositoryError(f"cannot read {name} from {self.git_dir}: missing or damaged")
+                        raise self._unreadable(oids, paths, index, _wrong_header(header))
                     size = int(header[2])
                     data = stdout.read(size)
                     if len(data) != size or stdout.read(1) != b"\n":
-                        raise RepositoryError(f"git cat-file stopped answering in {self.git_dir}")
+                        raise self._unreadable(oids, paths, index, "the object is damaged (git could not inflate it)")
                     out.append(data)
         except OSError:
             self.close()
-            raise RepositoryError(f"git cat-file stopped reading in {self.git_dir}") from None
+            raise self._unreadable(oids, paths, index, "git cat-file stopped reading requests") from None
         except BaseException:
             self.close()
             raise
         return out
+
+    def _unreadable(self, oids: Sequence[str], paths: Sequence[str] | None, index: int, what: str) -> RepositoryError:
+        name = f"{printable(paths[index])} (blob {oids[index]})" if paths is not None else f"blob {oids[index]}"
+        return RepositoryError(f"cannot read {name} from {self.git_dir}: {what}")
 
     def close(self) -> None:
         for key in [key for key, reader in _readers.items() if reader is self]:
@@ -291,6 +312,14 @@ class BlobReader:
                     stream.close()
         self._process.kill()
         self._process.wait()
+
+
+def _wrong_header(header: list[bytes]) -> str:
+    if len(header) == 2 and header[1] == b"missing":
+        return "the object is missing (a damaged or incomplete repository)"
+    if len(header) == 3:
+        return f"the object is a {header[1].decode(errors='replace')}, not a file"
+    return "git cat-file gave no answer"
 
 
 _readers: dict[tuple[int, Path], BlobReader] = {}
@@ -321,7 +350,7 @@ def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, by
     try:
         for start in range(0, len(wanted), BlobReader._CHUNK):  # a chunk at a time: never all in memory
             chunk = wanted[start : start + BlobReader._CHUNK]
-            contents = reader.read([blob.oid for blob in chunk], [f"{blob.path} ({blob.oid})" for blob in chunk])
+            contents = reader.read([blob.oid for blob in chunk], [blob.path for blob in chunk])
             yield from zip(chunk, contents, strict=True)
     finally:
         reader.close()

@@ -1,17 +1,18 @@
 # Nightly: follow a branch head, extract, diff against the last published catalog, publish the index.
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
 from pydantic import ValidationError
 
-from extractor.catalog import LoadedCatalog, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, first_problem, is_complete, load_catalog
 from extractor.diff import diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
@@ -41,8 +42,13 @@ def read_index(output: Path) -> NightlyIndex:
         return NightlyIndex(latest=None, catalogs=[])
     try:
         return NightlyIndex.model_validate_json(path.read_bytes())
-    except (ValidationError, OSError) as error:
-        raise CatalogError(f"{path}: not a valid nightly index: {str(error).splitlines()[0]}") from None
+    except OSError as error:
+        raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValidationError as error:
+        raise CatalogError(
+            f"{path}: not a valid nightly index: {first_problem(error)}; restore it, or move it away to start "
+            "a new index (the catalogs beside it stay)"
+        ) from None
 
 
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
@@ -75,7 +81,7 @@ def nightly(
     except OSError as error:
         raise CatalogError(f"cannot create {root}: {error.strerror or error}") from None
     step = time.monotonic()
-    with FileLock(str(root / LOCK)):
+    with _locked(root / LOCK):
         log(f"took the lock ({time.monotonic() - step:.2f}s)")
         if _up_to_date(root, commit, options):
             log(f"{commit.sha[:12]} was published meanwhile; nothing to do")
@@ -83,6 +89,19 @@ def nightly(
         _publish(root, commit, options, keep, log)
     log(f"done ({time.monotonic() - started:.2f}s)")
     return NightlyResult(commit.sha, published=True)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    lock = FileLock(str(path))
+    try:
+        lock.acquire()
+    except OSError as error:  # a directory in its place, a read-only folder
+        raise CatalogError(f"cannot take the lock {path}: {error.strerror or error}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | None, log: Callable[[str], None]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,6 +22,7 @@ __all__ = [
     "default_root",
     "dumps_line",
     "encode_lines",
+    "is_repo_name",
     "records_digest",
     "write_catalog",
 ]
@@ -47,8 +49,18 @@ def dumps_model(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
 
 
+_REPO_NAME = re.compile(r"[\w.-]+/[\w.-]+", re.ASCII)
+
+
+def is_repo_name(name: str) -> bool:
+    """Whether `name` is OWNER/NAME as GitHub spells one (and so names a folder under output/)."""
+    return bool(_REPO_NAME.fullmatch(name)) and not {".", ".."} & set(name.split("/"))
+
+
 def default_root(repo_name: str) -> Path:
     """Where catalogs of a repository go unless told otherwise: output/<owner>/<name>."""
+    if not is_repo_name(repo_name):  # never a folder outside output/
+        raise ExtractorError(f"cannot write catalogs of {repo_name!r}: not an OWNER/NAME repository name")
     return Path("output", *repo_name.split("/"))
 
 
