@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,20 @@ def test_short_sha_resolves(tagged: tuple[GitRepo, str]) -> None:
     assert resolve(str(repo.path), sha[:10]).sha == sha
 
 
-@pytest.mark.parametrize("revision", ["nope", "-h", "", "v1:pkg/a.py"])
+@pytest.mark.parametrize("revision", ["nope", "-h", ""])
 def test_unknown_revision_is_an_error(tagged: tuple[GitRepo, str], revision: str) -> None:
     repo, _ = tagged
     with pytest.raises(RevisionError, match="unknown revision"):
         resolve(str(repo.path), revision)
+
+
+@pytest.mark.parametrize(("revision", "kind"), [("v1:pkg/a.py", "blob"), ("v1^{tree}", "tree"), ("v1:pkg", "tree")])
+def test_an_object_that_is_not_a_commit_says_so(tagged: tuple[GitRepo, str], revision: str, kind: str) -> None:
+    repo, _ = tagged
+    oid = git(repo.path, "rev-parse", revision)
+    for name in (revision, oid):
+        with pytest.raises(RevisionError, match=rf"'{re.escape(name)}' in .* is a {kind}, not a commit"):
+            resolve(str(repo.path), name)
 
 
 def test_missing_and_non_repositories_are_errors(tmp_path: Path) -> None:

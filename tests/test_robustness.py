@@ -47,13 +47,20 @@ def bad_inputs(repo: Path, tmp: Path) -> list[tuple[list[str], list[str]]]:
         (["--repo", str(repo), "--sha", "v1", "--output", "/proc/forbidden"], ["cannot write", "/proc/forbidden"]),
         (["diff", str(corrupt), "v1", "--repo", str(repo)], [f"{corrupt}:1"]),
         (["match", "--catalog", str(corrupt), "text"], [f"{corrupt}:1"]),
-        (["--repo", f"file://{tmp}/nowhere.git", "--sha", "v1"], ["cannot clone", "nowhere.git"]),
+        (
+            ["--repo", f"file://{tmp}/nowhere.git", "--sha", "v1"],
+            ["cannot clone", "nowhere.git", "does not appear to be a git repository"],
+        ),
         (["--release", "0.0.0.404"], ["cannot reach the package index"]),
         (["diff", "release:", "v1", "--repo", str(repo)], ["release: needs a version"]),
+        (["--repo", str(repo), "--sha", "v1^{tree}"], ["'v1^{tree}'", "is a tree, not a commit"]),
+        (["--repo", str(repo), "--sha", "v1:vllm/config/a.py"], ["is a blob, not a commit"]),
+        (["--repo", str(repo), "--sha", "v1", "--repo-name", "../x"], ["--repo-name must look like OWNER/NAME"]),
+        (["--repo", str(repo), "--sha", "v1", "--repo-name", "a/.."], ["--repo-name must look like OWNER/NAME"]),
     ]
 
 
-@pytest.mark.parametrize("case", range(10))
+@pytest.mark.parametrize("case", range(14))
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     place: Path, git_repo: GitRepo, tmp_path: Path, isolated_cache: Path, case: int
 ) -> None:
@@ -185,7 +192,47 @@ def test_a_missing_object_is_one_line_exit_2_serial_or_parallel(
     oid = git(git_repo.path, "rev-parse", "v1:vllm/config/m3.py")
     (git_repo.path / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
     result = run("--repo", str(git_repo.path), "--sha", "v1", "--jobs", jobs, "--output", "-", cwd=tmp_path)
-    assert_one_line_error(result, oid)
+    assert_one_line_error(result, f"cannot read vllm/config/m3.py (blob {oid})", "the object is missing")
+
+
+def test_a_damaged_object_names_its_file(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A blob whose compressed bytes are cut: git stops while streaming it."""
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n" * 50}, tag="v1")
+    oid = git(git_repo.path, "rev-parse", "v1:vllm/config/a.py")
+    stored = git_repo.path / ".git" / "objects" / oid[:2] / oid[2:]
+    data = stored.read_bytes()
+    stored.chmod(0o644)
+    stored.write_bytes(data[: len(data) // 2])
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    assert_one_line_error(result, f"cannot read vllm/config/a.py (blob {oid})", "the object is damaged")
+
+
+@pytest.mark.parametrize("whole", [".", "/", "", "./"])
+def test_a_path_that_is_the_root_selects_the_whole_repository(git_repo: GitRepo, tmp_path: Path, whole: str) -> None:
+    git_repo.commit({"top.py": "raise ValueError('top')\n", "pkg/deep/m.py": "raise ValueError('deep')\n"}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--path", whole, "--output", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (directory,) = (tmp_path / "out").iterdir()
+    records = [json.loads(line)["record"] for line in (directory / "records.jsonl").read_text().splitlines()]
+    assert [r["filePath"] for r in records] == ["pkg/deep/m.py", "top.py"]
+    assert json.loads((directory / "manifest.json").read_text())["scope"]["paths"] == ["."]
+
+
+def test_context_beyond_any_file_is_refused_by_the_parser(place: Path, git_repo: GitRepo) -> None:
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--context", str(2**64 + 1), "--output", "-", cwd=place)
+    assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
+    expected = f"argument --context: expected at most 1000000000 lines (a whole file), got {2**64 + 1}\n"
+    assert result.stderr.endswith(expected)
+    assert run("--repo", str(git_repo.path), "--sha", "v1", "--context", str(10**9), "--output", "-").returncode == 0
+
+
+@pytest.mark.parametrize("name", ["records.jsonl", "manifest.json"])
+def test_a_directory_in_the_way_of_a_catalog_file_writes_nothing(place: Path, git_repo: GitRepo, name: str) -> None:
+    sha = git(git_repo.path, "rev-parse", "v1")
+    (place / "out" / sha / name).mkdir(parents=True)
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", cwd=place)
+    assert_one_line_error(result, f"cannot write out/{sha}/{name}: a directory is in the way")
+    assert sorted(p.name for p in (place / "out" / sha).iterdir()) == [name]
 
 
 # --- the process's life: signals, workers, standard streams --------------------------------------------
