@@ -153,13 +153,15 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
     if not target.exists():
         _clone(repo, target)
     elif fetch:
+        _sweep_clones(target.parent)
         _fetch(target, repo)
     return target
 
 
 def _clone(url: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".clone-", dir=target.parent))
+    _sweep_clones(target.parent)
+    scratch = Path(tempfile.mkdtemp(prefix=f".clone-{os.getpid()}-", dir=target.parent))
     try:
         result = subprocess.run(
             ["git", "clone", "--quiet", "--bare", "--filter=blob:none", "--", url, str(scratch / "repo.git")],
@@ -175,6 +177,24 @@ def _clone(url: str, target: Path) -> None:
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _sweep_clones(folder: Path) -> None:
+    """Remove the scratch folders of clones whose process is gone (killed while cloning).
+
+    A scratch folder is named after the process that clones into it; one of a process still alive
+    (another run cloning now) is left alone.
+    """
+    for scratch in folder.glob(".clone-*"):
+        pid = scratch.name.split("-")[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(scratch, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue
 
 
 def _fetch(repo: Path, url: str) -> None:

@@ -105,10 +105,9 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | None, log: Callable[[str], None]) -> None:
+    indexed = (root / INDEX).exists()
     index = read_index(root)
     directory = root / commit.sha
-    for stale in directory.glob(".*.tmp"):  # temporary files of a run killed while writing
-        stale.unlink(missing_ok=True)
     step = time.monotonic()
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
@@ -122,7 +121,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
 
     step = time.monotonic()
     summary = None
-    previous = _previous(root, index, commit.sha)
+    previous = _previous(root, index, commit.sha, log)
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
@@ -130,7 +129,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
         summary = diff.summary
         changes = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count and kind != "unchanged")
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
-    else:
+    elif index.latest is None:
         log("first catalog: no diff")
 
     step = time.monotonic()
@@ -152,12 +151,34 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
             shutil.rmtree(root / old.sha, ignore_errors=True)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
+    _clean(root, {entry.sha for entry in kept}, folders=indexed, log=log)
 
 
-def _previous(root: Path, index: NightlyIndex, sha: str) -> LoadedCatalog | None:
+def _clean(root: Path, named: set[str], *, folders: bool, log: Callable[[str], None]) -> None:
+    """Remove what killed runs left in `root` and the index does not name: temporary files (the lock is
+    held: no other run is writing one) and, when an index was there before this run, catalog folders.
+
+    Without an earlier index, folders stay: they may be catalogs a lost index named.
+    """
+    removed = 0
+    for stale in [*root.glob(".*.tmp"), *root.glob("*/.*.tmp")]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
+            removed += 1
+    if folders:
+        for folder in root.iterdir():
+            if _SHA_DIR.match(folder.name) and folder.name not in named and folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+    if removed:
+        log(f"removed {removed} folder(s) and temporary file(s) of killed runs that no index names")
+
+
+def _previous(root: Path, index: NightlyIndex, sha: str, log: Callable[[str], None]) -> LoadedCatalog | None:
     if index.latest is None or index.latest == sha:
         return None
     try:
         return load_catalog(root / index.latest)
-    except CatalogError:
+    except CatalogError as error:
+        log(f"the previously published catalog is damaged, so no diff is written: {error}")
         return None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -165,3 +167,16 @@ def test_names_that_are_not_utf8_never_fail_a_run(git_repo: GitRepo, tmp_path: P
         ("vllm/config/a\rb.py", "carriage return"),
         ("vllm/config/ok.py", "fine"),
     ]
+
+
+def test_scratch_folders_of_killed_clones_are_removed(git_repo: GitRepo, isolated_cache: Path) -> None:
+    """A clone killed midway leaves .clone-<pid>-*; the next clone removes those whose process is gone."""
+    git_repo.commit({"pkg/a.py": "x = 1\n"}, tag="v1")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    repos = isolated_cache / "extractor" / "repos"
+    dead, alive = repos / f".clone-{gone.pid}-abc", repos / f".clone-{os.getpid()}-def"
+    for scratch in (dead, alive):
+        (scratch / "repo.git").mkdir(parents=True)
+    resolve(f"file://{git_repo.path}", "v1")
+    assert not dead.exists() and alive.exists()
