@@ -517,3 +517,29 @@ def test_a_coding_line_on_line_2_is_honoured_whatever_its_position(
     assert result.returncode == 0, result.stderr
     messages = [json.loads(line)["record"]["errorMessage"] for line in result.stdout.splitlines()]
     assert messages == [f"hidden by {codec}"]
+
+
+def test_a_long_line_is_cut_in_every_window_so_output_stays_proportional(git_repo: GitRepo, tmp_path: Path) -> None:
+    """4,000 raises on one 100 KB line: each record keeps 1,000 characters of it from its own raise, and
+    says how much was cut on each side (the whole line in every record would be 400 MB)."""
+    raises = "; ".join(f"raise ValueError('message {i:04}')" for i in range(4000))
+    source = f"def f(x):\n    if x: {raises}\n    return x\n"
+    git_repo.commit({"vllm/config/long.py": source}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--context", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) < 4000 * 3000  # a record's own fields, and 1,000 characters of the line
+    records = [json.loads(line)["record"] for line in result.stdout.splitlines()]
+    assert len(records) == 4000
+    line = source.splitlines()[1]
+    for record in records[:: 397]:
+        first, cut, last = record["sourceCode"].split("\n")
+        assert (first, last) == ("def f(x):", "    return x")
+        column = line.index(f"raise ValueError('{record['errorMessage']}')")
+        begin = min(column, len(line) - 1000)
+        expected = line[begin : begin + 1000]
+        if begin:
+            expected = f"[...{begin} characters cut...]" + expected
+        if begin + 1000 < len(line):
+            expected += f"[...{len(line) - begin - 1000} characters cut...]"
+        assert cut == expected
+        assert f"raise ValueError('{record['errorMessage']}')" in cut
