@@ -543,3 +543,41 @@ def test_a_long_line_is_cut_in_every_window_so_output_stays_proportional(git_rep
             expected += f"[...{len(line) - begin - 1000} characters cut...]"
         assert cut == expected
         assert f"raise ValueError('{record['errorMessage']}')" in cut
+
+
+SURROGATE_CONFIG = '''
+from dataclasses import dataclass
+
+@dataclass
+class SchedulerConfig:
+    max_len: int = 1
+    """At most \\ud800 tokens."""
+
+    def check(self):
+        if self.max_len < 0:
+            raise ValueError(f"bad {self.max_len}")
+'''
+
+SURROGATE_ARGS = '''
+class EngineArgs:
+    def add_cli_args(parser):
+        scheduler_kwargs = get_kwargs(SchedulerConfig)
+        parser.add_argument("--max-len\\udcff", **scheduler_kwargs["max_len\\ud800"])
+        parser.add_argument("--max-len", **scheduler_kwargs["max_len"])
+'''
+
+
+@pytest.mark.parametrize("where", ["docstring", "flag"])
+def test_a_lone_surrogate_in_a_config_docstring_or_flag_is_shown_as_its_escape(
+    git_repo: GitRepo, tmp_path: Path, where: str
+) -> None:
+    """`"\\ud800"` in a field's docstring (or a flag's name, read with the CLI's facts) cannot be UTF-8: the
+    run goes on and shows it as written."""
+    config = SURROGATE_CONFIG if where == "docstring" else SURROGATE_CONFIG.replace("\\ud800", "")
+    args = SURROGATE_ARGS if where == "flag" else SURROGATE_ARGS.replace("\\udcff", "").replace("\\ud800", "")
+    git_repo.commit({"vllm/config/s.py": config, "vllm/engine/arg_utils.py": args}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    ((field,),) = [json.loads(line)["extraction"]["fields"] for line in result.stdout.splitlines()]
+    doc = "At most \\ud800 tokens." if where == "docstring" else "At most  tokens."
+    assert (field["field"], field["doc"]) == ("max_len", doc)
