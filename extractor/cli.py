@@ -383,7 +383,10 @@ def run() -> NoReturn:
     _leaving = True
     standard_streams()
     with signals_as_interrupts():
-        code = main()
+        try:
+            code = main()
+        except SystemExit as exit:  # argparse after --help, --version or a usage error: stdout is flushed below
+            code = exit.code if isinstance(exit.code, int) else ExitCode.OK if exit.code is None else ExitCode.TROUBLE
         try:
             if "extractor.cache" in sys.modules:
                 sys.modules["extractor.cache"].wait_for_writes()

@@ -332,7 +332,7 @@ def _shell(*args: str, redirect: str) -> str:
     return " ".join([shlex.quote(sys.executable), "-m", "extractor", *map(shlex.quote, args), redirect])
 
 
-@pytest.mark.parametrize("command", ["extract", "diff", "match", "explain"])
+@pytest.mark.parametrize("command", ["extract", "diff", "match", "explain", "help"])
 @pytest.mark.parametrize("target", ["closed", "full"])
 def test_stdout_closed_or_full_is_one_line_exit_2(place: Path, git_repo: GitRepo, command: str, target: str) -> None:
     """`>&-` and `>/dev/full`: every subcommand that writes data says it could not, in one line."""
@@ -342,6 +342,7 @@ def test_stdout_closed_or_full_is_one_line_exit_2(place: Path, git_repo: GitRepo
         "diff": ["diff", "v1", "v1", "--repo", repo],
         "match": ["match", "--catalog", "v1", "--repo", repo, "ValueError: x"],
         "explain": ["explain", "--catalog", "v1", "--repo", repo, "x"],
+        "help": ["diff", "--help"],
     }[command]
     redirect = ">&-" if target == "closed" else ">/dev/full"
     result = subprocess.run(
@@ -355,9 +356,12 @@ def test_stdout_closed_or_full_is_one_line_exit_2(place: Path, git_repo: GitRepo
     assert (result.returncode, result.stderr) == (2, f"extractor: error: cannot write to standard output: {reason}\n")
 
 
-def test_stdout_closed_does_not_stop_a_run_that_writes_files(place: Path, git_repo: GitRepo) -> None:
+@pytest.mark.parametrize("command", [["--sha", "v1"], ["nightly", "--branch", "main"]], ids=["extract", "nightly"])
+def test_stdout_closed_does_not_stop_a_run_that_writes_files(
+    place: Path, git_repo: GitRepo, command: list[str]
+) -> None:
     result = subprocess.run(
-        _shell("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", redirect=">&-"),
+        _shell(*command, "--repo", str(git_repo.path), "--output", "out", redirect=">&-"),
         shell=True,
         stderr=subprocess.PIPE,
         text=True,
