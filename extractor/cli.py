@@ -393,7 +393,7 @@ def run() -> NoReturn:
             sys.stdout.flush()
         except BaseException as error:  # the catalog is written; only the cache's last writes are given up
             code = _failed(error)
-        code = interruption(None) or code
+        code = _swallowed(code)
     sys.stderr.flush()
     os._exit(code)
 
@@ -407,12 +407,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with signals_as_interrupts():
             code = command(arguments[1:]) if command is not None else _run_extract(arguments)
-            # An interrupt a library swallowed still ends the run as interrupted.
-            return interruption(None) or code
+            return _swallowed(code)
     except SystemExit:  # argparse: --help, or a usage error it has printed
         raise
     except BaseException as error:
         return _failed(error)
+
+
+def _swallowed(code: int) -> int:
+    """The exit status of a run that returned `code`: an interrupt a library swallowed still ends it as
+    interrupted."""
+    interrupted = interruption(None)
+    if interrupted is None or interrupted == code:
+        return code
+    print(f"{PROG}: interrupted", file=sys.stderr)
+    return interrupted
 
 
 def _failed(error: BaseException) -> int:

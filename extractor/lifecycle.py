@@ -17,6 +17,7 @@ __all__ = [
     "Interrupted",
     "die_with_parent",
     "interruption",
+    "raise_if_interrupted",
     "signals_as_interrupts",
     "standard_streams",
 ]
@@ -74,6 +75,13 @@ def signals_as_interrupts() -> Iterator[None]:
             signal.signal(number, handler)
 
 
+def raise_if_interrupted() -> None:
+    """Raise Interrupted if a stop signal came, even if what it raised was swallowed: called before
+    anything is published, so that nothing is after an interrupt."""
+    if _received is not None:
+        raise Interrupted(_received)
+
+
 def interruption(error: BaseException | None) -> int | None:
     """The exit status of a run that ended with `error` (None: it returned) if an interrupt ended it."""
     if _received is not None:
@@ -106,6 +114,8 @@ class _Descriptor(io.RawIOBase):
         return os.isatty(self._fd)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._loud:
+            raise_if_interrupted()
         if not self._failed:
             try:
                 return os.write(self._fd, data)

@@ -13,6 +13,7 @@ import orjson
 from pydantic import BaseModel
 
 from extractor.errors import ExtractorError
+from extractor.lifecycle import raise_if_interrupted
 from extractor.models import CatalogLine, Manifest
 
 __all__ = [
@@ -71,6 +72,7 @@ def encode_lines(lines: Iterable[CatalogLine]) -> bytes:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Make `path` hold `data`, whole or not at all, even if the process dies midway."""
+    raise_if_interrupted()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -82,6 +84,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
+        raise_if_interrupted()  # nothing is published after an interrupt, even one a library swallowed
         os.replace(temporary, path)
     except BaseException as error:
         with contextlib.suppress(OSError):

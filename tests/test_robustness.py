@@ -400,20 +400,34 @@ class Probe(BaseModel):
         signal.raise_signal(signal.{name})  # its handler runs here, inside pydantic's serializer
         return value
 
-models.FileResult.model_dump_json = lambda self, **kwargs: Probe().model_dump_json()
+original = models.FileResult.model_dump_json
+
+
+def probed(self, **kwargs):
+    try:
+        return Probe().model_dump_json()
+    except Exception:
+        if not {swallow}:
+            raise
+    return original(self, **kwargs)  # a library that swallows the error and goes on
+
+
+models.FileResult.model_dump_json = probed
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
 """
 
 
+@pytest.mark.parametrize("swallow", [False, True], ids=["raised", "swallowed"])
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
-    place: Path, git_repo: GitRepo, stop: signal.Signals
+    place: Path, git_repo: GitRepo, stop: signal.Signals, swallow: bool
 ) -> None:
     """pydantic turns a KeyboardInterrupt raised in its serializer into a PydanticSerializationError;
-    the run still ends as interrupted (exit 128 + the signal), with nothing written."""
-    probe = _PROBE.replace("{name}", stop.name)
+    the run still ends as interrupted (exit 128 + the signal), with nothing written, even where a caller
+    swallows that error."""
+    probe = _PROBE.replace("{name}", stop.name).replace("{swallow}", str(swallow))
     result = subprocess.run(
         [sys.executable, "-c", probe, "--repo", str(git_repo.path), "--sha", "v1", "--no-cache"],
         capture_output=True,
