@@ -169,7 +169,8 @@ def _clone(url: str, target: Path) -> None:
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
         if result.returncode != 0:
-            raise RepositoryError(f"cannot clone {url}: {_complaint(result.stderr) or 'git clone failed'}")
+            reason = _complaint(result.stderr) or "git clone failed"
+            raise RepositoryError(f"cannot clone {url}: {reason}{_offline_hint(reason)}")
         try:
             os.rename(scratch / "repo.git", target)
         except OSError:
@@ -197,11 +198,29 @@ def _sweep_clones(folder: Path) -> None:
             continue
 
 
+# What git (through curl or ssh) says when the host cannot be reached at all.
+_NO_NETWORK = re.compile(
+    r"could not resolve|resolve host|failed to connect|couldn't connect|connection (?:refused|timed out|reset)"
+    r"|network is unreachable|no route to host|operation timed out|name or service not known",
+    re.I,
+)
+
+
+def _offline_hint(reason: str) -> str:
+    """Say what works without the network when git could not reach the repository's host."""
+    if not _NO_NETWORK.search(reason):
+        return ""
+    return (
+        " (no network to reach it: --release X.Y.Z reads a vLLM release from the package index, "
+        "--repo PATH reads a local clone)"
+    )
+
+
 def _fetch(repo: Path, url: str) -> None:
     try:
         _git(repo, "fetch", "--quiet", "--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
     except RepositoryError as error:
-        raise RepositoryError(f"cannot fetch {url}: {error}") from None
+        raise RepositoryError(f"cannot fetch {url}: {error}{_offline_hint(str(error))}") from None
 
 
 def resolve(repo: str, revision: str) -> Commit:

@@ -12,7 +12,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import ValidationError
 
-from extractor.catalog import LoadedCatalog, first_problem, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, first_problem, folder_name, is_complete, load_catalog
 from extractor.diff import diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
@@ -24,7 +24,7 @@ __all__ = ["INDEX", "LOCK", "NightlyResult", "nightly", "read_index"]
 
 INDEX = "index.json"
 LOCK = ".nightly.lock"
-_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}$")
+_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}(-[\w.+=-]+)?$")
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,15 @@ def read_index(output: Path) -> NightlyIndex:
         ) from None
 
 
+def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
+    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
+    return root / folder_name(sha=sha, revision=sha, scope=options.scope)
+
+
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
     index = read_index(output)
-    return index.latest == commit.sha and is_complete(output / commit.sha, options=options, sha=commit.sha) is not None
+    folder = _folder(output, commit.sha, options)
+    return index.latest == commit.sha and is_complete(folder, options=options, sha=commit.sha) is not None
 
 
 def nightly(
@@ -107,7 +113,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | None, log: Callable[[str], None]) -> None:
     indexed = (root / INDEX).exists()
     index = read_index(root)
-    directory = root / commit.sha
+    directory = _folder(root, commit.sha, options)
     step = time.monotonic()
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
@@ -121,7 +127,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
 
     step = time.monotonic()
     summary = None
-    previous = _previous(root, index, commit.sha, log)
+    previous = _previous(root, index, commit.sha, options, log)
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
@@ -147,16 +153,20 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
     log(f"published {root / INDEX} ({time.monotonic() - step:.2f}s)")
     # The index no longer names them, so removing them now can leave nothing dangling.
     for old in dropped:
-        if _SHA_DIR.match(old.sha):
-            shutil.rmtree(root / old.sha, ignore_errors=True)
+        folder = _folder(root, old.sha, options)
+        if _SHA_DIR.match(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
-    _clean(root, {entry.sha for entry in kept}, folders=indexed, log=log)
+    _clean(root, {entry.sha for entry in kept}, options, folders=indexed, log=log)
 
 
-def _clean(root: Path, named: set[str], *, folders: bool, log: Callable[[str], None]) -> None:
+def _clean(
+    root: Path, named: set[str], options: ExtractOptions, *, folders: bool, log: Callable[[str], None]
+) -> None:
     """Remove what killed runs left in `root` and the index does not name: temporary files (the lock is
-    held: no other run is writing one) and, when an index was there before this run, catalog folders.
+    held: no other run is writing one) and, when an index was there before this run, catalog folders
+    of this scope.
 
     Without an earlier index, folders stay: they may be catalogs a lost index named.
     """
@@ -167,18 +177,26 @@ def _clean(root: Path, named: set[str], *, folders: bool, log: Callable[[str], N
             removed += 1
     if folders:
         for folder in root.iterdir():
-            if _SHA_DIR.match(folder.name) and folder.name not in named and folder.is_dir():
+            sha = folder.name.partition("-")[0]
+            if (
+                _SHA_DIR.match(folder.name)
+                and sha not in named
+                and folder == _folder(root, sha, options)
+                and folder.is_dir()
+            ):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed += 1
     if removed:
         log(f"removed {removed} folder(s) and temporary file(s) of killed runs that no index names")
 
 
-def _previous(root: Path, index: NightlyIndex, sha: str, log: Callable[[str], None]) -> LoadedCatalog | None:
+def _previous(
+    root: Path, index: NightlyIndex, sha: str, options: ExtractOptions, log: Callable[[str], None]
+) -> LoadedCatalog | None:
     if index.latest is None or index.latest == sha:
         return None
     try:
-        return load_catalog(root / index.latest)
+        return load_catalog(_folder(root, index.latest, options))
     except CatalogError as error:
         log(f"the previously published catalog is damaged, so no diff is written: {error}")
         return None

@@ -12,8 +12,10 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -138,7 +140,7 @@ def fetch_sdist(version: str) -> Sdist:
         digest = hashlib.sha256()
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=600) as response:
-                for chunk in iter(lambda: response.read(1 << 20), b""):
+                for chunk in _download(response, filename):
                     digest.update(chunk)
                     out.write(chunk)
             if digest.hexdigest() != expected_hash:
@@ -153,6 +155,17 @@ def fetch_sdist(version: str) -> Sdist:
                 os.unlink(temporary)
         sidecar.write_text(expected_hash + "\n")
     return Sdist(version, target, expected_hash)
+
+
+def _download(response: Any, filename: str) -> Iterator[bytes]:
+    """Read a download in chunks: a bar on a terminal, else one line saying what and how big."""
+    from extractor.progress import byte_bar, note
+
+    length = response.headers.get("Content-Length")
+    size = int(length) if length and length.isdigit() else None
+    host = urllib.parse.urlsplit(response.geturl()).hostname or "the package index"
+    note(f"downloading {filename}" + (f" ({size / 1e6:.1f} MB)" if size else "") + f" from {host}")
+    yield from byte_bar(iter(lambda: response.read(1 << 16), b""), size, filename)
 
 
 def release_tag(version: str) -> str:
