@@ -16,11 +16,12 @@ from extractor.errors import CatalogError, ExtractorError, ReleaseError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, read_file, resolve
 from extractor.models import CatalogLine, Manifest, Scope
-from extractor.write import MANIFEST, RECORDS, default_root
+from extractor.write import MANIFEST, RECORDS, default_root, records_digest
 
 __all__ = [
     "RELEASE_PREFIX",
     "LoadedCatalog",
+    "first_problem",
     "folder_name",
     "is_complete",
     "load_catalog",
@@ -42,12 +43,26 @@ class LoadedCatalog:
 
 
 def load_catalog(path: Path) -> LoadedCatalog:
-    """Read a catalog directory or records.jsonl, validating every line; corruption names file and line."""
+    """Read a catalog directory or records.jsonl, validating every line; corruption names file and line.
+
+    A catalog is whole or an error: its manifest (written last) must count its records and hold their
+    checksum. A directory without a manifest is a run that never finished. A records.jsonl given alone
+    with no manifest beside it (as `--output -` writes) can only be checked line by line: a cut in the
+    middle of a line shows, a cut at a line boundary cannot.
+    """
     records = path / RECORDS if path.is_dir() else path
+    manifest_path = records.parent / MANIFEST
+    manifest = _read_manifest(manifest_path)
+    if manifest is None and path.is_dir():
+        raise CatalogError(f"{path}: no {MANIFEST}, so the catalog is incomplete (its run did not finish)")
     try:
         raw = records.read_bytes()
     except OSError as error:
         raise CatalogError(f"cannot read catalog {records}: {error.strerror or error}") from None
+    if manifest is not None and manifest.recordsSha256 not in (None, records_digest(raw)):
+        raise CatalogError(f"{records} does not match the checksum in {manifest_path}: it was cut or altered")
+    if raw and not raw.endswith(b"\n"):
+        raise CatalogError(f"{records}: the last line is cut (no newline at the end)")
     lines = []
     for number, text in enumerate(raw.splitlines(), start=1):
         if not text.strip():
@@ -57,19 +72,33 @@ def load_catalog(path: Path) -> LoadedCatalog:
         except orjson.JSONDecodeError as error:
             raise CatalogError(f"{records}:{number}: not JSON: {error}") from None
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise CatalogError(f"{records}:{number}: not a catalog line: {where}: {first['msg']}") from None
-    manifest = None
-    manifest_path = records.parent / MANIFEST
-    if manifest_path.exists():
-        try:
-            manifest = Manifest.model_validate_json(manifest_path.read_bytes())
-        except (ValidationError, OSError) as error:
-            raise CatalogError(f"{manifest_path}: not a valid manifest: {str(error).splitlines()[0]}") from None
+            raise CatalogError(f"{records}:{number}: not a catalog line: {first_problem(error)}") from None
+    if manifest is not None and manifest.counts.records != len(lines):
+        raise CatalogError(
+            f"{records} holds {len(lines)} records but {manifest_path} counts {manifest.counts.records}: "
+            "it was cut or altered"
+        )
     sha = manifest.sha if manifest else (lines[0].record.analyzedSha if lines else "")
     revision = manifest.revision if manifest else str(path)
     return LoadedCatalog(tuple(lines), manifest, sha, revision)
+
+
+def _read_manifest(path: Path) -> Manifest | None:
+    if not path.exists():
+        return None
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except OSError as error:
+        raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValidationError as error:
+        raise CatalogError(f"{path}: not a valid manifest: {first_problem(error)}") from None
+
+
+def first_problem(error: ValidationError) -> str:
+    """The first thing wrong in a document that did not validate: where (field path) and what."""
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the document"
+    return f"{where}: {first['msg']}"
 
 
 def is_complete(directory: Path, *, options: ExtractOptions, sha: str) -> LoadedCatalog | None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
+from extractor.lifecycle import interruption, signals_as_interrupts, standard_streams
 
 if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
@@ -48,7 +49,7 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--context",
-        type=_non_negative,
+        type=_context,
         default=18,
         metavar="N",
         help="lines of source kept each side of the raise (default: 18)",
@@ -127,11 +128,25 @@ def _non_negative(text: str) -> int:
     return value
 
 
+_MAX_CONTEXT = 10**9  # more lines than any file has: the whole file (and a number JSON and SQLite can hold)
+
+
+def _context(text: str) -> int:
+    value = _non_negative(text)
+    if value > _MAX_CONTEXT:
+        raise argparse.ArgumentTypeError(f"expected at most {_MAX_CONTEXT} lines (a whole file), got {text}")
+    return value
+
+
 def _options(args: argparse.Namespace) -> ExtractOptions:
     from extractor.extract import ExtractOptions
+    from extractor.write import is_repo_name
 
-    if args.repo_name is not None and args.repo_name.count("/") != 1:
-        raise ExtractorError(f"--repo-name must look like OWNER/NAME, not {args.repo_name!r}")
+    if args.repo_name is not None and not is_repo_name(args.repo_name):
+        raise ExtractorError(
+            f"--repo-name must look like OWNER/NAME (letters, digits, '-', '_', '.'; neither part '.' or '..'), "
+            f"not {args.repo_name!r}"
+        )
     for name in args.exception or ():
         if name != "*" and not _CLASS_NAME.fullmatch(name):
             bare = name.strip("'\" ")
@@ -626,18 +641,20 @@ def run() -> NoReturn:
     """
     global _leaving
     _leaving = True
-    code = main()
-    try:
-        if "extractor.cache" in sys.modules:
-            sys.modules["extractor.cache"].wait_for_writes()
-    except KeyboardInterrupt:  # the catalog is written; only the cache's last writes are given up
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        code = ExitCode.INTERRUPTED
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:
-        code = ExitCode.TROUBLE
+    standard_streams()
+    with signals_as_interrupts():
+        try:
+            code = main()
+        except SystemExit as exit:  # argparse after --help, --version or a usage error: stdout is flushed below
+            code = exit.code if isinstance(exit.code, int) else ExitCode.OK if exit.code is None else ExitCode.TROUBLE
+        try:
+            if "extractor.cache" in sys.modules:
+                sys.modules["extractor.cache"].wait_for_writes()
+            sys.stdout.flush()
+        except BaseException as error:  # the catalog is written; only the cache's last writes are given up
+            code = _failed(error)
+        code = _swallowed(code)
+    sys.stderr.flush()
     os._exit(code)
 
 
@@ -648,25 +665,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = _SUBCOMMANDS.get(arguments[0]) if arguments else None
     try:
-        if command is not None:
-            return command(arguments[1:])
-        if arguments and not arguments[0].startswith("-"):
-            raise _unknown_command(arguments[0])
-        return _run_extract(arguments)
-    except ExtractorError as error:
+        with signals_as_interrupts():
+            if command is not None:
+                code = command(arguments[1:])
+            elif arguments and not arguments[0].startswith("-"):
+                raise _unknown_command(arguments[0])
+            else:
+                code = _run_extract(arguments)
+            return _swallowed(code)
+    except SystemExit:  # argparse: --help, or a usage error it has printed
+        raise
+    except BaseException as error:
+        return _failed(error)
+
+
+def _swallowed(code: int) -> int:
+    """The exit status of a run that returned `code`: an interrupt a library swallowed still ends it as
+    interrupted."""
+    interrupted = interruption(None)
+    if interrupted is None or interrupted == code:
+        return code
+    print(f"{PROG}: interrupted", file=sys.stderr)
+    return interrupted
+
+
+def _failed(error: BaseException) -> int:
+    """Report how a run failed in one line on stderr and return its exit status.
+
+    An interrupt is a result wherever it lands, whatever exception it arrived as; a reader of stdout
+    that went away ends the run quietly, as Unix tools do.
+    """
+    interrupted = interruption(error)
+    if interrupted is not None:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return interrupted
+    if isinstance(error, BrokenPipeError):
+        return ExitCode.BROKEN_PIPE
+    if isinstance(error, ExtractorError):
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return ExitCode.TROUBLE
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        return ExitCode.TROUBLE
-    except Exception as error:  # a bug, not bad input: still one line, with a way to see more
-        if os.environ.get("EXTRACTOR_DEBUG"):
-            raise
-        print(
-            f"{PROG}: error: unexpected {type(error).__name__}: {error} "
-            "(a bug: please report it; EXTRACTOR_DEBUG=1 shows the traceback)",
-            file=sys.stderr,
-        )
-        return ExitCode.TROUBLE
+    if not isinstance(error, Exception):
+        raise error
+    if os.environ.get("EXTRACTOR_DEBUG"):
+        raise error
+    # A bug, not bad input: still one line, with a way to see more.
+    print(
+        f"{PROG}: error: unexpected {type(error).__name__}: {error} "
+        "(a bug: please report it; EXTRACTOR_DEBUG=1 shows the traceback)",
+        file=sys.stderr,
+    )
+    return ExitCode.TROUBLE

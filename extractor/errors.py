@@ -11,7 +11,8 @@ class ExitCode(IntEnum):
     DIFFERENCES = 1
     NOT_FOUND = 1
     TROUBLE = 2
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # 128 + SIGINT; SIGTERM and SIGHUP give 128 + their number likewise
+    BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
 
 class ExtractorError(Exception):
@@ -36,3 +37,7 @@ class CatalogError(ExtractorError):
 
 class ReleaseError(ExtractorError):
     """A release cannot be found on, or fetched from, the package index."""
+
+
+class OutputError(ExtractorError):
+    """Standard output cannot take what the command writes (closed, full, failing)."""

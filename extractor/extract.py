@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 import os
+import posixpath
 import re
 import signal
 import sys
@@ -21,6 +22,7 @@ from extractor import git as git_stage
 from extractor._version import __version__
 from extractor.cache import ScanCache, wait_for_writes
 from extractor.errors import ExtractorError, ScopeError
+from extractor.lifecycle import STOP_SIGNALS, die_with_parent
 from extractor.models import (
     CatalogLine,
     Counts,
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 
     from extractor.scan import ScanOptions
 
-__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "linger"]
+__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "linger", "scope_path"]
 
 T = TypeVar("T")
 
@@ -55,6 +57,11 @@ class ExtractOptions:
     cache: bool = True
     config_from: tuple[str, ...] = ("vllm/config",)
     flags_from: str = "vllm/engine/arg_utils.py"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", tuple(scope_path(path) for path in self.paths))
+        object.__setattr__(self, "config_from", tuple(scope_path(path) for path in self.config_from))
+        object.__setattr__(self, "flags_from", self.flags_from.strip("/"))
 
     @property
     def scan_options(self) -> ScanOptions:
@@ -134,8 +141,14 @@ _BATCH_FILES = 256
 _BATCHES_PER_JOB = 8
 
 
+def scope_path(prefix: str) -> str:
+    """A path prefix as a scope records it: no leading ./ or /, no trailing or doubled slash; the whole
+    repository ('', '/', '.', './') is '.'."""
+    return posixpath.normpath(prefix.strip("/") or ".")
+
+
 def _under(path: str, prefixes: Sequence[str]) -> bool:
-    return any(path == p.strip("/") or path.startswith(p.strip("/") + "/") for p in prefixes if p.strip("/"))
+    return any(p == "." or path == p or path.startswith(p + "/") for p in prefixes)
 
 
 def _scan_blobs(
@@ -239,7 +252,8 @@ def _scan_missing(
     git_stage.prefetch(commit, ordered)
     total = sum(blob.size or 0 for blob in ordered)
     limit = min(_BATCH_BYTES, max(16 * 1024, total // ((workers + 1) * _BATCHES_PER_JOB)))
-    batches = _batches([(blob.oid, previous.get(blob.oid), blob.oid in facts) for blob in ordered], ordered, limit)
+    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
+    batches = _batches(items, ordered, limit)
     try:
         if pool is not None:
             into.extend(_parallel(pool, workers, commit.git_dir, batches, scan_options, idle))
@@ -253,7 +267,8 @@ def _scan_missing(
 
 
 _RULED_OUT = b'{"kind":"ruled-out"}'
-_Item = tuple[str, bytes | None, bool]  # blob id, the previous version's result, whether facts are wanted
+# Blob id, the previous version's result, whether facts are wanted, a path it has (to name it in errors).
+_Item = tuple[str, bytes | None, bool, str]
 
 
 def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[_Item]]:
@@ -277,10 +292,10 @@ def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions)
     """
     from extractor.scan import could_hold, scan_many
 
-    contents = git_stage.reader(git_dir).read([oid for oid, _, _ in items])
+    contents = git_stage.reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
     out: list[tuple[str, bytes]] = []
     to_parse = []
-    for (oid, previous, wanted), data in zip(items, contents, strict=True):
+    for (oid, previous, wanted, _), data in zip(items, contents, strict=True):
         if wanted or could_hold(data, scan_options):
             to_parse.append((oid, data, previous, wanted))
         else:
@@ -289,9 +304,15 @@ def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions)
     return out
 
 
-def _warm_up() -> None:
+def _warm_up(parent: int) -> None:
     # Ctrl-C reaches the whole process group: the main process alone handles it and stops the pool.
+    # TERM and HUP end a worker at once (the pool's own way to stop one), whatever the main process
+    # handles them with. A main process killed outright takes its workers with it: else they would
+    # wait forever for work, holding its stdout open.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for number in STOP_SIGNALS[1:]:
+        signal.signal(number, signal.SIG_DFL)
+    die_with_parent(parent)
     # Forked while the main process runs without the cyclic collector, workers keep it off: scanning
     # makes acyclic objects, the pool lives for one extraction, and collecting cost 2% of a whole-package
     # run (peak memory, summed over the processes, stays near 225 MiB: scripts/bench.py measures it).
@@ -308,7 +329,7 @@ def _start_pool(workers: int, cache: ScanCache | None) -> ProcessPoolExecutor:
         cache.release()  # no SQLite connection may cross the fork
     wait_for_writes()  # no thread of this process may hold a lock while it forks
     context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up, initargs=(os.getpid(),))
     for _ in range(workers):  # start every worker now rather than on first use
         pool.submit(int)
     return pool
@@ -468,10 +489,12 @@ def _extract_commit(
     pinned_sha: str | None,
     cache: ScanCache | None,
 ) -> Catalog:
-    listed = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
-    blobs = [blob for blob in listed if _under(blob.path, options.paths)]
+    every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
+    blobs = [blob for blob in every if _under(blob.path, options.paths)]
     if not blobs:
         raise ScopeError(f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]})")
+    # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
+    listed = [blob for blob in every if git_stage.is_utf8(blob.path)]
     # Config classes and the CLI definition are read for what records' fields mean, in scope or not.
     facts = {
         blob.oid
@@ -481,7 +504,10 @@ def _extract_commit(
     skipped_files: list[SkippedFile] = []
     regular = []
     for blob in blobs:
-        if blob.is_regular:
+        if not git_stage.is_utf8(blob.path):
+            name = git_stage.printable(blob.path)
+            skipped_files.append(SkippedFile(path=name, reason="the file name is not UTF-8 (shown with \\x escapes)"))
+        elif blob.is_regular:
             regular.append(blob)
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))

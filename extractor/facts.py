@@ -43,7 +43,7 @@ def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:
             and isinstance(following.value, ast.Constant)
             and isinstance(following.value.value, str)
         ):
-            doc = inspect.cleandoc(following.value.value)
+            doc = _written(inspect.cleandoc(following.value.value))
         fields.append(
             FieldFacts(
                 name=statement.target.id,
@@ -141,7 +141,7 @@ def _flag_facts(tree: ast.Module, segment: Segment) -> FlagFacts | None:
         return None
     flags: list[tuple[str, str, list[str], bool]] = []
     for call in calls:
-        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        options = [_written(a.value) for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if not options or not all(option.startswith("-") for option in options):
             continue
         spread: tuple[str, str] | None = None
@@ -172,7 +172,7 @@ def _subscript(node: ast.expr) -> tuple[str, str] | None:
         and isinstance(node.slice, ast.Constant)
         and isinstance(node.slice.value, str)
     ):
-        return node.value.id, node.slice.value
+        return node.value.id, _written(node.slice.value)
     return None
 
 
@@ -194,3 +194,11 @@ def _kwargs_target(
                 if inner is not None:
                     return inner
     return None
+
+
+def _written(text: str) -> str:
+    """A string constant as JSON can carry it: a lone surrogate (written `"\\ud800"` in the source, which
+    no UTF-8 can hold) is shown as that escape rather than failing the run."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode()

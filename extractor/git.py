@@ -77,21 +77,52 @@ def repo_name_from_url(url: str | None) -> str | None:
     return f"{match['owner']}/{match['name']}" if match else None
 
 
-def _git(git_dir: Path, *args: str, input: str | None = None) -> str:
+def _git(git_dir: Path, *args: str, input: bytes | None = None) -> bytes:
+    """Run git and return its output as bytes: names are whatever bytes the tree holds (a carriage
+    return, a byte that is not UTF-8), and only the caller knows how to split them (-z)."""
     try:
         result = subprocess.run(
             ["git", *args],
             cwd=git_dir,
             input=input,
             capture_output=True,
-            text=True,
             check=True,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
     except subprocess.CalledProcessError as error:
-        message = (error.stderr or "").strip().splitlines()
-        raise RepositoryError(message[-1] if message else f"git {args[0]} failed") from None
+        raise RepositoryError(_complaint(error.stderr) or f"git {args[0]} failed") from None
     return result.stdout
+
+
+def _complaint(stderr: bytes | None) -> str | None:
+    """What git said went wrong: its first fatal or error line (the lines after it are advice, such as
+    "Please make sure you have the correct access rights / and the repository exists."), else its last."""
+    lines = [line.strip() for line in decode_name(stderr or b"").splitlines() if line.strip()]
+    for line in lines:
+        for prefix in ("fatal: ", "error: "):
+            if line.startswith(prefix):
+                return line.removeprefix(prefix)
+    return lines[-1] if lines else None
+
+
+def _value(git_dir: Path, *args: str) -> str:
+    """Run git for one value (a SHA, a date, a path, a setting) and return it stripped."""
+    return decode_name(_git(git_dir, *args)).strip()
+
+
+def decode_name(data: bytes) -> str:
+    """Decode a name from git: UTF-8, any other byte kept as a surrogate escape (os.fsdecode's way)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def printable(name: str) -> str:
+    """A name as it can be written in JSON: a byte that is not UTF-8 shown as a \\x escape."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def is_utf8(name: str) -> bool:
+    """Whether a name from git is valid UTF-8 (holds no surrogate escape)."""
+    return name.isascii() or printable(name) == name
 
 
 def _clone_dir(url: str) -> Path:
@@ -117,28 +148,28 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
             out = _git(path, "rev-parse", "--absolute-git-dir")
         except RepositoryError:
             raise RepositoryError(f"{repo} is not a git repository") from None
-        return Path(out.strip())
+        return Path(os.fsdecode(out.rstrip(b"\n")))
     target = _clone_dir(repo)
     if not target.exists():
         _clone(repo, target)
     elif fetch:
+        _sweep_clones(target.parent)
         _fetch(target, repo)
     return target
 
 
 def _clone(url: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".clone-", dir=target.parent))
+    _sweep_clones(target.parent)
+    scratch = Path(tempfile.mkdtemp(prefix=f".clone-{os.getpid()}-", dir=target.parent))
     try:
         result = subprocess.run(
             ["git", "clone", "--quiet", "--bare", "--filter=blob:none", "--", url, str(scratch / "repo.git")],
             capture_output=True,
-            text=True,
             env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
         )
         if result.returncode != 0:
-            lines = result.stderr.strip().splitlines()
-            reason = lines[-1] if lines else "git clone failed"
+            reason = _complaint(result.stderr) or "git clone failed"
             raise RepositoryError(f"cannot clone {url}: {reason}{_offline_hint(reason)}")
         try:
             os.rename(scratch / "repo.git", target)
@@ -147,6 +178,24 @@ def _clone(url: str, target: Path) -> None:
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _sweep_clones(folder: Path) -> None:
+    """Remove the scratch folders of clones whose process is gone (killed while cloning).
+
+    A scratch folder is named after the process that clones into it; one of a process still alive
+    (another run cloning now) is left alone.
+    """
+    for scratch in folder.glob(".clone-*"):
+        pid = scratch.name.split("-")[1]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(scratch, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue
 
 
 # What git (through curl or ssh) says when the host cannot be reached at all.
@@ -182,8 +231,11 @@ def resolve(repo: str, revision: str) -> Commit:
         _fetch(handle, repo)
         sha = _rev_parse(handle, revision)
     if sha is None:
+        kind = _kind(handle, revision)
+        if kind is not None:
+            raise RevisionError(f"{revision!r} in {repo} is a {kind}, not a commit: name a commit, tag or branch")
         raise RevisionError(f"unknown revision {revision!r} in {repo}")
-    epoch = int(_git(handle, "show", "-s", "--format=%ct", sha).strip())
+    epoch = int(_value(handle, "show", "-s", "--format=%ct", sha))
     committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     remote = repo if is_url(repo) else _config(handle, "remote.origin.url")
     name = repo_name_from_url(remote) or DEFAULT_REPO_NAME
@@ -194,33 +246,47 @@ def _rev_parse(repo: Path, revision: str) -> str | None:
     if not revision or revision.startswith("-"):
         return None
     try:
-        out = _git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
+        sha = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     except RepositoryError:
         return None
-    sha = out.strip()
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
+
+
+def _kind(repo: Path, revision: str) -> str | None:
+    """The type of the object a revision names (a tree, a blob), or None if it names nothing."""
+    if not revision or revision.startswith("-"):
+        return None
+    try:
+        oid = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", revision)
+        return _value(repo, "cat-file", "-t", oid) or None
+    except RepositoryError:
+        return None
 
 
 def _config(repo: Path, key: str) -> str | None:
     try:
-        return _git(repo, "config", "--get", key).strip() or None
+        return _value(repo, "config", "--get", key) or None
     except RepositoryError:
         return None
 
 
 def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
-    """List the `.py` files of a commit under any of the path prefixes, sorted by path."""
-    specs = [p.strip("/") for p in prefixes if p.strip("/")]
+    """List the `.py` files of a commit under any of the path prefixes ('.' or '' is the whole tree),
+    sorted by path."""
+    specs = [p.strip("/") for p in prefixes]
+    if any(spec in ("", ".") for spec in specs):  # the whole repository
+        specs = []
     out = _git(commit.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit.sha, "--", *specs)
     blobs = []
-    for entry in out.split("\0"):
+    for entry in out.split(b"\0"):
         if not entry:
             continue
-        meta, _, path = entry.partition("\t")
-        mode, kind, oid, size = meta.split()
-        if kind == "blob" and path.endswith(".py"):
+        meta, _, name = entry.partition(b"\t")
+        mode, kind, oid, size = meta.decode().split()
+        if kind == "blob" and name.endswith(b".py"):
             # A size git cannot tell only orders work; reading the blob then says what is wrong.
-            blobs.append(Blob(path=path, oid=oid, mode=mode, size=int(size) if size.isdigit() else None))
+            size_ = int(size) if size.isdigit() else None
+            blobs.append(Blob(path=decode_name(name), oid=oid, mode=mode, size=size_))
     return sorted(blobs, key=lambda blob: blob.path)
 
 
@@ -240,15 +306,16 @@ class BlobReader:
             stderr=subprocess.DEVNULL,
         )
 
-    def read(self, oids: Sequence[str], names: Sequence[str] | None = None) -> list[bytes]:
-        """Return the blobs' bytes, in order; a missing or non-blob object is a RepositoryError (naming
-        it by `names`, when given, else by its id).
+    def read(self, oids: Sequence[str], paths: Sequence[str] | None = None) -> list[bytes]:
+        """Return the blobs' bytes, in order; a missing, damaged or non-blob object is a RepositoryError
+        naming it (by its path in `paths`, when given, and its id) and what is wrong.
 
         After an error the reader is closed: answers still in the pipe must never pass for others'.
         """
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
         out: list[bytes] = []
+        index = 0
         try:
             for start in range(0, len(oids), self._CHUNK):
                 chunk = oids[start : start + self._CHUNK]
@@ -257,20 +324,23 @@ class BlobReader:
                 for index, oid in enumerate(chunk, start=start):
                     header = stdout.readline().split()
                     if len(header) != 3 or header[0] != oid.encode() or header[1] != b"blob":
-                        name = names[index] if names is not None else f"blob {oid}"
-                        raise RepositoryError(f"cannot read {name} from {self.git_dir}: missing or damaged")
+                        raise self._unreadable(oids, paths, index, _wrong_header(header))
                     size = int(header[2])
                     data = stdout.read(size)
                     if len(data) != size or stdout.read(1) != b"\n":
-                        raise RepositoryError(f"git cat-file stopped answering in {self.git_dir}")
+                        raise self._unreadable(oids, paths, index, "the object is damaged (git could not inflate it)")
                     out.append(data)
         except OSError:
             self.close()
-            raise RepositoryError(f"git cat-file stopped reading in {self.git_dir}") from None
+            raise self._unreadable(oids, paths, index, "git cat-file stopped reading requests") from None
         except BaseException:
             self.close()
             raise
         return out
+
+    def _unreadable(self, oids: Sequence[str], paths: Sequence[str] | None, index: int, what: str) -> RepositoryError:
+        name = f"{printable(paths[index])} (blob {oids[index]})" if paths is not None else f"blob {oids[index]}"
+        return RepositoryError(f"cannot read {name} from {self.git_dir}: {what}")
 
     def close(self) -> None:
         for key in [key for key, reader in _readers.items() if reader is self]:
@@ -281,6 +351,14 @@ class BlobReader:
                     stream.close()
         self._process.kill()
         self._process.wait()
+
+
+def _wrong_header(header: list[bytes]) -> str:
+    if len(header) == 2 and header[1] == b"missing":
+        return "the object is missing (a damaged or incomplete repository)"
+    if len(header) == 3:
+        return f"the object is a {header[1].decode(errors='replace')}, not a file"
+    return "git cat-file gave no answer"
 
 
 _readers: dict[tuple[int, Path], BlobReader] = {}
@@ -311,7 +389,7 @@ def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, by
     try:
         for start in range(0, len(wanted), BlobReader._CHUNK):  # a chunk at a time: never all in memory
             chunk = wanted[start : start + BlobReader._CHUNK]
-            contents = reader.read([blob.oid for blob in chunk], [f"{blob.path} ({blob.oid})" for blob in chunk])
+            contents = reader.read([blob.oid for blob in chunk], [blob.path for blob in chunk])
             yield from zip(chunk, contents, strict=True)
     finally:
         reader.close()
@@ -320,7 +398,7 @@ def read_blobs(commit: Commit, blobs: Iterable[Blob]) -> Iterator[tuple[Blob, by
 def read_file(commit: Commit, path: str) -> bytes | None:
     """Read one file of a commit, or None when the commit has no such file."""
     try:
-        oid = _git(commit.git_dir, "rev-parse", "--verify", "--quiet", f"{commit.sha}:{path}").strip()
+        oid = _value(commit.git_dir, "rev-parse", "--verify", "--quiet", f"{commit.sha}:{path}")
     except RepositoryError:
         return None
     ((_, data),) = list(read_blobs(commit, [Blob(path=path, oid=oid, mode="100644")]))
@@ -332,9 +410,10 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
     repo = commit.git_dir
     if _config(repo, "remote.origin.promisor") != "true":
         return
-    # rev-list reports missing objects without fetching them one by one, as cat-file would.
-    listing = _git(repo, "rev-list", "--objects", "--no-walk", "--missing=print", commit.sha)
-    absent = {line[1:].split()[0] for line in listing.splitlines() if line.startswith("?")}
+    # rev-list reports missing objects without fetching them one by one, as cat-file would (ids alone:
+    # a name could hold a newline).
+    listing = _git(repo, "rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print", commit.sha)
+    absent = {line[1:].decode() for line in listing.split(b"\n") if line.startswith(b"?")}
     missing = sorted({blob.oid for blob in blobs} & absent)
     if missing:
         _git(
@@ -349,5 +428,5 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
             "--filter=blob:none",
             "--stdin",
             "origin",
-            input="\n".join(missing) + "\n",
+            input="".join(f"{oid}\n" for oid in missing).encode(),
         )

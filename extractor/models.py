@@ -226,6 +226,9 @@ class Manifest(_Frozen):
     extractorVersion: str
     scope: Scope
     counts: Counts
+    # The SHA-256 of records.jsonl, set as the manifest is written (after the records): a catalog is whole
+    # when it matches. None in a manifest not written with its records (or by an older version).
+    recordsSha256: str | None = None
     skippedFiles: list[SkippedFile]
     skippedSites: list[SkippedSite]
 

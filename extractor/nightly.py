@@ -1,10 +1,11 @@
 # Nightly: follow a branch head, extract, diff against the last published catalog, publish the index.
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import orjson
 from filelock import FileLock
 from pydantic import ValidationError
 
-from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, first_problem, folder_name, is_complete, load_catalog
 from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
@@ -42,8 +43,13 @@ def read_index(output: Path) -> NightlyIndex:
         return NightlyIndex(latest=None, catalogs=[])
     try:
         return NightlyIndex.model_validate_json(path.read_bytes())
-    except (ValidationError, OSError) as error:
-        raise CatalogError(f"{path}: not a valid nightly index: {str(error).splitlines()[0]}") from None
+    except OSError as error:
+        raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValidationError as error:
+        raise CatalogError(
+            f"{path}: not a valid nightly index: {first_problem(error)}; restore it, or move it away to start "
+            "a new index (the catalogs beside it stay)"
+        ) from None
 
 
 def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
@@ -90,7 +96,7 @@ def nightly(
     except OSError as error:
         raise CatalogError(f"cannot create {root}: {error.strerror or error}") from None
     step = time.monotonic()
-    with FileLock(str(root / LOCK)):
+    with _locked(root / LOCK):
         log(f"took the lock ({time.monotonic() - step:.2f}s)")
         if _up_to_date(root, commit, options):
             if analysis is not None:
@@ -107,6 +113,19 @@ def nightly(
     return NightlyResult(commit.sha, published=True)
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    lock = FileLock(str(path))
+    try:
+        lock.acquire()
+    except OSError as error:  # a directory in its place, a read-only folder
+        raise CatalogError(f"cannot take the lock {path}: {error.strerror or error}") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _publish(
     root: Path,
     commit: Commit,
@@ -115,10 +134,9 @@ def _publish(
     log: Callable[[str], None],
     analysis: Path | None = None,
 ) -> None:
+    indexed = (root / INDEX).exists()
     index = read_index(root)
     directory = _folder(root, commit.sha, options)
-    for stale in directory.glob(".*.tmp"):  # temporary files of a run killed while writing
-        stale.unlink(missing_ok=True)
     step = time.monotonic()
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
@@ -133,7 +151,7 @@ def _publish(
     step = time.monotonic()
     summary = None
     diff = None
-    previous = _previous(root, index, commit.sha, options)
+    previous = _previous(root, index, commit.sha, options, log)
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
@@ -141,7 +159,7 @@ def _publish(
         summary = diff.summary
         changes = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count and kind != "unchanged")
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
-    else:
+    elif index.latest is None:
         log("first catalog: no diff")
     before = _folder(root, index.latest, options) if previous is not None and index.latest else None
     carry_analysis(before, directory, catalog, diff, analysis, log)
@@ -166,14 +184,47 @@ def _publish(
             shutil.rmtree(folder, ignore_errors=True)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
+    _clean(root, {entry.sha for entry in kept}, options, folders=indexed, log=log)
 
 
-def _previous(root: Path, index: NightlyIndex, sha: str, options: ExtractOptions) -> LoadedCatalog | None:
+def _clean(
+    root: Path, named: set[str], options: ExtractOptions, *, folders: bool, log: Callable[[str], None]
+) -> None:
+    """Remove what killed runs left in `root` and the index does not name: temporary files (the lock is
+    held: no other run is writing one) and, when an index was there before this run, catalog folders
+    of this scope.
+
+    Without an earlier index, folders stay: they may be catalogs a lost index named.
+    """
+    removed = 0
+    for stale in [*root.glob(".*.tmp"), *root.glob("*/.*.tmp")]:
+        with contextlib.suppress(OSError):
+            stale.unlink()
+            removed += 1
+    if folders:
+        for folder in root.iterdir():
+            sha = folder.name.partition("-")[0]
+            if (
+                _SHA_DIR.match(folder.name)
+                and sha not in named
+                and folder == _folder(root, sha, options)
+                and folder.is_dir()
+            ):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+    if removed:
+        log(f"removed {removed} folder(s) and temporary file(s) of killed runs that no index names")
+
+
+def _previous(
+    root: Path, index: NightlyIndex, sha: str, options: ExtractOptions, log: Callable[[str], None]
+) -> LoadedCatalog | None:
     if index.latest is None or index.latest == sha:
         return None
     try:
         return load_catalog(_folder(root, index.latest, options))
-    except CatalogError:
+    except CatalogError as error:
+        log(f"the previously published catalog is damaged, so no diff is written: {error}")
         return None
 
 

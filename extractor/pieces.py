@@ -85,7 +85,7 @@ def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int) -> Si
     from extractor.scan import window
 
     line = site["lineNumber"] + delta
-    start, end, code = window(lines, line, context)
+    start, end, code = window(lines, line, context, site["extraction"]["column"])
     shifted = {**site, "lineNumber": line, "sourceCode": code, "sourceCodeStart": start, "sourceCodeEnd": end}
     if delta:
         extraction = site["extraction"]

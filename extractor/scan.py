@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import codecs
 import contextlib
 import gc
 import hashlib
@@ -79,13 +80,33 @@ def could_hold(data: bytes, options: ScanOptions) -> bool:
     """Tell cheaply whether a file's bytes can hold a raise in scope (the text prefilter).
 
     A raise of class C needs the word `raise` and C's name in the text; an encoding other than UTF-8
-    could hide them, so such a file is always parsed.
+    could hide them, so a file that declares one is always parsed.
     """
     if b"raise" not in data:
-        return b"coding" in data[:200]
+        return declares_encoding(data)
     if options.any_exception:
         return True
-    return any(name.encode() in data for name in options.exceptions) or b"coding" in data[:200]
+    return any(name.encode() in data for name in options.exceptions) or declares_encoding(data)
+
+
+# PEP 263 as tokenize applies it: a comment on line 1, or on line 2 after a blank or comment line 1,
+# whatever their length; lines end at b"\n", as tokenize reads them.
+# (match() anchors the patterns where a line starts.)
+_COOKIE = re.compile(rb"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+_BLANK = re.compile(rb"[ \t\f]*(?:[#\r\n]|$)")
+
+
+def declares_encoding(data: bytes) -> bool:
+    """Tell whether source bytes declare their encoding (a PEP 263 coding line), after any UTF-8 BOM."""
+    start = 3 if data.startswith(codecs.BOM_UTF8) else 0
+    end = data.find(b"\n", start)
+    first = len(data) if end < 0 else end + 1
+    if _COOKIE.match(data, start, first):
+        return True
+    if end < 0 or not _BLANK.match(data, start, first):
+        return False
+    second = data.find(b"\n", first)
+    return _COOKIE.match(data, first, len(data) if second < 0 else second + 1) is not None
 
 
 def decode(data: bytes) -> str:
@@ -102,11 +123,34 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def window(lines: Sequence[str], line: int, context: int) -> tuple[int, int, str]:
-    """Return the 1-based bounds and text of the source window around a line, clipped to the file."""
+# The characters a window keeps of one line (vLLM's longest line has 324): a record must not repeat a
+# whole minified or generated line, or one line holding thousands of raises would make a catalog
+# thousands of times the size of its source.
+LONG_LINE = 1000
+
+
+def window(lines: Sequence[str], line: int, context: int, column: int = 0) -> tuple[int, int, str]:
+    """Return the 1-based bounds and text of the source window around a line, clipped to the file.
+
+    A line longer than LONG_LINE characters is cut, and says where and by how much: the raise's own
+    line keeps LONG_LINE characters from `column` (where the raise starts), the others their start.
+    """
     start = max(1, line - context)
     end = min(len(lines), line + context)
-    return start, end, "\n".join(lines[start - 1 : end])
+    kept = lines[start - 1 : end]
+    if any(len(text) > LONG_LINE for text in kept):
+        kept = [_cut(text, column if number == line else 0) for number, text in enumerate(kept, start)]
+    return start, end, "\n".join(kept)
+
+
+def _cut(text: str, keep_from: int) -> str:
+    if len(text) <= LONG_LINE:
+        return text
+    begin = max(0, min(keep_from, len(text) - LONG_LINE))
+    stop = begin + LONG_LINE
+    head = f"[...{begin} characters cut...]" if begin else ""
+    tail = f"[...{len(text) - stop} characters cut...]" if stop < len(text) else ""
+    return head + text[begin:stop] + tail
 
 
 def lines_with_raise(source: str, lines: Sequence[str]) -> list[int]:
@@ -485,7 +529,8 @@ class _Visitor:
             self._skip(node, "its message holds a lone surrogate (an escape like \\ud800): no UTF-8 can carry it")
             return
         line = node.lineno
-        start, end, code = window(self.lines, line, self.options.context)
+        column = self.column(node)
+        start, end, code = window(self.lines, line, self.options.context, column)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
         extraction = construct(
             Extraction,
@@ -495,7 +540,7 @@ class _Visitor:
             cause=self.one_line(node.cause) if node.cause is not None else None,
             messageKind=template.kind,
             messageSource=self.segment(exc.args[0]) if isinstance(exc, ast.Call) and exc.args else None,
-            column=self.column(node),
+            column=column,
             endLineNumber=node.end_lineno or line,
             warnings=list(template.warnings),
         )

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,9 +13,20 @@ import orjson
 from pydantic import BaseModel
 
 from extractor.errors import ExtractorError
+from extractor.lifecycle import raise_if_interrupted
 from extractor.models import CatalogLine, Manifest
 
-__all__ = ["MANIFEST", "RECORDS", "atomic_write", "default_root", "dumps_line", "encode_lines", "write_catalog"]
+__all__ = [
+    "MANIFEST",
+    "RECORDS",
+    "atomic_write",
+    "default_root",
+    "dumps_line",
+    "encode_lines",
+    "is_repo_name",
+    "records_digest",
+    "write_catalog",
+]
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
@@ -37,8 +50,18 @@ def dumps_model(model: BaseModel) -> bytes:
     return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
 
 
+_REPO_NAME = re.compile(r"[\w.-]+/[\w.-]+", re.ASCII)
+
+
+def is_repo_name(name: str) -> bool:
+    """Whether `name` is OWNER/NAME as GitHub spells one (and so names a folder under output/)."""
+    return bool(_REPO_NAME.fullmatch(name)) and not {".", ".."} & set(name.split("/"))
+
+
 def default_root(repo_name: str) -> Path:
     """Where catalogs of a repository go unless told otherwise: output/<owner>/<name>."""
+    if not is_repo_name(repo_name):  # never a folder outside output/
+        raise ExtractorError(f"cannot write catalogs of {repo_name!r}: not an OWNER/NAME repository name")
     return Path("output", *repo_name.split("/"))
 
 
@@ -49,6 +72,7 @@ def encode_lines(lines: Iterable[CatalogLine]) -> bytes:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Make `path` hold `data`, whole or not at all, even if the process dies midway."""
+    raise_if_interrupted()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -60,10 +84,13 @@ def atomic_write(path: Path, data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
+        raise_if_interrupted()  # nothing is published after an interrupt, even one a library swallowed
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(error, OSError):  # a full disk, or a directory where the file goes
+            raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
         raise
     _fsync_dir(path.parent)
 
@@ -77,8 +104,18 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+def records_digest(records: bytes) -> str:
+    """The checksum a manifest holds of its records.jsonl."""
+    return hashlib.sha256(records).hexdigest()
+
+
 def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
-    """Write records.jsonl (as encoded) then manifest.json (the manifest last: it marks the catalog complete)."""
+    """Write records.jsonl (as encoded) then manifest.json with the records' checksum (the manifest last: it
+    marks the catalog complete, and whatever happens to records.jsonl later shows as a mismatch)."""
+    for target in (directory / RECORDS, directory / MANIFEST):
+        if target.is_dir():  # found before anything is written: never records without their manifest
+            raise ExtractorError(f"cannot write {target}: a directory is in the way")
     atomic_write(directory / RECORDS, records)
-    atomic_write(directory / MANIFEST, dumps_model(manifest))
+    sealed = manifest.model_copy(update={"recordsSha256": records_digest(records)})
+    atomic_write(directory / MANIFEST, dumps_model(sealed))
     return directory

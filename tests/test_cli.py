@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import pty
 import re
@@ -322,6 +323,9 @@ def test_two_scopes_at_one_revision_live_side_by_side_and_are_found(raises: GitR
     # A revision's catalog is looked up in the folder of its scope: a mark left there is what `list` shows.
     records = root / f"{sha}-vllm-all" / "records.jsonl"
     records.write_text(records.read_text().replace("too long", "too long MARKED"))
+    manifest = orjson.loads((records.parent / "manifest.json").read_bytes())  # a whole catalog: its checksum
+    manifest["recordsSha256"] = hashlib.sha256(records.read_bytes()).hexdigest()
+    (records.parent / "manifest.json").write_bytes(orjson.dumps(manifest))
     found = run(
         "list",
         "--catalog",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -140,6 +141,10 @@ def test_written_catalogs_are_inputs_and_are_reused(
     lines = [orjson.loads(raw) for raw in records.read_bytes().splitlines()]
     lines[0]["record"]["errorMessage"] = "tampered"
     records.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    # ... as long as it is whole: its manifest holds the checksum of what records.jsonl now holds.
+    manifest = orjson.loads((directory / "manifest.json").read_bytes())
+    manifest["recordsSha256"] = hashlib.sha256(records.read_bytes()).hexdigest()
+    (directory / "manifest.json").write_bytes(orjson.dumps(manifest))
     assert main(["diff", "v1", "v2", "--repo", str(repo.path), "--path", "pkg", "--catalog-root", str(root)]) == 1
     assert b"tampered" in capsysbinary.readouterr().out
 

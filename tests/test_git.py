@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from extractor.errors import RepositoryError, RevisionError
 from extractor.git import list_blobs, read_blobs, resolve
-from tests.conftest import GitRepo, git
+from tests.conftest import GitRepo, git, run_cli
 
 
 @pytest.fixture
@@ -29,11 +33,20 @@ def test_short_sha_resolves(tagged: tuple[GitRepo, str]) -> None:
     assert resolve(str(repo.path), sha[:10]).sha == sha
 
 
-@pytest.mark.parametrize("revision", ["nope", "-h", "", "v1:pkg/a.py"])
+@pytest.mark.parametrize("revision", ["nope", "-h", ""])
 def test_unknown_revision_is_an_error(tagged: tuple[GitRepo, str], revision: str) -> None:
     repo, _ = tagged
     with pytest.raises(RevisionError, match="unknown revision"):
         resolve(str(repo.path), revision)
+
+
+@pytest.mark.parametrize(("revision", "kind"), [("v1:pkg/a.py", "blob"), ("v1^{tree}", "tree"), ("v1:pkg", "tree")])
+def test_an_object_that_is_not_a_commit_says_so(tagged: tuple[GitRepo, str], revision: str, kind: str) -> None:
+    repo, _ = tagged
+    oid = git(repo.path, "rev-parse", revision)
+    for name in (revision, oid):
+        with pytest.raises(RevisionError, match=rf"'{re.escape(name)}' in .* is a {kind}, not a commit"):
+            resolve(str(repo.path), name)
 
 
 def test_missing_and_non_repositories_are_errors(tmp_path: Path) -> None:
@@ -119,3 +132,51 @@ def test_a_reader_that_met_a_missing_object_is_never_used_again(git_repo: GitRep
     assert second is not first
     assert second.read([oids[3]]) == [b"x = 3\n"]
     second.close()
+
+
+def test_odd_file_names_are_read_exactly_as_the_tree_holds_them(git_repo: GitRepo) -> None:
+    """git's output is read as bytes (-z): a carriage return stays one, a byte that is not UTF-8 is kept."""
+    git_repo.commit({"pkg/a\rb.py": "x = 1\n", "pkg/caf\udce9.py": "y = 2\n", "pkg/new\nline.py": "z = 3\n"})
+    commit = resolve(str(git_repo.path), "HEAD")
+    blobs = list_blobs(commit, ["pkg"])
+    assert [b.path for b in blobs] == ["pkg/a\rb.py", "pkg/caf\udce9.py", "pkg/new\nline.py"]
+    assert [data for _, data in read_blobs(commit, blobs)] == [b"x = 1\n", b"y = 2\n", b"z = 3\n"]
+
+
+def test_names_that_are_not_utf8_never_fail_a_run(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Out of scope or not Python, such a name is ignored; a Python file in scope is a named skip."""
+    git_repo.commit(
+        {
+            "vllm/config/a\rb.py": "raise ValueError('carriage return')\n",
+            "vllm/config/notes-\udce9.txt": "not python\n",
+            "vllm/config/caf\udce9.py": "raise ValueError('latin-1 name')\n",
+            "vllm/config/ok.py": "raise ValueError('fine')\n",
+        },
+        tag="v1",
+    )
+    result = run_cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "extractor: warning: 1 file(s) in scope could not be parsed" in result.stderr
+    (directory,) = (tmp_path / "out").rglob("manifest.json")
+    manifest = json.loads(directory.read_text())
+    assert manifest["skippedFiles"] == [
+        {"path": "vllm/config/caf\\xe9.py", "reason": "the file name is not UTF-8 (shown with \\x escapes)"}
+    ]
+    records = [json.loads(line)["record"] for line in (directory.parent / "records.jsonl").read_text().splitlines()]
+    assert [(r["filePath"], r["errorMessage"]) for r in records] == [
+        ("vllm/config/a\rb.py", "carriage return"),
+        ("vllm/config/ok.py", "fine"),
+    ]
+
+
+def test_scratch_folders_of_killed_clones_are_removed(git_repo: GitRepo, isolated_cache: Path) -> None:
+    """A clone killed midway leaves .clone-<pid>-*; the next clone removes those whose process is gone."""
+    git_repo.commit({"pkg/a.py": "x = 1\n"}, tag="v1")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    repos = isolated_cache / "extractor" / "repos"
+    dead, alive = repos / f".clone-{gone.pid}-abc", repos / f".clone-{os.getpid()}-def"
+    for scratch in (dead, alive):
+        (scratch / "repo.git").mkdir(parents=True)
+    resolve(f"file://{git_repo.path}", "v1")
+    assert not dead.exists() and alive.exists()

@@ -199,3 +199,73 @@ def test_vllm_0_27_then_0_28(vllm_repo: Path, tmp_path: Path) -> None:
     document = index(out)
     assert [c["sha"] for c in document["catalogs"]] == [new, old]
     assert document["catalogs"][0]["summary"]["added"] >= 1
+
+
+def test_what_killed_runs_left_and_no_index_names_is_removed(bare: Path, tmp_path: Path) -> None:
+    """Folders of runs killed before publishing, and temporary files, go at the next publishing run."""
+    out = tmp_path / "pub"
+    first = git(bare, "rev-parse", "refs/tags/v1")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    killed = out / ("ab" * 20)
+    killed.mkdir()
+    (killed / "records.jsonl").write_text("{}\n")
+    leftovers = [out / ".index.json.x1.tmp", out / first / ".records.jsonl.x2.tmp", killed / ".manifest.json.x3.tmp"]
+    for leftover in leftovers:
+        leftover.write_text("partial")
+    (out / "notes").mkdir()  # not a catalog folder: never touched
+    second = move(bare, "v2")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted([".nightly.lock", "index.json", "notes", first, second])
+    assert not list(out.rglob("*.tmp"))
+
+
+def test_without_an_earlier_index_unnamed_folders_stay(bare: Path, tmp_path: Path) -> None:
+    """They may be catalogs a lost index named: only temporary files go."""
+    out = tmp_path / "pub"
+    other = out / ("cd" * 20)
+    other.mkdir(parents=True)
+    (other / ".records.jsonl.x.tmp").write_text("partial")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert other.is_dir() and not list(other.iterdir())
+
+
+def test_a_cut_published_catalog_is_extracted_again(
+    bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    out = tmp_path / "pub"
+    first = git(bare, "rev-parse", "refs/tags/v1")
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    records = out / first / "records.jsonl"
+    whole = records.read_bytes()
+    records.write_bytes(b"")  # cut at a line boundary: zero records, the manifest counts one
+    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
+    assert records.read_bytes() == whole
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("field", "index.json: not a valid nightly index: catalogs.0.sha: String should match pattern"),
+        ("json", "index.json: not a valid nightly index: the document: Invalid JSON"),
+        ("index dir", "cannot read {out}/index.json: Is a directory"),
+        ("lock dir", "cannot take the lock {out}/.nightly.lock: Is a directory"),
+    ],
+)
+def test_a_damaged_index_or_lock_is_one_line_naming_what_is_wrong(
+    bare: Path, tmp_path: Path, damage: str, message: str
+) -> None:
+    out = tmp_path / "pub"
+    out.mkdir()
+    if damage == "field":
+        (out / "index.json").write_text('{"latest": null, "catalogs": [{"sha": "nope"}]}')
+    elif damage == "json":
+        (out / "index.json").write_text('{"latest": null, "catalogs": [')
+    else:
+        (out / ("index.json" if damage == "index dir" else ".nightly.lock")).mkdir()
+    cmd = [sys.executable, "-m", "extractor", "nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("extractor: error: ") and message.format(out=out) in result.stderr
+    if damage in ("field", "json"):
+        assert "restore it, or move it away to start a new index" in result.stderr

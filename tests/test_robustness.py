@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -45,13 +47,20 @@ def bad_inputs(repo: Path, tmp: Path) -> list[tuple[list[str], list[str]]]:
         (["--repo", str(repo), "--sha", "v1", "--output", "/proc/forbidden"], ["cannot write", "/proc/forbidden"]),
         (["diff", str(corrupt), "v1", "--repo", str(repo)], [f"{corrupt}:1"]),
         (["match", "--catalog", str(corrupt), "text"], [f"{corrupt}:1"]),
-        (["--repo", f"file://{tmp}/nowhere.git", "--sha", "v1"], ["cannot clone", "nowhere.git"]),
+        (
+            ["--repo", f"file://{tmp}/nowhere.git", "--sha", "v1"],
+            ["cannot clone", "nowhere.git", "does not appear to be a git repository"],
+        ),
         (["--release", "0.0.0.404"], ["cannot reach the package index"]),
         (["diff", "release:", "v1", "--repo", str(repo)], ["release: needs a version"]),
+        (["--repo", str(repo), "--sha", "v1^{tree}"], ["'v1^{tree}'", "is a tree, not a commit"]),
+        (["--repo", str(repo), "--sha", "v1:vllm/config/a.py"], ["is a blob, not a commit"]),
+        (["--repo", str(repo), "--sha", "v1", "--repo-name", "../x"], ["--repo-name must look like OWNER/NAME"]),
+        (["--repo", str(repo), "--sha", "v1", "--repo-name", "a/.."], ["--repo-name must look like OWNER/NAME"]),
     ]
 
 
-@pytest.mark.parametrize("case", range(10))
+@pytest.mark.parametrize("case", range(14))
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     place: Path, git_repo: GitRepo, tmp_path: Path, isolated_cache: Path, case: int
 ) -> None:
@@ -183,4 +192,410 @@ def test_a_missing_object_is_one_line_exit_2_serial_or_parallel(
     oid = git(git_repo.path, "rev-parse", "v1:vllm/config/m3.py")
     (git_repo.path / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
     result = run("--repo", str(git_repo.path), "--sha", "v1", "--jobs", jobs, "--output", "-", cwd=tmp_path)
-    assert_one_line_error(result, oid)
+    assert_one_line_error(result, f"cannot read vllm/config/m3.py (blob {oid})", "the object is missing")
+
+
+def test_a_damaged_object_names_its_file(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A blob whose compressed bytes are cut: git stops while streaming it."""
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n" * 50}, tag="v1")
+    oid = git(git_repo.path, "rev-parse", "v1:vllm/config/a.py")
+    stored = git_repo.path / ".git" / "objects" / oid[:2] / oid[2:]
+    data = stored.read_bytes()
+    stored.chmod(0o644)
+    stored.write_bytes(data[: len(data) // 2])
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    assert_one_line_error(result, f"cannot read vllm/config/a.py (blob {oid})", "the object is damaged")
+
+
+@pytest.mark.parametrize("whole", [".", "/", "", "./"])
+def test_a_path_that_is_the_root_selects_the_whole_repository(git_repo: GitRepo, tmp_path: Path, whole: str) -> None:
+    git_repo.commit({"top.py": "raise ValueError('top')\n", "pkg/deep/m.py": "raise ValueError('deep')\n"}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--path", whole, "--output", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (directory,) = (tmp_path / "out").iterdir()
+    records = [json.loads(line)["record"] for line in (directory / "records.jsonl").read_text().splitlines()]
+    assert [r["filePath"] for r in records] == ["pkg/deep/m.py", "top.py"]
+    assert json.loads((directory / "manifest.json").read_text())["scope"]["paths"] == ["."]
+
+
+def test_context_beyond_any_file_is_refused_by_the_parser(place: Path, git_repo: GitRepo) -> None:
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--context", str(2**64 + 1), "--output", "-", cwd=place)
+    assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
+    expected = f"argument --context: expected at most 1000000000 lines (a whole file), got {2**64 + 1}\n"
+    assert result.stderr.endswith(expected)
+    assert run("--repo", str(git_repo.path), "--sha", "v1", "--context", str(10**9), "--output", "-").returncode == 0
+
+
+@pytest.mark.parametrize("name", ["records.jsonl", "manifest.json"])
+def test_a_directory_in_the_way_of_a_catalog_file_writes_nothing(place: Path, git_repo: GitRepo, name: str) -> None:
+    sha = git(git_repo.path, "rev-parse", "v1")
+    (place / "out" / sha / name).mkdir(parents=True)
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", cwd=place)
+    assert_one_line_error(result, f"cannot write out/{sha}/{name}: a directory is in the way")
+    assert sorted(p.name for p in (place / "out" / sha).iterdir()) == [name]
+
+
+# --- the process's life: signals, workers, standard streams --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def busy_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository whose vllm/config takes a few seconds to scan with two processes, and whose catalog
+    (without context) is some megabytes: far more than a pipe holds."""
+    repo = GitRepo(tmp_path_factory.mktemp("busy") / "repo")
+    files = {
+        f"vllm/config/m{i}.py": "def check(x):\n"
+        + "".join(f"    if x == {j}:\n        raise ValueError(f'value {{x}} is not {j} in {i}')\n" for j in range(150))
+        + "# padding: source to read, cheap to parse\n" * 300
+        for i in range(16)
+    }
+    repo.commit(files, tag="v1")
+    return repo.path
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def _runs(pid: int, program: bytes) -> bool:
+    try:
+        return program in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _start_busy(repo: Path, cwd: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Start a parallel extraction and return once a worker process reads blobs (it scans)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extractor", "--repo", str(repo), "--sha", "v1", "--no-cache", "--jobs", "2", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        workers = [child for child in _children(process.pid) if _runs(child, b"python")]
+        if any(_runs(grandchild, b"cat-file") for worker in workers for grandchild in _children(worker)):
+            return process
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    raise AssertionError("no worker process started")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads child processes from /proc")
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_stopping_the_main_process_alone_ends_every_process_and_writes_nothing(
+    busy_repo: Path, tmp_path: Path, stop: signal.Signals
+) -> None:
+    """A scheduler stops the main process by its PID: the workers and their git die too (nothing holds
+    stdout open: a reader sees its end), TERM and HUP end the run as Ctrl-C does."""
+    out = tmp_path / "out"
+    process = _start_busy(busy_repo, tmp_path, "--output", str(out))
+    os.kill(process.pid, stop)
+    try:
+        _, err = process.communicate(timeout=30)  # returns once every holder of stdout and stderr is gone
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError("a process of the run outlived its main process") from None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if stop == signal.SIGKILL:
+        assert process.returncode == -signal.SIGKILL
+    else:
+        assert (process.returncode, err.decode()) == (128 + stop, "extractor: interrupted\n")
+    assert not out.exists() or not any(out.rglob("*.*"))
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly_and_non_zero(busy_repo: Path, tmp_path: Path) -> None:
+    """`--output - | head -c 100`: exit 141 (what a tool killed by SIGPIPE reports), no traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extractor", "--repo", str(busy_repo), "--sha", "v1", "--context", "0", "--output", "-"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert len(process.stdout.read(100)) == 100
+    process.stdout.close()
+    err = process.stderr.read()
+    assert (process.wait(timeout=60), err) == (141, b"")
+
+
+def _shell(*args: str, redirect: str) -> str:
+    """A shell command line running the extractor with a redirection (`>&-` closes stdout)."""
+    return " ".join([shlex.quote(sys.executable), "-m", "extractor", *map(shlex.quote, args), redirect])
+
+
+@pytest.mark.parametrize("command", ["extract", "diff", "match", "explain", "help"])
+@pytest.mark.parametrize("target", ["closed", "full"])
+def test_stdout_closed_or_full_is_one_line_exit_2(place: Path, git_repo: GitRepo, command: str, target: str) -> None:
+    """`>&-` and `>/dev/full`: every subcommand that writes data says it could not, in one line."""
+    repo = str(git_repo.path)
+    args = {
+        "extract": ["--repo", repo, "--sha", "v1", "--output", "-"],
+        "diff": ["diff", "v1", "v1", "--repo", repo],
+        "match": ["match", "--catalog", "v1", "--repo", repo, "ValueError: x"],
+        "explain": ["explain", "--catalog", "v1", "--repo", repo, "x"],
+        "help": ["diff", "--help"],
+    }[command]
+    redirect = ">&-" if target == "closed" else ">/dev/full"
+    result = subprocess.run(
+        _shell(*args, redirect=redirect),
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=place,
+    )
+    reason = "Bad file descriptor" if target == "closed" else "No space left on device"
+    assert (result.returncode, result.stderr) == (2, f"extractor: error: cannot write to standard output: {reason}\n")
+
+
+@pytest.mark.parametrize("command", [["--sha", "v1"], ["nightly", "--branch", "main"]], ids=["extract", "nightly"])
+def test_stdout_closed_does_not_stop_a_run_that_writes_files(
+    place: Path, git_repo: GitRepo, command: list[str]
+) -> None:
+    result = subprocess.run(
+        _shell(*command, "--repo", str(git_repo.path), "--output", "out", redirect=">&-"),
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=place,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(list((place / "out").glob("*/records.jsonl"))) == 1
+
+
+def test_stderr_closed_or_broken_never_reaches_stdout(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Warnings go to stderr or nowhere: stdout carries the JSONL alone, and the run succeeds."""
+    git_repo.commit({"vllm/config/bad.py": "def f(:\n    raise ValueError('x')\n"}, tag="v2")
+    expected = run("--repo", str(git_repo.path), "--sha", "v2", "--output", "-", cwd=tmp_path)
+    assert "warning: 1 file(s)" in expected.stderr
+    for redirect in ["2>&-", "2>/dev/full"]:
+        result = subprocess.run(
+            _shell("--repo", str(git_repo.path), "--sha", "v2", "--output", "-", redirect=redirect),
+            shell=True,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        assert (result.returncode, result.stdout) == (0, expected.stdout), redirect
+
+
+_PROBE = """
+import signal, sys
+from pydantic import BaseModel, field_serializer
+from extractor import models
+
+class Probe(BaseModel):
+    x: int = 0
+
+    @field_serializer("x")
+    def _x(self, value: int) -> int:
+        signal.raise_signal(signal.{name})  # its handler runs here, inside pydantic's serializer
+        return value
+
+original = models.FileResult.model_dump_json
+
+
+def probed(self, **kwargs):
+    try:
+        return Probe().model_dump_json()
+    except Exception:
+        if not {swallow}:
+            raise
+    return original(self, **kwargs)  # a library that swallows the error and goes on
+
+
+models.FileResult.model_dump_json = probed
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize("swallow", [False, True], ids=["raised", "swallowed"])
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
+    place: Path, git_repo: GitRepo, stop: signal.Signals, swallow: bool
+) -> None:
+    """pydantic turns a KeyboardInterrupt raised in its serializer into a PydanticSerializationError;
+    the run still ends as interrupted (exit 128 + the signal), with nothing written, even where a caller
+    swallows that error."""
+    probe = _PROBE.replace("{name}", stop.name).replace("{swallow}", str(swallow))
+    result = subprocess.run(
+        [sys.executable, "-c", probe, "--repo", str(git_repo.path), "--sha", "v1", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=place,
+        env={**os.environ, "EXTRACTOR_DEBUG": ""},
+    )
+    assert (result.returncode, result.stderr) == (128 + stop, "extractor: interrupted\n")
+    assert list(place.iterdir()) == []
+
+
+# --- a catalog is whole or an error --------------------------------------------------------------------
+
+
+@pytest.fixture
+def written(place: Path, git_repo: GitRepo) -> Path:
+    """A catalog directory of three records written by the CLI (the repository tagged v2)."""
+    git_repo.commit({f"vllm/config/{name}.py": f"raise ValueError('{name} is wrong')\n" for name in "bcd"}, tag="v2")
+    result = run("--repo", str(git_repo.path), "--sha", "v2", "--output", "out", cwd=place)
+    assert result.returncode == 0, result.stderr
+    (directory,) = (place / "out").iterdir()
+    assert len((directory / "records.jsonl").read_bytes().splitlines()) == 4
+    return directory
+
+
+def _readers(directory: Path, repo: Path) -> list[list[str]]:
+    return [
+        ["diff", str(directory), "v2", "--repo", str(repo)],
+        ["diff", "v1", "v2", "--repo", str(repo), "--catalog-root", str(directory.parent)],
+        ["match", "--catalog", str(directory), "ValueError: b is wrong"],
+        ["explain", "--catalog", str(directory), "b is wrong"],
+    ]
+
+
+@pytest.mark.parametrize("reader", range(4))
+@pytest.mark.parametrize("damage", ["cut at a line", "cut, old manifest", "cut mid-line", "no manifest"])
+def test_a_cut_catalog_is_an_error_for_every_reader(
+    written: Path, git_repo: GitRepo, place: Path, reader: int, damage: str
+) -> None:
+    """records.jsonl cut at a line boundary (or the manifest, written last, missing) is not a smaller
+    catalog: diff would report the lost records as removed. Every reader says what is wrong instead."""
+    records, manifest = written / "records.jsonl", written / "manifest.json"
+    whole = records.read_bytes()
+    if damage == "cut mid-line":
+        records.write_bytes(whole[:-20])
+    elif damage == "no manifest":
+        manifest.unlink()
+    else:
+        records.write_bytes(b"".join(whole.splitlines(keepends=True)[:-1]))
+    if damage == "cut, old manifest":  # as an older version wrote it: counts, no checksum
+        document = json.loads(manifest.read_text())
+        del document["recordsSha256"]
+        manifest.write_text(json.dumps(document))
+    args = _readers(written, git_repo.path)[reader]
+    result = run(*args, cwd=place)
+    if reader == 1:  # a revision whose written catalog is damaged is extracted again, not trusted
+        assert (result.returncode, result.stderr) == (1, "")
+        assert json.loads(result.stdout)["summary"]["removed"] == 0
+        return
+    expected = {
+        "cut at a line": "does not match the checksum in",
+        "cut, old manifest": "holds 3 records but",
+        "cut mid-line": "does not match the checksum in",
+        "no manifest": "no manifest.json, so the catalog is incomplete",
+    }[damage]
+    assert_one_line_error(result, expected, str(written))
+
+
+def test_an_empty_catalog_with_a_manifest_that_says_so_is_fine(place: Path, git_repo: GitRepo) -> None:
+    git_repo.commit({"vllm/other/a.py": "x = 1\n"}, tag="v2")
+    result = run("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/other", "--output", "out", cwd=place)
+    assert result.returncode == 0, result.stderr
+    (directory,) = (place / "out").iterdir()
+    assert (directory / "records.jsonl").read_bytes() == b""
+    result = run("match", "--catalog", str(directory), "ValueError: x", cwd=place)
+    assert (result.returncode, result.stderr) == (1, "")
+
+
+def test_a_records_file_alone_is_checked_line_by_line(place: Path, git_repo: GitRepo) -> None:
+    """What `--output -` wrote has no manifest: a line cut in the middle is an error, whole lines are read."""
+    data = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", cwd=place).stdout
+    alone = place / "alone.jsonl"
+    alone.write_text(data)
+    assert run("match", "--catalog", str(alone), "ValueError: x", cwd=place).returncode == 0
+    alone.write_text(data[:-1])
+    assert_one_line_error(run("match", "--catalog", str(alone), "x", cwd=place), f"{alone}: the last line is cut")
+
+
+@pytest.mark.parametrize(
+    ("codec", "hidden"),
+    [
+        ("unicode_escape", b"\\x72aise \\x56alueError('hidden by unicode_escape')\n"),
+        ("utf-7", b"+AHI-aise +AFY-alueError('hidden by utf-7')\n"),
+    ],
+)
+@pytest.mark.parametrize("first_line", [b"#" + b"=" * 300 + b"\n", b"\n"], ids=["long first line", "blank first line"])
+def test_a_coding_line_on_line_2_is_honoured_whatever_its_position(
+    git_repo: GitRepo, tmp_path: Path, codec: str, hidden: bytes, first_line: bytes
+) -> None:
+    """PEP 263: a coding comment on line 2 counts, however long line 1 is; a codec can hide `raise`."""
+    source = first_line + f"# -*- coding: {codec} -*-\n".encode() + hidden
+    assert b"raise" not in source and b"ValueError" not in source
+    git_repo.commit({"vllm/engine/hidden.py": source}, tag="v2")  # not read for config classes anyway
+    result = run("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/engine", "--output", "-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    messages = [json.loads(line)["record"]["errorMessage"] for line in result.stdout.splitlines()]
+    assert messages == [f"hidden by {codec}"]
+
+
+def test_a_long_line_is_cut_in_every_window_so_output_stays_proportional(git_repo: GitRepo, tmp_path: Path) -> None:
+    """4,000 raises on one 100 KB line: each record keeps 1,000 characters of it from its own raise, and
+    says how much was cut on each side (the whole line in every record would be 400 MB)."""
+    raises = "; ".join(f"raise ValueError('message {i:04}')" for i in range(4000))
+    source = f"def f(x):\n    if x: {raises}\n    return x\n"
+    git_repo.commit({"vllm/config/long.py": source}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--context", "1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout) < 4000 * 3000  # a record's own fields, and 1,000 characters of the line
+    records = [json.loads(line)["record"] for line in result.stdout.splitlines()]
+    assert len(records) == 4000
+    line = source.splitlines()[1]
+    for record in records[:: 397]:
+        first, cut, last = record["sourceCode"].split("\n")
+        assert (first, last) == ("def f(x):", "    return x")
+        column = line.index(f"raise ValueError('{record['errorMessage']}')")
+        begin = min(column, len(line) - 1000)
+        expected = line[begin : begin + 1000]
+        if begin:
+            expected = f"[...{begin} characters cut...]" + expected
+        if begin + 1000 < len(line):
+            expected += f"[...{len(line) - begin - 1000} characters cut...]"
+        assert cut == expected
+        assert f"raise ValueError('{record['errorMessage']}')" in cut
+
+
+SURROGATE_CONFIG = '''
+from dataclasses import dataclass
+
+@dataclass
+class SchedulerConfig:
+    max_len: int = 1
+    """At most \\ud800 tokens."""
+
+    def check(self):
+        if self.max_len < 0:
+            raise ValueError(f"bad {self.max_len}")
+'''
+
+SURROGATE_ARGS = '''
+class EngineArgs:
+    def add_cli_args(parser):
+        scheduler_kwargs = get_kwargs(SchedulerConfig)
+        parser.add_argument("--max-len\\udcff", **scheduler_kwargs["max_len\\ud800"])
+        parser.add_argument("--max-len", **scheduler_kwargs["max_len"])
+'''
+
+
+@pytest.mark.parametrize("where", ["docstring", "flag"])
+def test_a_lone_surrogate_in_a_config_docstring_or_flag_is_shown_as_its_escape(
+    git_repo: GitRepo, tmp_path: Path, where: str
+) -> None:
+    """`"\\ud800"` in a field's docstring (or a flag's name, read with the CLI's facts) cannot be UTF-8: the
+    run goes on and shows it as written."""
+    config = SURROGATE_CONFIG if where == "docstring" else SURROGATE_CONFIG.replace("\\ud800", "")
+    args = SURROGATE_ARGS if where == "flag" else SURROGATE_ARGS.replace("\\udcff", "").replace("\\ud800", "")
+    git_repo.commit({"vllm/config/s.py": config, "vllm/engine/arg_utils.py": args}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    ((field,),) = [json.loads(line)["extraction"]["fields"] for line in result.stdout.splitlines()]
+    doc = "At most \\ud800 tokens." if where == "docstring" else "At most  tokens."
+    assert (field["field"], field["doc"]) == ("max_len", doc)
