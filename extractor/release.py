@@ -10,6 +10,7 @@ import re
 import subprocess
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -20,11 +21,21 @@ from pathlib import Path
 from typing import IO
 
 from filelock import FileLock
+from packaging.version import InvalidVersion, Version
 
 from extractor.errors import ReleaseError
 from extractor.git import cache_dir
 
-__all__ = ["Sdist", "commit_id", "fetch_sdist", "index_url", "release_repo", "release_tag"]
+__all__ = [
+    "Sdist",
+    "commit_id",
+    "fetch_sdist",
+    "index_url",
+    "release_repo",
+    "release_tag",
+    "release_versions",
+    "resolve_releases",
+]
 
 PROJECT = "vllm"
 _JSON = "application/vnd.pypi.simple.v1+json"
@@ -157,6 +168,81 @@ def fetch_sdist(version: str) -> Sdist:
                 os.unlink(temporary)
         sidecar.write_text(expected_hash + "\n")
     return Sdist(version, target, expected_hash)
+
+
+def _sdist_version(filename: str) -> tuple[Version, str] | None:
+    """Return the final or post release an sdist's file name stands for, parsed and as spelled there."""
+    if not (filename.startswith(f"{PROJECT}-") and filename.endswith(".tar.gz")):
+        return None
+    text = filename[len(PROJECT) + 1 : -len(".tar.gz")]
+    if not _VERSION.match(text):
+        return None
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        return None
+    return None if version.is_prerelease or version.is_devrelease else (version, text)
+
+
+def release_versions(*, max_age: float = 3600.0) -> list[str]:
+    """Return every release with an sdist on the index, oldest first in PEP 440 order.
+
+    Pre- and dev releases are left out. The list is cached per index for `max_age` seconds, so matching
+    against `release:all` asks the index at most once an hour.
+    """
+    index = index_url()
+    directory = cache_dir() / "sdists"
+    cached = directory / f"versions-{hashlib.sha256(index.encode()).hexdigest()[:16]}.json"
+    try:
+        if time.time() - cached.stat().st_mtime < max_age:
+            listed = json.loads(cached.read_text())
+            if isinstance(listed, list) and all(isinstance(item, str) for item in listed):
+                return listed
+    except (OSError, ValueError):
+        pass
+    found = dict(parsed for name in _project_files(index) if (parsed := _sdist_version(name)) is not None)
+    versions = [found[version] for version in sorted(found)]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".versions.", dir=directory)
+        with os.fdopen(fd, "w") as out:
+            json.dump(versions, out)
+        os.replace(temporary, cached)
+    except OSError:  # a read-only cache only costs the next call a request
+        pass
+    return versions
+
+
+def _bound(text: str, spec: str) -> Version | None:
+    if not text:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        raise ReleaseError(f"release:{spec}: {text!r} is not a version (try release:0.5.0..0.8.0)") from None
+
+
+def resolve_releases(spec: str, *, versions: list[str] | None = None) -> list[str]:
+    """Return the releases `spec` names, oldest first: `all`, `A..B` (inclusive; either end may be left
+    open), or one version. `versions` defaults to what the index lists."""
+    if spec != "all" and ".." not in spec:
+        return [spec]
+    listed = release_versions() if versions is None else versions
+    if spec == "all":
+        chosen = listed
+    else:
+        low_text, _, high_text = spec.partition("..")
+        low, high = _bound(low_text.strip(), spec), _bound(high_text.strip(), spec)
+        if low is not None and high is not None and low > high:
+            raise ReleaseError(f"release:{spec}: the range is backwards ({low} comes after {high})")
+        chosen = [
+            version
+            for version in listed
+            if (low is None or Version(version) >= low) and (high is None or Version(version) <= high)
+        ]
+    if not chosen:
+        raise ReleaseError(f"release:{spec}: no release of {PROJECT} on the package index in that range")
+    return sorted(chosen, key=Version)
 
 
 def release_tag(version: str) -> str:

@@ -184,3 +184,69 @@ def test_a_real_release_commit_is_the_same_whoever_builds_it(tmp_path: Path) -> 
     """The release repository's commits are a pure function of the sdists: caches built before agree."""
     repo = release_repo(["0.27.0"], repo=tmp_path / "vllm.git")
     assert git(repo, "rev-parse", "v0.27.0") == "e0d68c924bbaa4db0793d48ce34a70bb60ee0df6"
+def test_release_versions_lists_final_sdists_in_pep440_order(serve) -> None:  # type: ignore[no-untyped-def]
+    from extractor.release import release_versions
+
+    index = serve()
+    index.files = {
+        name: b"x"
+        for name in [
+            "vllm-0.10.0.tar.gz",
+            "vllm-0.9.2.tar.gz",
+            "vllm-0.6.1.post1.tar.gz",
+            "vllm-0.6.1.tar.gz",
+            "vllm-0.11.0rc1.tar.gz",
+            "vllm-0.12.0.dev3.tar.gz",
+            "vllm-0.9.2-cp38-abi3-manylinux1_x86_64.whl",
+            "vllm-0.2.0.tar.gz",
+        ]
+    }
+    assert release_versions() == ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"]
+    hits = index.hits
+    assert release_versions() == ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"]
+    assert index.hits == hits  # the listing is cached
+    index.files["vllm-0.11.0.tar.gz"] = b"x"
+    assert release_versions(max_age=0)[-1] == "0.11.0"
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        pytest.param("all", ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"], id="all"),
+        pytest.param("0.6.1..0.10.0", ["0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"], id="inclusive, by version not text"),
+        pytest.param("0.3..0.9.2", ["0.6.1", "0.6.1.post1", "0.9.2"], id="ends need not be releases"),
+        pytest.param("0.9.0..", ["0.9.2", "0.10.0"], id="open above"),
+        pytest.param("..0.6.1", ["0.2.0", "0.6.1"], id="open below"),
+        pytest.param("0.9.2..0.9.2", ["0.9.2"], id="one release"),
+        pytest.param("0.28.0", ["0.28.0"], id="a single version is taken as written"),
+    ],
+)
+def test_resolve_releases(spec: str, expected: list[str]) -> None:
+    from extractor.release import resolve_releases
+
+    versions = ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"]
+    assert resolve_releases(spec, versions=versions) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        pytest.param("0.9.0..0.2.0", r"backwards \(0\.9\.0 comes after 0\.2\.0\)", id="backwards"),
+        pytest.param("0.3.0..0.5.0", "no release of vllm on the package index in that range", id="empty"),
+        pytest.param("x..0.5.0", "'x' is not a version", id="not a version"),
+    ],
+)
+def test_resolve_releases_refuses(spec: str, message: str) -> None:
+    from extractor.release import resolve_releases
+
+    with pytest.raises(ReleaseError, match=message):
+        resolve_releases(spec, versions=["0.2.0", "0.9.2"])
+
+
+def test_resolve_releases_asks_the_index(serve) -> None:  # type: ignore[no-untyped-def]
+    from extractor.release import resolve_releases
+
+    index = serve()
+    index.files["vllm-9.10.0.tar.gz"] = b"x"
+    assert resolve_releases("all") == ["9.9.0", "9.10.0"]
+    assert resolve_releases("9.9.1..") == ["9.10.0"]
