@@ -412,8 +412,14 @@ class Lineage(_Frozen):
 
     lineage: Hex16  # the id the check had when first seen: stable whatever happens to it later
     errorClass: str
-    errorMessage: str  # the latest template (as last seen)
-    slug: str  # the latest slug
+    # The check as last seen (the newest revision where it is present): line shifts make no event.
+    id: Hex16
+    errorMessage: str
+    slug: str
+    filePath: str
+    lineNumber: int
+    function: str
+    githubUrl: str
     firstSeen: str  # revision labels, as in `revisions` of history.json
     lastSeen: str
     present: bool  # whether the newest revision holds it

@@ -1,0 +1,93 @@
+"""History: lineages over a small tagged repository (introduce, reword, move, remove, reintroduce), the
+scope following a module that becomes a package, the CLI's files and formats, the nightly's rolling history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+
+from extractor.extract import ExtractOptions
+from extractor.history import build_history, following, lineage_sentence, list_revisions
+
+from tests.conftest import GitRepo, run_cli
+
+CONFIG = """\
+class Config:
+    def check(self, n):
+        if n < 0:
+            raise ValueError("n must not be negative.")
+        if self.backend == "x":
+            raise ValueError("other is not supported with this backend.")
+"""
+
+
+@pytest.fixture
+def history_repo(git_repo: GitRepo) -> GitRepo:
+    """v1 introduces two checks; v2 rewords one; v3 turns the module into a package (both checks move);
+    v4 removes the second; v5 brings it back; v6 only shifts lines."""
+    git_repo.commit({"pkg/config.py": CONFIG, "pkg/other.py": 'raise ValueError("out of scope")\n'}, tag="v1")
+    reworded = CONFIG.replace("must not be negative.", "must be zero or positive.")
+    git_repo.commit({"pkg/config.py": reworded}, tag="v2")
+    git_repo.commit({"pkg/config.py": None, "pkg/config/__init__.py": "", "pkg/config/model.py": reworded}, tag="v3")
+    removed = reworded.replace('        if self.backend == "x":\n            raise ValueError("other is not supported with this backend.")\n', "")
+    git_repo.commit({"pkg/config/model.py": removed}, tag="v4")
+    git_repo.commit({"pkg/config/model.py": reworded}, tag="v5")
+    git_repo.commit({"pkg/config/model.py": "import os\n\n" + reworded}, tag="v6")
+    return git_repo
+
+
+def events(history_lineage: object) -> list[tuple[str, str, str]]:
+    return [(e.kind.value, e.revision, e.filePath) for e in history_lineage.events]  # type: ignore[attr-defined]
+
+
+def test_following_names_a_module_and_the_package_it_becomes() -> None:
+    assert following(["pkg/config"]) == ("pkg/config", "pkg/config.py")
+    assert following(["pkg/config.py", "pkg/config/"]) == ("pkg/config", "pkg/config.py")
+    assert following(["vllm/config", "vllm/engine/arg_utils.py"]) == (
+        "vllm/config",
+        "vllm/config.py",
+        "vllm/engine/arg_utils",
+        "vllm/engine/arg_utils.py",
+    )
+
+
+def test_lineages_follow_rewording_moves_removal_and_return(history_repo: GitRepo) -> None:
+    options = ExtractOptions(paths=following(["pkg/config"]), config_from=following(["pkg/config"]))
+    history = build_history(list_revisions(["v*"], repo=str(history_repo.path)), options=options)
+    negative, backend = history.lineages
+    assert events(negative) == [
+        ("introduced", "v1", "pkg/config.py"),
+        ("reworded", "v2", "pkg/config.py"),
+        ("moved", "v3", "pkg/config/model.py"),
+    ]
+    assert negative.events[1].previous is not None
+    assert negative.events[1].previous.errorMessage == "n must not be negative."
+    assert negative.events[2].fields == ["filePath"]
+    assert (negative.present, negative.firstSeen, negative.lastSeen) == (True, "v1", "v6")
+    assert (negative.filePath, negative.lineNumber) == ("pkg/config/model.py", 6)  # v6 shifted it, silently
+    assert events(backend) == [
+        ("introduced", "v1", "pkg/config.py"),
+        ("moved", "v3", "pkg/config/model.py"),
+        ("removed", "v4", "pkg/config/model.py"),
+        ("reintroduced", "v5", "pkg/config/model.py"),
+    ]
+    assert [r.revision for r in history.revisions] == ["v1", "v2", "v3", "v4", "v5", "v6"]
+    assert [r.records for r in history.revisions] == [2, 2, 2, 1, 2, 2]
+    assert history.revisions[3].summary == {
+        "introduced": 0, "reworded": 0, "moved": 0, "modified": 0, "removed": 1, "reintroduced": 0
+    }
+    assert lineage_sentence(negative) == (
+        "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
+        "raised at pkg/config/model.py:6 in v6"
+    )
+
+
+def test_a_scope_without_the_package_loses_the_checks_when_the_module_moves(history_repo: GitRepo) -> None:
+    """Without following, `pkg/config.py` alone sees both checks removed at v3: why the scope follows."""
+    options = ExtractOptions(paths=("pkg/config.py",))
+    history = build_history(list_revisions(["v1..v3"], repo=str(history_repo.path)), options=options)
+    assert [events(lineage)[-1][0] for lineage in history.lineages] == ["removed", "removed"]
