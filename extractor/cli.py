@@ -345,11 +345,76 @@ def _run_explain(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
+def _history_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} history",
+        description="Follow every check in scope across revisions, oldest first, with diff's pairing: when it "
+        "was introduced, reworded, moved, modified, removed or reintroduced. Writes DIR/history.jsonl (one "
+        "lineage a line) and DIR/history.json (the revisions); with --format markdown also history.md and a "
+        "chart (history.svg, history.png). Prints history.jsonl or the Markdown. A --path follows a module "
+        "that becomes a package: vllm/config names vllm/config/ and vllm/config.py.",
+    )
+    parser.add_argument(
+        "revisions",
+        nargs="*",
+        metavar="REVISIONS",
+        help="release:all, release:A..B (inclusive) or release:X.Y.Z; or, of --repo, A..B (A, then the "
+        "first-parent commits after it up to B), a tag glob such as 'v*' (sorted by version), or a revision",
+    )
+    parser.add_argument("--revisions", dest="more", action="append", metavar="SPEC", help="as REVISIONS, repeatable")
+    _add_repo(parser)
+    _add_scope(parser)
+    parser.add_argument("--format", choices=["json", "markdown"], default="json", help="output format (default: json)")
+    parser.add_argument("--output", metavar="DIR", help="where the files go (default: output/<owner>/<name>/history)")
+    parser.add_argument("--quiet", action="store_true", help="log nothing but errors")
+    return parser
+
+
+def _run_history(argv: Sequence[str]) -> int:
+    args = _history_parser().parse_args(argv)
+    from dataclasses import replace
+
+    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, following, list_revisions
+    from extractor.write import atomic_write, default_root
+
+    specs = [*args.revisions, *(args.more or [])]
+    if not specs:
+        raise ExtractorError("history needs revisions: release:all, release:A..B, or A..B / 'v*' of --repo")
+    options = _options(args)
+    options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(f"{PROG} history: {line}", file=sys.stderr, flush=True)
+
+    history = build_history(list_revisions(specs, repo=args.repo), options=options, log=log)
+    root = Path(args.output) if args.output else default_root(history.repo) / "history"
+    lines, manifest = history.encode()
+    atomic_write(root / HISTORY, lines)
+    atomic_write(root / HISTORY_MANIFEST, manifest)
+    if args.format == "json":
+        sys.stdout.buffer.write(lines)
+    else:
+        from extractor.changelog import render_chart, render_markdown
+
+        title = f"History of the checks in {', '.join(options.paths)} ({history.repo})"
+        render_chart(history.revisions, root / "history", title=title)
+        lineages = history.lineages
+        atomic_write(
+            root / "history.md", render_markdown(lineages, history.revisions, title=title, chart="history.svg").encode()
+        )
+        sys.stdout.write(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
+    sys.stdout.flush()
+    log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {root}")
+    return ExitCode.OK
+
+
 _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "diff": _run_diff,
     "match": _run_match,
     "nightly": _run_nightly,
     "explain": _run_explain,
+    "history": _run_history,
 }
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from extractor.extract import ExtractOptions
 from extractor.history import build_history, following, lineage_sentence, list_revisions
+from extractor.schema import json_schema
 
 from tests.conftest import GitRepo, run_cli
 
@@ -33,7 +34,10 @@ def history_repo(git_repo: GitRepo) -> GitRepo:
     reworded = CONFIG.replace("must not be negative.", "must be zero or positive.")
     git_repo.commit({"pkg/config.py": reworded}, tag="v2")
     git_repo.commit({"pkg/config.py": None, "pkg/config/__init__.py": "", "pkg/config/model.py": reworded}, tag="v3")
-    removed = reworded.replace('        if self.backend == "x":\n            raise ValueError("other is not supported with this backend.")\n', "")
+    removed = reworded.replace(
+        '        if self.backend == "x":\n            raise ValueError("other is not supported with this backend.")\n',
+        "",
+    )
     git_repo.commit({"pkg/config/model.py": removed}, tag="v4")
     git_repo.commit({"pkg/config/model.py": reworded}, tag="v5")
     git_repo.commit({"pkg/config/model.py": "import os\n\n" + reworded}, tag="v6")
@@ -78,7 +82,12 @@ def test_lineages_follow_rewording_moves_removal_and_return(history_repo: GitRep
     assert [r.revision for r in history.revisions] == ["v1", "v2", "v3", "v4", "v5", "v6"]
     assert [r.records for r in history.revisions] == [2, 2, 2, 1, 2, 2]
     assert history.revisions[3].summary == {
-        "introduced": 0, "reworded": 0, "moved": 0, "modified": 0, "removed": 1, "reintroduced": 0
+        "introduced": 0,
+        "reworded": 0,
+        "moved": 0,
+        "modified": 0,
+        "removed": 1,
+        "reintroduced": 0,
     }
     assert lineage_sentence(negative) == (
         "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
@@ -91,3 +100,55 @@ def test_a_scope_without_the_package_loses_the_checks_when_the_module_moves(hist
     options = ExtractOptions(paths=("pkg/config.py",))
     history = build_history(list_revisions(["v1..v3"], repo=str(history_repo.path)), options=options)
     assert [events(lineage)[-1][0] for lineage in history.lineages] == ["removed", "removed"]
+
+
+def test_cli_writes_history_files_that_validate_and_prints_them(history_repo: GitRepo, tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    result = run_cli("history", "v*", "--repo", str(history_repo.path), "--path", "pkg/config", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.encode() == (out / "history.jsonl").read_bytes()
+    lines = [orjson.loads(raw) for raw in result.stdout.splitlines()]
+    validator = jsonschema.Draft202012Validator(json_schema("history-line.schema.json"))
+    assert [list(validator.iter_errors(line)) for line in lines] == [[], []]
+    manifest = json.loads((out / "history.json").read_text())
+    assert list(jsonschema.Draft202012Validator(json_schema("history.schema.json")).iter_errors(manifest)) == []
+    assert manifest["scope"]["paths"] == ["pkg/config", "pkg/config.py"]
+    assert [(r["revision"], r["records"]) for r in manifest["revisions"]] == [
+        ("v1", 2),
+        ("v2", 2),
+        ("v3", 2),
+        ("v4", 1),
+        ("v5", 2),
+        ("v6", 2),
+    ]
+    assert "6 revisions" in result.stderr.splitlines()[-1]
+
+
+def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    args = ["history", "v1", "v2", "--revisions", "v3", "--revisions", "v4", "--repo", str(history_repo.path)]
+    args += ["--path", "pkg/config"]
+    result = run_cli(*args, "--format", "markdown", "--output", str(out), "--quiet")
+    assert result.returncode == 0 and result.stderr == ""
+    markdown = result.stdout
+    assert f"![checks in scope and churn per revision]({out / 'history.svg'})" in markdown
+    assert "![checks in scope and churn per revision](history.svg)" in (out / "history.md").read_text()
+    assert (out / "history.svg").read_bytes().startswith(b"<?xml") and (out / "history.png").read_bytes()[
+        :4
+    ] == b"\x89PNG"
+    v2 = markdown[markdown.index("### v2") : markdown.index("### v1")]
+    assert "Reworded (1):" in v2 and "n must ~~not~~ be ~~negative.~~ → n must be **zero or positive.**" in v2
+    v4 = markdown[
+        markdown.index(next(line for line in markdown.splitlines() if line.startswith("### ") and "v4" in line)) :
+    ]
+    assert "Removed (1):" in v4.split("### ")[1]
+    # The same input draws the same SVG.
+    again = run_cli(*args, "--format", "markdown", "--output", str(tmp_path / "again"))
+    assert (tmp_path / "again" / "history.svg").read_bytes() == (out / "history.svg").read_bytes()
+
+
+def test_cli_bad_revisions_are_one_line_errors(history_repo: GitRepo) -> None:
+    for args in (["history"], ["history", "nope*"], ["history", "v1..nope"]):
+        result = run_cli(*args, "--repo", str(history_repo.path), "--path", "pkg/config")
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1, args
