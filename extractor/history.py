@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog
-from extractor.diff import ChangeKind, diff_catalogs
+from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, extract_commit
 from extractor.git import Commit, _git, open_repo, read_file, resolve
@@ -25,6 +25,7 @@ from extractor.models import (
     LineageEvent,
     Previous,
 )
+from extractor.write import atomic_write
 
 __all__ = [
     "HISTORY",
@@ -37,6 +38,7 @@ __all__ = [
     "lineage_sentence",
     "list_revisions",
     "read_history",
+    "roll",
 ]
 
 HISTORY = "history.jsonl"
@@ -252,9 +254,17 @@ def _event(
     )
 
 
-def advance(history: History, previous: LoadedCatalog | None, catalog: LoadedCatalog, label: str) -> History:
-    """Add one revision to a history: pair its catalog with the previous revision's (as `diff` does) and
-    record each lineage's events. The history's last revision must be `previous`'s."""
+def advance(
+    history: History,
+    previous: LoadedCatalog | None,
+    catalog: LoadedCatalog,
+    label: str,
+    *,
+    changes: Sequence[Change] | None = None,
+) -> History:
+    """Add one revision to a history: pair its catalog with the previous revision's (as `diff` does, or
+    as `changes`, their diff, says) and record each lineage's events. The history's last revision must be
+    `previous`'s."""
     index = len(history.revisions)
     sha = catalog.sha
     present = {t.id: t for t in history.threads if t.present}
@@ -265,8 +275,8 @@ def advance(history: History, previous: LoadedCatalog | None, catalog: LoadedCat
         if not thread.present:
             dormant_templates.setdefault((thread.error_class, thread.message), []).append(thread)
     counts: Counter[str] = Counter()
-    empty = LoadedCatalog((), None, "", "")
-    changes = diff_catalogs(previous if previous is not None else empty, catalog).changes
+    if changes is None:
+        changes = diff_catalogs(previous if previous is not None else LoadedCatalog((), None, "", ""), catalog).changes
     touched: list[tuple[_Thread, CatalogLine]] = []
     for change in changes:
         if change.kind is ChangeKind.REMOVED:
@@ -355,6 +365,37 @@ def build_history(
         log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
         previous = catalog
     return history
+
+
+def roll(
+    directory: Path,
+    *,
+    previous: LoadedCatalog | None,
+    catalog: LoadedCatalog,
+    options: ExtractOptions,
+    changes: Sequence[Change] | None = None,
+) -> History:
+    """Add a published catalog to the rolling history in `directory` (the nightly job's), incrementally:
+    the history is read back and advanced by one revision, labelled by its SHA. A history that already
+    ends with this catalog is left as it is; one that is missing, of another scope or does not end with
+    `previous` starts again from `previous`. Written whole (history.jsonl, then history.json)."""
+    history = read_history(directory, options=options)
+    if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
+        return history
+    if history is None or not history.revisions or previous is None or history.revisions[-1].sha != previous.sha:
+        history = History(repo=_repo_of(catalog, options), options=options)
+        if previous is not None:
+            advance(history, None, previous, previous.sha[:12])
+            changes = None
+    advance(history, previous, catalog, catalog.sha[:12], changes=changes)
+    lines, manifest = history.encode()
+    atomic_write(directory / HISTORY, lines)
+    atomic_write(directory / HISTORY_MANIFEST, manifest)
+    return history
+
+
+def _repo_of(catalog: LoadedCatalog, options: ExtractOptions) -> str:
+    return catalog.manifest.repo if catalog.manifest is not None else options.repo_name or ""
 
 
 # Reading back ------------------------------------------------------------------------------------------------

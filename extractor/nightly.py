@@ -16,6 +16,7 @@ from extractor.diff import diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
+from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.write import atomic_write, default_root, dumps_model, write_catalog
 
@@ -104,6 +105,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
     step = time.monotonic()
     summary = None
     previous = _previous(root, index, commit.sha)
+    diff = None
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
@@ -113,6 +115,11 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
     else:
         log("first catalog: no diff")
+
+    step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
+    history = roll(root, previous=previous, catalog=catalog, options=options, changes=diff.changes if diff else None)
+    nights = len(history.revisions)
+    log(f"history: {len(history.threads)} lineages over {nights} nights ({time.monotonic() - step:.2f}s)")
 
     step = time.monotonic()
     entry = IndexEntry(

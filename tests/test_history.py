@@ -14,7 +14,7 @@ from extractor.extract import ExtractOptions
 from extractor.history import build_history, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
 
-from tests.conftest import GitRepo, run_cli
+from tests.conftest import GitRepo, git, run_cli
 
 CONFIG = """\
 class Config:
@@ -152,3 +152,33 @@ def test_cli_bad_revisions_are_one_line_errors(history_repo: GitRepo) -> None:
         result = run_cli(*args, "--repo", str(history_repo.path), "--path", "pkg/config")
         assert (result.returncode, result.stdout) == (2, ""), args
         assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1, args
+
+
+def test_nightly_keeps_a_rolling_history_advanced_night_by_night(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Each published night adds one revision to history.jsonl beside index.json; what is there is read
+    back and kept (not recomputed), a re-run adds nothing, and a branch moving back removes a check."""
+    first = git_repo.commit({"vllm/config/a.py": 'raise ValueError("first check")\n'})
+    second = git_repo.commit({"vllm/config/a.py": 'raise ValueError("first check")\nraise ValueError("second")\n'})
+    out = tmp_path / "pub"
+
+    def night(sha: str) -> dict:  # type: ignore[type-arg]
+        git(git_repo.path, "update-ref", "refs/heads/main", sha)
+        result = run_cli("nightly", "--repo", str(git_repo.path), "--output", str(out), "--quiet")
+        assert result.returncode == 0, result.stderr
+        return json.loads((out / "history.json").read_text())
+
+    assert [r["sha"] for r in night(first)["revisions"]] == [first]
+    manifest = json.loads((out / "history.json").read_text())
+    manifest["revisions"][0]["revision"] = "night one"  # read back, not recomputed: this label stays
+    (out / "history.json").write_text(json.dumps(manifest))
+    assert [(r["revision"], r["summary"]["introduced"]) for r in night(second)["revisions"]] == [
+        ("night one", 1),
+        (second[:12], 1),
+    ]
+    assert [r["sha"] for r in night(second)["revisions"]] == [first, second]  # already published: no-op
+    assert [(r["sha"], r["records"]) for r in night(first)["revisions"]] == [(first, 1), (second, 2), (first, 1)]
+    lines = [orjson.loads(raw) for raw in (out / "history.jsonl").read_bytes().splitlines()]
+    assert [(line["errorMessage"], [e["kind"] for e in line["events"]], line["present"]) for line in lines] == [
+        ("first check", ["introduced"], True),
+        ("second", ["introduced", "removed"], False),
+    ]
