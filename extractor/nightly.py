@@ -119,7 +119,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
     step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
     history = roll(root, previous=previous, catalog=catalog, options=options, changes=diff.changes if diff else None)
     nights = len(history.revisions)
-    log(f"history: {len(history.threads)} lineages over {nights} nights ({time.monotonic() - step:.2f}s)")
+    log(f"rolled the history on: {len(history.threads)} lineages over {nights} nights ({time.monotonic() - step:.2f}s)")
 
     step = time.monotonic()
     entry = IndexEntry(
