@@ -13,6 +13,7 @@ from extractor.errors import ExitCode, ExtractorError
 
 if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
+    from extractor.models import Lineage
 
 __all__ = ["main"]
 
@@ -239,6 +240,7 @@ def _match_parser() -> argparse.ArgumentParser:
     )
     _add_catalog(parser)
     parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
+    _add_history(parser)
     return parser
 
 
@@ -251,13 +253,17 @@ def _run_match(argv: Sequence[str]) -> int:
 
     catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
     matcher = Matcher(catalog.lines)
+    lineages = _lineages_of(args)
     log = not args.text or args.text == ["-"]
     inputs = sys.stdin.read().splitlines() if log else args.text
     results = match_all(matcher, inputs, log=log)
     out = sys.stdout
     for result in results:
         if args.format == "json":
-            document = {"input": result.input, "matches": [m.to_json() for m in result.matches]}
+            found = [m.to_json() for m in result.matches]
+            if args.history:
+                found = [{**m, "history": _lineage_note(lineages, m["id"])} for m in found]
+            document = {"input": result.input, "matches": found}
             out.write(orjson.dumps(document).decode() + "\n")
             continue
         out.write(f"{result.input}\n")
@@ -270,6 +276,8 @@ def _run_match(argv: Sequence[str]) -> int:
             if values:
                 out.write(f"     {values}\n")
             out.write(f"     {record.githubUrl}\n")
+            if (note := _lineage_note(lineages, record.id)) is not None:
+                out.write(f"     history: {note}\n")
     out.flush()
     matched = [r for r in results if r.matches]
     return ExitCode.OK if matched and len(matched) == len(results) else ExitCode.NOT_FOUND
@@ -327,6 +335,7 @@ def _explain_parser() -> argparse.ArgumentParser:
     parser.add_argument("query", metavar="ID|SLUG|TEXT", help="a record id, a slug, or a rendered error message")
     _add_catalog(parser)
     parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="(default: text)")
+    _add_history(parser)
     return parser
 
 
@@ -340,7 +349,15 @@ def _run_explain(argv: Sequence[str]) -> int:
     if explanation is None:
         print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)
         return ExitCode.NOT_FOUND
-    sys.stdout.write(render(explanation, format=args.format))
+    page = render(explanation, format=args.format)
+    note = _lineage_note(_lineages_of(args), explanation.line.record.id)
+    if note is not None and args.format == "json":
+        import orjson
+
+        page = orjson.dumps({**orjson.loads(page), "history": note}, option=orjson.OPT_INDENT_2).decode() + "\n"
+    elif note is not None:
+        page += f"\n{'**History**: ' if args.format == 'markdown' else 'History: '}{note}\n"
+    sys.stdout.write(page)
     sys.stdout.flush()
     return ExitCode.OK
 
@@ -368,6 +385,41 @@ def _history_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", metavar="DIR", help="where the files go (default: output/<owner>/<name>/history)")
     parser.add_argument("--quiet", action="store_true", help="log nothing but errors")
     return parser
+
+
+def _add_history(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--history",
+        metavar="DIR_FILE_OR_REVISIONS",
+        help="say when each record appeared and changed: a history written by `extractor history` (its "
+        "directory or history.jsonl), or revisions to follow on the fly (release:A..B, release:all, 'v*', A..B)",
+    )
+
+
+def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
+    """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
+    if not args.history:
+        return None
+    from dataclasses import replace
+
+    from extractor.history import build_history, following, list_revisions, load_lineages
+
+    path = Path(args.history)
+    if path.exists():
+        return load_lineages(path)
+    options = _options(args)
+    options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
+    return build_history(list_revisions([args.history], repo=args.repo), options=options).lineages
+
+
+def _lineage_note(lineages: list[Lineage] | None, record_id: str) -> str | None:
+    """The history sentence of a record, when a history was given and holds it."""
+    if lineages is None:
+        return None
+    from extractor.history import find_lineage, lineage_sentence
+
+    found = find_lineage(lineages, record_id)
+    return lineage_sentence(found) if found is not None else None
 
 
 def _run_history(argv: Sequence[str]) -> int:

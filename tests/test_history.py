@@ -182,3 +182,24 @@ def test_nightly_keeps_a_rolling_history_advanced_night_by_night(git_repo: GitRe
         ("first check", ["introduced"], True),
         ("second", ["introduced", "removed"], False),
     ]
+
+
+def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: GitRepo, tmp_path: Path) -> None:
+    """Given a written history, or revisions to follow on the fly, both add the lineage's sentence."""
+    out = tmp_path / "h"
+    common = ["--repo", str(history_repo.path), "--path", "pkg/config"]
+    assert run_cli("history", "v*", *common, "--output", str(out)).returncode == 0
+    sentence = (
+        "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
+        "raised at pkg/config/model.py:6 in v6"
+    )
+    explained = run_cli("explain", "n must be zero or positive.", "--catalog", "v6", *common, "--history", str(out))
+    assert explained.returncode == 0 and explained.stdout.endswith(f"\nHistory: {sentence}\n")
+    matched = run_cli("match", "ValueError: n must be zero or positive.", "--catalog", "v6", *common, "--history", "v*")
+    assert matched.returncode == 0, matched.stderr
+    (match,) = json.loads(matched.stdout)["matches"]
+    assert match["history"] == sentence
+    as_json = run_cli(
+        "explain", match["id"], "--catalog", "v6", *common, "--history", str(out / "history.jsonl"), "--format", "json"
+    )
+    assert json.loads(as_json.stdout)["history"] == sentence
