@@ -15,7 +15,7 @@ from extractor.catalog import RELEASE_PREFIX, LoadedCatalog
 from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, extract_commit
-from extractor.git import Commit, _git, open_repo, read_file, resolve
+from extractor.git import Commit, _git, open_repo, resolve
 from extractor.models import (
     CatalogLine,
     EventKind,
@@ -99,33 +99,69 @@ def list_revisions(specs: Sequence[str], *, repo: str) -> list[Revision]:
 
 
 def _releases(spec: str) -> list[Revision]:
+    """The releases a spec names, as commits of the release repository: its tags and dates read with one
+    `git for-each-ref`, each release's recorded commit with one `git cat-file --batch` (not a few git
+    processes per release)."""
     from extractor.release import commit_id, release_repo, release_tag, resolve_releases
 
     if not spec:
         raise RevisionError("release: needs a version, a range A..B or all, as in release:0.5.0..0.8.0")
     versions = resolve_releases(spec)
-    repo = str(release_repo(versions))  # every missing release goes into one fast-import
+    git_dir = release_repo(versions)  # every missing release goes into one fast-import
+    template = resolve(str(git_dir), release_tag(versions[0]))
+    refs: dict[str, tuple[str, int]] = {}
+    for row in _git(
+        git_dir, "for-each-ref", "--format=%(refname) %(objectname) %(committerdate:unix)", "refs/tags/"
+    ).splitlines():
+        name, oid, seconds = row.split()
+        refs[name.removeprefix("refs/tags/")] = (oid, int(seconds))
+    batch = "".join(f"{refs[release_tag(v)][0]}:vllm/_version.py\n" for v in versions)
+    answers = _version_files(git_dir, batch)
     out = []
-    for version in versions:
-        commit = replace(resolve(repo, release_tag(version)), revision=f"{RELEASE_PREFIX}{version}")
-        version_py = read_file(commit, "vllm/_version.py")
+    for version, version_py in zip(versions, answers, strict=True):
+        sha, epoch = refs[release_tag(version)]
+        commit = replace(template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=_date(epoch))
         out.append(Revision(version, commit, commit_id(version_py) if version_py is not None else None))
     return out
+
+
+def _version_files(git_dir: Path, batch: str) -> list[bytes | None]:
+    """Answer `git cat-file --batch` requests in order; None where the object is missing."""
+    import subprocess
+
+    raw = subprocess.run(
+        ["git", "cat-file", "--batch"], cwd=git_dir, input=batch.encode(), capture_output=True, check=True
+    ).stdout
+    out: list[bytes | None] = []
+    position = 0
+    while position < len(raw):
+        end = raw.index(b"\n", position)
+        header = raw[position:end].split()
+        position = end + 1
+        if len(header) == 3:
+            size = int(header[2])
+            out.append(raw[position : position + size])
+            position += size + 1
+        else:
+            out.append(None)
+    return out
+
+
+def _date(epoch: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _range(repo: str, spec: str) -> list[Revision]:
     low, _, high = spec.partition("..")
     start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
-    listed = _git(start.git_dir, "rev-list", "--first-parent", "--reverse", f"{start.sha}..{end.sha}").split()
-    commits = [start] + [replace(end, sha=sha, revision=sha[:12]) for sha in listed]
-    return [Revision(commit.sha[:12], _with_date(commit)) for commit in commits]
-
-
-def _with_date(commit: Commit) -> Commit:
-    from datetime import UTC, datetime
-
-    epoch = int(_git(commit.git_dir, "show", "-s", "--format=%ct", commit.sha).strip())
-    return replace(commit, committed_at=datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    listed = _git(start.git_dir, "log", "--first-parent", "--reverse", "--format=%H %ct", f"{start.sha}..{end.sha}")
+    commits = [start]
+    for row in listed.splitlines():
+        sha, epoch = row.split()
+        commits.append(replace(end, sha=sha, revision=sha[:12], committed_at=_date(int(epoch))))
+    return [Revision(commit.sha[:12], commit) for commit in commits]
 
 
 def _tags(repo: str, pattern: str) -> list[Revision]:
@@ -338,10 +374,12 @@ def advance(
 
 
 def _catalog(revision: Revision, options: ExtractOptions) -> LoadedCatalog:
-    """The catalog of one revision; a revision where the scope holds no file has none (an empty one)."""
+    """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
+
+    Only per-file results are kept in the cache, not each revision's whole catalog."""
     sha = revision.pinned or revision.commit.sha
     try:
-        catalog = extract_commit(revision.commit, options=options, pinned_sha=revision.pinned)
+        catalog = extract_commit(revision.commit, options=options, pinned_sha=revision.pinned, keep=False)
     except ScopeError:
         return LoadedCatalog((), None, sha, revision.commit.revision)
     return LoadedCatalog(catalog.lines, catalog.manifest, sha, revision.commit.revision)
