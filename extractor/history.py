@@ -286,7 +286,7 @@ def _event(
         errorMessage=record.errorMessage,
         githubUrl=record.githubUrl,
         previous=previous,
-        fields=list(fields),
+        fields=[name for name in fields if name != "lineNumber"],  # line shifts are no news in a history
     )
 
 

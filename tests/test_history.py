@@ -13,7 +13,6 @@ import pytest
 from extractor.extract import ExtractOptions
 from extractor.history import build_history, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
-
 from tests.conftest import GitRepo, git, run_cli
 
 CONFIG = """\
@@ -133,17 +132,17 @@ def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path:
     markdown = result.stdout
     assert f"![checks in scope and churn per revision]({out / 'history.svg'})" in markdown
     assert "![checks in scope and churn per revision](history.svg)" in (out / "history.md").read_text()
-    assert (out / "history.svg").read_bytes().startswith(b"<?xml") and (out / "history.png").read_bytes()[
-        :4
-    ] == b"\x89PNG"
-    v2 = markdown[markdown.index("### v2") : markdown.index("### v1")]
-    assert "Reworded (1):" in v2 and "n must ~~not~~ be ~~negative.~~ → n must be **zero or positive.**" in v2
-    v4 = markdown[
-        markdown.index(next(line for line in markdown.splitlines() if line.startswith("### ") and "v4" in line)) :
-    ]
-    assert "Removed (1):" in v4.split("### ")[1]
+    assert (out / "history.svg").read_bytes().startswith(b"<?xml")
+    assert (out / "history.png").read_bytes()[:4] == b"\x89PNG"
+    changelog = markdown[markdown.index("## Changelog") : markdown.index("## Timelines")]
+    sections = {part.split("\n")[0]: part for part in changelog.split("### ")[1:]}
+    assert list(sections) == ["v4", "v3", "v2", "v1"]  # newest first
+    assert "Removed (1):" in sections["v4"] and "Added" not in sections["v4"]
+    assert "Reworded (1):" in sections["v2"]
+    assert "n must ~~not~~ be ~~negative.~~ → n must be **zero or positive.**" in sections["v2"]
+    assert "Moved (2):" in sections["v3"] and "Added (2):" in sections["v1"]
     # The same input draws the same SVG.
-    again = run_cli(*args, "--format", "markdown", "--output", str(tmp_path / "again"))
+    assert run_cli(*args, "--format", "markdown", "--output", str(tmp_path / "again")).returncode == 0
     assert (tmp_path / "again" / "history.svg").read_bytes() == (out / "history.svg").read_bytes()
 
 
