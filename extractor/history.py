@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -34,9 +34,11 @@ __all__ = [
     "Revision",
     "advance",
     "build_history",
+    "find_lineage",
     "following",
     "lineage_sentence",
     "list_revisions",
+    "load_lineages",
     "read_history",
     "roll",
 ]
@@ -543,10 +545,3 @@ def find_lineage(lineages: Iterable[Lineage], record_id: str) -> Lineage | None:
         if lineage.id == record_id:
             return lineage
     return next((lin for lin in candidates if any(e.id == record_id for e in lin.events)), None)
-
-
-def _iter_events(lineages: Iterable[Lineage], revision: str) -> Iterator[tuple[Lineage, LineageEvent]]:
-    for lineage in lineages:
-        for event in lineage.events:
-            if event.revision == revision:
-                yield lineage, event
