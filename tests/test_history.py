@@ -202,3 +202,31 @@ def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: G
         "explain", match["id"], "--catalog", "v6", *common, "--history", str(out / "history.jsonl"), "--format", "json"
     )
     assert json.loads(as_json.stdout)["history"] == sentence
+
+
+@pytest.mark.release
+def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> None:
+    """Over vLLM 0.27.0, 0.28.0 and 0.33.0: each step's events are diff's changes, and counts add up."""
+    from extractor.catalog import open_catalog
+    from extractor.diff import diff_catalogs
+
+    options = ExtractOptions(paths=following(["vllm/config"]), config_from=following(["vllm/config"]))
+    specs = ["release:0.27.0", "release:0.28.0", "release:0.33.0"]
+    history = build_history(list_revisions(specs, repo="unused"), options=options)
+    assert [r.revision for r in history.revisions] == ["0.27.0", "0.28.0", "0.33.0"]
+    for before, after in zip(history.revisions, history.revisions[1:], strict=False):
+        s = after.summary
+        assert after.records == before.records + s["introduced"] + s["reintroduced"] - s["removed"]
+    old, new = (open_catalog(spec, repo="unused", options=options) for spec in specs[:2])
+    diffed = diff_catalogs(old, new).summary
+    assert history.revisions[1].summary == {
+        "introduced": diffed["added"],
+        "reworded": diffed["reworded"],
+        "moved": diffed["moved"],
+        "modified": diffed["modified"],
+        "removed": diffed["removed"],
+        "reintroduced": 0,
+    }
+    assert sum(lineage.present for lineage in history.lineages) == history.revisions[-1].records == 314
+    (check,) = [lineage for lineage in history.lineages if lineage.slug.startswith("max-num-batched-tokens-is-smaller")]
+    assert (check.filePath, check.lineNumber, check.lastSeen) == ("vllm/config/scheduler.py", 322, "0.33.0")
