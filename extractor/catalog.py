@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -9,13 +12,21 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
-from extractor.errors import CatalogError, ReleaseError
+from extractor.errors import CatalogError, ExtractorError, ReleaseError
 from extractor.extract import ExtractOptions, extract_commit
-from extractor.git import Commit, read_file, resolve
-from extractor.models import CatalogLine, Manifest
+from extractor.git import Commit, is_url, read_file, resolve
+from extractor.models import CatalogLine, Manifest, Scope
 from extractor.write import MANIFEST, RECORDS, default_root
 
-__all__ = ["RELEASE_PREFIX", "LoadedCatalog", "is_complete", "load_catalog", "open_catalog", "release_commit"]
+__all__ = [
+    "RELEASE_PREFIX",
+    "LoadedCatalog",
+    "folder_name",
+    "is_complete",
+    "load_catalog",
+    "open_catalog",
+    "release_commit",
+]
 
 RELEASE_PREFIX = "release:"
 
@@ -102,13 +113,77 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
         commit, pinned = release_commit(version)
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
         return LoadedCatalog(catalog.lines, catalog.manifest, catalog.manifest.sha, spec)
-    path = Path(spec)
-    if path.exists() and (path.is_file() or (path / RECORDS).exists()):
+    path = _expand(spec)
+    if path.is_file() or (path / RECORDS).is_file():
         return load_catalog(path)
+    if _looks_like_path(spec) and (is_url(repo) or not _is_revision(repo, spec)):
+        raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
-    reused = is_complete(base / commit.sha, options=options, sha=commit.sha)
+    folder = folder_name(sha=commit.sha, revision=spec, scope=options.scope)
+    reused = is_complete(base / folder, options=options, sha=commit.sha)
     if reused is not None:
         return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)
     catalog = extract_commit(commit, options=options)
     return LoadedCatalog(catalog.lines, catalog.manifest, commit.sha, spec)
+
+
+def _expand(spec: str) -> Path:
+    try:
+        return Path(spec).expanduser()
+    except RuntimeError:  # `~name` of no known user: taken as written
+        return Path(spec)
+
+
+def _looks_like_path(spec: str) -> bool:
+    """Whether a catalog argument is meant as a path (never taken for a revision to clone and extract)."""
+    return "/" in spec or os.sep in spec or spec.startswith((".", "~")) or spec.endswith(".jsonl")
+
+
+def _is_revision(repo: str, spec: str) -> bool:
+    """Whether `spec` names a commit of a local repository (`origin/main` looks like a path, too)."""
+    try:
+        resolve(repo, spec)
+    except ExtractorError:
+        return False
+    return True
+
+
+def _what_is_there(path: Path) -> str:
+    """Say why a path holds no catalog: it does not exist, or which catalogs a folder of them holds."""
+    if not path.exists():
+        return ": the path does not exist"
+    if not path.is_dir():
+        return ""
+    inside = sorted(p.name for p in path.iterdir() if (p / RECORDS).is_file())
+    if not inside:
+        return f": no {RECORDS} in it"
+    more = ", ..." if len(inside) > 5 else ""
+    return f": no {RECORDS} in it, but in its folders {', '.join(inside[:5])}{more}"
+
+
+_DEFAULT_SCOPE = ExtractOptions().scope
+_LABEL_LIMIT = 80
+
+
+def folder_name(*, sha: str, revision: str, scope: Scope) -> str:
+    """Name the folder a catalog is written to under its root: the full SHA, or `release-X.Y.Z` for a
+    release, then, for any scope but the default one, which paths and classes it holds (`-vllm-all`).
+
+    Catalogs of one revision in different scopes thus live side by side; a scope that differs in other
+    options too (context, where fields are read from) adds a digest of the whole scope.
+    """
+    if revision.startswith(RELEASE_PREFIX):
+        base = "release-" + re.sub(r"[^\w.+-]", "_", revision.removeprefix(RELEASE_PREFIX))
+    else:
+        base = sha
+    if scope == _DEFAULT_SCOPE:
+        return base
+    paths = "+".join(path.strip("/").replace("/", ".") or "." for path in scope.paths)
+    classes = "all" if "*" in scope.exceptions else "+".join(scope.exceptions)
+    label = re.sub(r"[^\w.+=-]", "_", f"{paths}-{classes}")
+    others = scope.model_copy(update={"paths": _DEFAULT_SCOPE.paths, "exceptions": _DEFAULT_SCOPE.exceptions})
+    if others != _DEFAULT_SCOPE or len(label) > _LABEL_LIMIT:
+        digest = hashlib.sha256(orjson.dumps(scope.model_dump(mode="json"))).hexdigest()[:8]
+        label = f"{label[:_LABEL_LIMIT]}-{digest}"
+    return f"{base}-{label}"

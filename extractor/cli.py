@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +20,16 @@ __all__ = ["main"]
 
 PROG = "extractor"
 DEFAULT_REPO = "https://github.com/vllm-project/vllm"
+_CLASS_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")  # a dotted Python identifier
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""
+    from extractor.progress import set_quiet
+
+    args = parser.parse_args(argv)
+    set_quiet(args.quiet)
+    return args
 
 
 def _add_scope(parser: argparse.ArgumentParser) -> None:
@@ -55,20 +66,31 @@ def _add_scope(parser: argparse.ArgumentParser) -> None:
         help="the file that defines the command-line flags (default: vllm/engine/arg_utils.py)",
     )
     group.add_argument(
-        "--jobs",
-        type=_positive,
-        metavar="N",
-        help="processes that parse files, this one included (default: one per core)",
-    )
-    group.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="neither read nor write the per-file cache (in the user cache directory)",
-    )
-    group.add_argument(
         "--repo-name",
         metavar="OWNER/NAME",
         help="the repository name written in records (default: from a GitHub remote URL, else vllm-project/vllm)",
+    )
+
+
+def _add_run(parser: argparse.ArgumentParser, *, extracts: bool = True) -> None:
+    """Add the options of how a run goes, which never change what it outputs: --jobs, --no-cache, --quiet."""
+    group = parser.add_argument_group("run")
+    if extracts:
+        group.add_argument(
+            "--jobs",
+            type=_positive,
+            metavar="N",
+            help="processes that parse files, this one included (default: one per core)",
+        )
+        group.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="neither read nor write the caches of scans and catalogs (in the user cache directory)",
+        )
+    group.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing on stderr but errors: no progress, notes, warnings or summary",
     )
 
 
@@ -92,6 +114,7 @@ def _add_catalog(parser: argparse.ArgumentParser) -> None:
     )
     _add_repo(parser)
     _add_scope(parser)
+    _add_run(parser)
 
 
 def _non_negative(text: str) -> int:
@@ -109,6 +132,11 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
 
     if args.repo_name is not None and args.repo_name.count("/") != 1:
         raise ExtractorError(f"--repo-name must look like OWNER/NAME, not {args.repo_name!r}")
+    for name in args.exception or ():
+        if name != "*" and not _CLASS_NAME.fullmatch(name):
+            bare = name.strip("'\" ")
+            hint = f"; did you mean {bare}? (its quotes reached the command)" if bare != name else ""
+            raise ExtractorError(f"--exception {name!r} is not a class name, nor '*' for every class{hint}")
     return ExtractOptions(
         paths=tuple(args.path or ("vllm/config",)),
         exceptions=tuple(args.exception or ("ValueError",)),
@@ -125,7 +153,7 @@ def _extract_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
-        "Subcommands: diff, match, nightly, explain (see `extractor SUBCOMMAND --help`).",
+        "Subcommands: diff, match, explain, list, nightly, cache (see `extractor SUBCOMMAND --help`).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_repo(parser)
@@ -141,15 +169,17 @@ def _extract_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output",
         metavar="DIR",
-        help="catalog root; the run writes DIR/<sha>/records.jsonl and manifest.json; '-' writes the JSONL "
-        "to stdout (default: output/<owner>/<name>)",
+        help="catalog root; the run writes DIR/FOLDER/records.jsonl and manifest.json, FOLDER being the full "
+        "SHA (release-X.Y.Z for --release), then -PATHS-CLASSES for a scope other than the default; '-' writes "
+        "the JSONL to stdout (default: output/<owner>/<name>)",
     )
-    parser.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    _add_run(parser)
     return parser
 
 
 def _run_extract(argv: Sequence[str]) -> int:
-    args = _extract_parser().parse_args(argv)
+    args = _parse(_extract_parser(), argv)
+    from extractor.catalog import folder_name
     from extractor.extract import extract, extract_commit
     from extractor.write import default_root, write_catalog
 
@@ -165,14 +195,16 @@ def _run_extract(argv: Sequence[str]) -> int:
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     else:
         catalog = extract(repo=args.repo, revision=args.sha, options=options)
-    for warning in catalog.warnings:
+    for warning in catalog.warnings if not args.quiet else ():
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.output == "-":
         sys.stdout.buffer.write(catalog.encoded)
         sys.stdout.flush()
         return ExitCode.OK
     root = Path(args.output) if args.output else default_root(catalog.manifest.repo)
-    directory = write_catalog(catalog.encoded, catalog.manifest, root / catalog.manifest.sha)
+    manifest = catalog.manifest
+    folder = folder_name(sha=manifest.sha, revision=manifest.revision, scope=manifest.scope)
+    directory = write_catalog(catalog.encoded, manifest, root / folder)
     if not args.quiet:
         print(
             f"{PROG}: {catalog.manifest.counts.records} records from {catalog.manifest.counts.filesParsed} of "
@@ -196,6 +228,7 @@ def _diff_parser() -> argparse.ArgumentParser:
     parser.add_argument("new", metavar="NEW", help="the same kinds as OLD")
     _add_repo(parser)
     _add_scope(parser)
+    _add_run(parser)
     parser.add_argument("--format", choices=["json", "markdown"], default="json", help="output format (default: json)")
     parser.add_argument("--output", metavar="FILE", help="write the diff to FILE instead of stdout")
     parser.add_argument(
@@ -207,7 +240,7 @@ def _diff_parser() -> argparse.ArgumentParser:
 
 
 def _run_diff(argv: Sequence[str]) -> int:
-    args = _diff_parser().parse_args(argv)
+    args = _parse(_diff_parser(), argv)
     from extractor.catalog import open_catalog
     from extractor.diff import diff_catalogs, render_json, render_markdown
     from extractor.write import atomic_write
@@ -245,7 +278,7 @@ def _match_parser() -> argparse.ArgumentParser:
 
 
 def _run_match(argv: Sequence[str]) -> int:
-    args = _match_parser().parse_args(argv)
+    args = _parse(_match_parser(), argv)
     import orjson
 
     from extractor.catalog import open_catalog
@@ -296,7 +329,7 @@ def _nightly_parser() -> argparse.ArgumentParser:
         "--keep", type=_positive, metavar="N", help="keep only the newest N catalogs on disk and in the index"
     )
     _add_scope(parser)
-    parser.add_argument("--quiet", action="store_true", help="log nothing but errors (for cron)")
+    _add_run(parser)
     return parser
 
 
@@ -308,7 +341,7 @@ def _positive(text: str) -> int:
 
 
 def _run_nightly(argv: Sequence[str]) -> int:
-    args = _nightly_parser().parse_args(argv)
+    args = _parse(_nightly_parser(), argv)
     from extractor.nightly import nightly
 
     def log(line: str) -> None:
@@ -334,13 +367,19 @@ def _explain_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("query", metavar="ID|SLUG|TEXT", help="a record id, a slug, or a rendered error message")
     _add_catalog(parser)
-    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="(default: text)")
+    parser.add_argument(
+        "--format",
+        choices=["text", "markdown", "json"],
+        default="text",
+        help="text for a terminal, markdown for a page or an issue (with a table of fields), json for tools "
+        "(default: text)",
+    )
     _add_history(parser)
     return parser
 
 
 def _run_explain(argv: Sequence[str]) -> int:
-    args = _explain_parser().parse_args(argv)
+    args = _parse(_explain_parser(), argv)
     from extractor.catalog import open_catalog
     from extractor.explain import find, render
 
@@ -461,13 +500,132 @@ def _run_history(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
+def _list_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} list",
+        description="List a catalog's records (file:line, class, slug, first words of the message), or count them "
+        "by file and class. Exit status: 0 something listed, 1 no record passed the filters, 2 trouble.",
+    )
+    _add_catalog(parser)
+    chosen = parser.add_argument_group("filters (a filter given twice takes either value; --grep takes both)")
+    chosen.add_argument(
+        "--file", action="append", default=[], metavar="PATH", help="records under a path prefix, or a glob"
+    )
+    chosen.add_argument("--class", dest="classes", action="append", default=[], metavar="NAME", help="raised class")
+    chosen.add_argument("--grep", action="append", default=[], metavar="WORD", help="word in the message (any case)")
+    parser.add_argument("--summary", action="store_true", help="count the records by file and by class instead")
+    parser.add_argument(
+        "--format",
+        choices=["text", "markdown", "json"],
+        default="text",
+        help="an aligned table, a Markdown table, or JSON (a line per record; one document with --summary) "
+        "(default: text)",
+    )
+    return parser
+
+
+def _run_list(argv: Sequence[str]) -> int:
+    args = _parse(_list_parser(), argv)
+    from extractor.catalog import open_catalog
+    from extractor.listing import Filters, misses, render_records, render_summary, select
+
+    catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
+    filters = Filters(files=tuple(args.file), classes=tuple(args.classes), words=tuple(args.grep))
+    chosen = select(catalog.lines, filters)
+    render = render_summary if args.summary else render_records
+    if chosen or args.summary:
+        sys.stdout.write(render(chosen, format=args.format))
+        sys.stdout.flush()
+    if not chosen and not args.quiet:
+        for why in misses(catalog.lines, filters) or ["no record passes every filter at once"]:
+            print(f"{PROG}: {why}", file=sys.stderr)
+    return ExitCode.OK if chosen else ExitCode.NOT_FOUND
+
+
+def _cache_parser() -> argparse.ArgumentParser:
+    from extractor.housekeeping import PARTS
+
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} cache",
+        description="Say where the user cache directory is and what it holds (info), or empty it (clear). "
+        "Every part is rebuilt when needed: scans and catalogs by scanning again, clones, releases and "
+        "sdists by fetching them again.",
+    )
+    parser.add_argument("action", choices=["info", "clear"], help="info: where, how big, how many; clear: remove")
+    parser.add_argument("parts", nargs="*", metavar="PART", help=f"{', '.join(PARTS)} (default: all)")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
+    _add_run(parser, extracts=False)
+    return parser
+
+
+def _run_cache(argv: Sequence[str]) -> int:
+    args = _parse(_cache_parser(), argv)
+    import orjson
+
+    from extractor.git import cache_dir
+    from extractor.housekeeping import PARTS, clear, usage
+    from extractor.suggest import close_to
+
+    for name in args.parts:
+        if name not in PARTS:
+            hint = close_to(name, PARTS)
+            raise ExtractorError(
+                f"no cache part {name!r}"
+                + (f"; did you mean {hint!r}?" if hint else "")
+                + f" (parts: {', '.join(PARTS)})"
+            )
+    root = cache_dir()
+    if args.action == "info":
+        parts = [part for part in usage(root) if not args.parts or part.name in args.parts]
+    else:
+        parts = clear(root, args.parts)
+    if args.format == "json":
+        document = {
+            "directory": str(root),
+            "bytes": sum(part.bytes for part in parts),
+            "parts": [{"name": p.name, "bytes": p.bytes, p.unit: p.items} for p in parts],
+        }
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return ExitCode.OK
+    done = "removed " if args.action == "clear" else ""
+    total = _size(sum(part.bytes for part in parts))
+    sys.stdout.write(f"{done}{root} ({total})\n" if not done else f"{done}{total} from {root}\n")
+    for part in parts:
+        sys.stdout.write(f"  {part.name:<9} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
+    return ExitCode.OK
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
 _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "diff": _run_diff,
     "match": _run_match,
-    "nightly": _run_nightly,
     "explain": _run_explain,
+    "list": _run_list,
+    "nightly": _run_nightly,
+    "cache": _run_cache,
     "history": _run_history,
 }
+
+
+def _unknown_command(word: str) -> ExtractorError:
+    """Say that a first word is no subcommand (the extraction itself takes options only), and which was meant."""
+    from extractor.suggest import close_to
+
+    guess = close_to(word, _SUBCOMMANDS)
+    if guess is not None:
+        return ExtractorError(f"unknown command {word!r}; did you mean {guess!r}?")
+    return ExtractorError(
+        f"unknown command {word!r}: the commands are {', '.join(_SUBCOMMANDS)}; an extraction takes options "
+        "only (--sha REV or --release X.Y.Z; see --help)"
+    )
 
 
 _leaving = False  # whether this process leaves with os._exit (run), not by returning to a caller
@@ -507,6 +665,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command is not None:
             return command(arguments[1:])
+        if arguments and not arguments[0].startswith("-"):
+            raise _unknown_command(arguments[0])
         return _run_extract(arguments)
     except ExtractorError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

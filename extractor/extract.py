@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import signal
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -100,12 +102,9 @@ def analyzed_at() -> str:
 
 def _progress(items: Iterable[T], total: int, label: str, unit: str = "file") -> Iterator[T]:
     """Show a progress bar on a terminal; stay quiet in pipes and CI."""
-    if not sys.stderr.isatty() or os.environ.get("CI"):
-        yield from items
-        return
-    from tqdm import tqdm
+    from extractor.progress import bar
 
-    yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr)
+    return bar(items, total, label, unit=unit)
 
 
 def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
@@ -369,6 +368,34 @@ def _parallel(
         sys.setswitchinterval(interval)
 
 
+# A raise statement naming a class (`raise Name`, `raise pkg.Name(...)`): the class's last part is the name.
+_RAISE = re.compile(rb"^[ \t]*raise[ \t]+(?:[A-Za-z_]\w*\.)*([A-Z]\w*)", re.M)
+
+
+def _check_raised(commit: git_stage.Commit, blobs: Sequence[git_stage.Blob], options: ExtractOptions) -> None:
+    """Refuse a scope that finds nothing where its files do raise: the classes asked for are likely mistyped.
+
+    Only on this path are the files read again, for the classes they raise (read from the text: a hint).
+    """
+    from extractor.suggest import close_to, nearest
+
+    raised: Counter[str] = Counter()
+    for _, data in git_stage.read_blobs(commit, blobs):
+        raised.update(name.decode() for name in _RAISE.findall(data))
+    asked = options.exceptions
+    if not raised or any(name.rpartition(".")[2] in raised for name in asked):
+        return  # nothing raised, or what was asked is raised but skipped (the manifest says why)
+    ranks = [{name: rank for rank, name in enumerate(nearest(a, raised))} for a in asked]
+    ranked = sorted(raised, key=lambda name: (min(r[name] for r in ranks), name))
+    shown = ", ".join(f"{name} ({raised[name]})" for name in ranked[:8]) + (", ..." if len(ranked) > 8 else "")
+    guess = next((found for a in asked if (found := close_to(a, raised))), None)
+    hint = f"; did you mean {guess}?" if guess else "; '*' takes every class"
+    raise ScopeError(
+        f"no raise of {' or '.join(asked)} under {', '.join(options.paths)} at {commit.revision} "
+        f"({commit.sha[:12]}), where the files raise {shown}{hint}"
+    )
+
+
 def extract_commit(
     commit: git_stage.Commit,
     *,
@@ -488,6 +515,8 @@ def _extract_commit(
             analyzed_at=stamp,
         )
         lines, reads = build_records(files, run=run)
+        if not lines and "*" not in options.exceptions:
+            _check_raised(commit, regular, options)
         from extractor.fields import FieldIndex
 
         def facts_of(blob: git_stage.Blob) -> FileOutcome:

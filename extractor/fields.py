@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import builtins
 import keyword
 import re
 from collections.abc import Iterable, Sequence
@@ -17,7 +18,9 @@ __all__ = ["FieldIndex"]
 _STRING = re.compile(r"""(?:[rRbBuUfF]{0,2})(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
 _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
 _ANNOTATION_NAME = re.compile(r"[A-Za-z_][\w.]*")
-_SKIP_NAMES = set(keyword.kwlist) | {"self", "cls", "super", "print", "type", "len", "isinstance", "getattr"}
+# Bare names that are no field: keywords, self, and Python's builtins (str, len, isinstance, Exception...).
+# A local that shadows a builtin (`{format=}`) is dropped too: it could not be set from outside anyway.
+_SKIP_NAMES = set(keyword.kwlist) | {"self", "cls"} | {name for name in dir(builtins) if not name.startswith("_")}
 RELATED_LIMIT = 10
 
 

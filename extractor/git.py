@@ -138,7 +138,8 @@ def _clone(url: str, target: Path) -> None:
         )
         if result.returncode != 0:
             lines = result.stderr.strip().splitlines()
-            raise RepositoryError(f"cannot clone {url}: {lines[-1] if lines else 'git clone failed'}")
+            reason = lines[-1] if lines else "git clone failed"
+            raise RepositoryError(f"cannot clone {url}: {reason}{_offline_hint(reason)}")
         try:
             os.rename(scratch / "repo.git", target)
         except OSError:
@@ -148,11 +149,29 @@ def _clone(url: str, target: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+# What git (through curl or ssh) says when the host cannot be reached at all.
+_NO_NETWORK = re.compile(
+    r"could not resolve|resolve host|failed to connect|couldn't connect|connection (?:refused|timed out|reset)"
+    r"|network is unreachable|no route to host|operation timed out|name or service not known",
+    re.I,
+)
+
+
+def _offline_hint(reason: str) -> str:
+    """Say what works without the network when git could not reach the repository's host."""
+    if not _NO_NETWORK.search(reason):
+        return ""
+    return (
+        " (no network to reach it: --release X.Y.Z reads a vLLM release from the package index, "
+        "--repo PATH reads a local clone)"
+    )
+
+
 def _fetch(repo: Path, url: str) -> None:
     try:
         _git(repo, "fetch", "--quiet", "--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
     except RepositoryError as error:
-        raise RepositoryError(f"cannot fetch {url}: {error}") from None
+        raise RepositoryError(f"cannot fetch {url}: {error}{_offline_hint(str(error))}") from None
 
 
 def resolve(repo: str, revision: str) -> Commit:

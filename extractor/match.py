@@ -8,12 +8,14 @@ from typing import Any
 
 import ahocorasick
 
-from extractor.models import CatalogLine
+from extractor.models import CatalogLine, Placeholder
 
 __all__ = ["Match", "MatchResult", "Matcher", "literal_pieces"]
 
 # `ValueError: ...`, `vllm.errors.ConfigError: ...`: the exception class that prefixes a printed error.
 _CLASS_PREFIX = re.compile(r"(?<![\w.])(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning))(?::\s?|$)")
+_OPTIONAL = frozenset({"optional-items", "one-of-branches"})
+_SEPARATORS = " \t\n.,;:|-"
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
 
 
@@ -89,7 +91,12 @@ class Matcher:
             index = len(self.entries)
             self.entries.append(_Entry(line, sum(len(p) for p in pieces), line.record.messagePattern))
             if pieces:
-                keys.setdefault(max(pieces, key=len), []).append(index)
+                # A template with parts that may not print (a list item not appended, another branch):
+                # its longest literal may be missing from a rendering, so each literal is a key, without
+                # the separators and punctuation it may share with a part that did not print.
+                optional = _OPTIONAL & set(line.extraction.warnings)
+                for key in {p.strip(_SEPARATORS) or p for p in pieces} if optional else [max(pieces, key=len)]:
+                    keys.setdefault(key, []).append(index)
             else:
                 self.placeholder_only.setdefault(line.record.errorClass, []).append(index)
         for key, indexes in keys.items():
@@ -134,11 +141,28 @@ class Matcher:
                 found = ending.search(text)
             if found is None:
                 continue
-            values: dict[str, str] = {}
-            for placeholder in entry.line.extraction.placeholders:
-                values.setdefault(placeholder.expression, found.group(placeholder.group))
-            out.append(Match(entry.line, values, entry.coverage))
+            out.append(Match(entry.line, _values(entry.line, found), entry.coverage))
         return out
+
+
+def _values(line: CatalogLine, found: re.Match[str]) -> dict[str, str]:
+    """The text each placeholder took; placeholders with no text between them (`{a}{b}`) could split
+    their text anywhere, so the run is one value, under the run's template text."""
+    message = line.record.errorMessage
+    values: dict[str, str] = {}
+    run: list[Placeholder] = []
+    for placeholder in [*line.extraction.placeholders, None]:
+        if placeholder is not None and (not run or run[-1].end == placeholder.start):
+            run.append(placeholder)
+            continue
+        if len(run) == 1 and found.group(run[0].group) is not None:
+            values.setdefault(run[0].expression, found.group(run[0].group))
+        elif run and all(found.group(p.group) is not None for p in run):
+            values.setdefault(
+                message[run[0].start : run[-1].end], found.string[found.start(run[0].group) : found.end(run[-1].group)]
+            )
+        run = [placeholder] if placeholder is not None else []
+    return values
 
 
 def match_all(matcher: Matcher, inputs: Sequence[str], *, log: bool) -> list[MatchResult]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import ValidationError
 
-from extractor.catalog import LoadedCatalog, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
 from extractor.diff import diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
@@ -24,7 +24,7 @@ __all__ = ["INDEX", "LOCK", "NightlyResult", "nightly", "read_index"]
 
 INDEX = "index.json"
 LOCK = ".nightly.lock"
-_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}$")
+_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}(-[\w.+=-]+)?$")
 
 
 @dataclass(frozen=True)
@@ -46,9 +46,15 @@ def read_index(output: Path) -> NightlyIndex:
         raise CatalogError(f"{path}: not a valid nightly index: {str(error).splitlines()[0]}") from None
 
 
+def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
+    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
+    return root / folder_name(sha=sha, revision=sha, scope=options.scope)
+
+
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
     index = read_index(output)
-    return index.latest == commit.sha and is_complete(output / commit.sha, options=options, sha=commit.sha) is not None
+    folder = _folder(output, commit.sha, options)
+    return index.latest == commit.sha and is_complete(folder, options=options, sha=commit.sha) is not None
 
 
 def nightly(
@@ -88,7 +94,7 @@ def nightly(
 
 def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | None, log: Callable[[str], None]) -> None:
     index = read_index(root)
-    directory = root / commit.sha
+    directory = _folder(root, commit.sha, options)
     for stale in directory.glob(".*.tmp"):  # temporary files of a run killed while writing
         stale.unlink(missing_ok=True)
     step = time.monotonic()
@@ -104,7 +110,7 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
 
     step = time.monotonic()
     summary = None
-    previous = _previous(root, index, commit.sha)
+    previous = _previous(root, index, commit.sha, options)
     diff = None
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
@@ -136,16 +142,17 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
     log(f"published {root / INDEX} ({time.monotonic() - step:.2f}s)")
     # The index no longer names them, so removing them now can leave nothing dangling.
     for old in dropped:
-        if _SHA_DIR.match(old.sha):
-            shutil.rmtree(root / old.sha, ignore_errors=True)
+        folder = _folder(root, old.sha, options)
+        if _SHA_DIR.match(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
 
 
-def _previous(root: Path, index: NightlyIndex, sha: str) -> LoadedCatalog | None:
+def _previous(root: Path, index: NightlyIndex, sha: str, options: ExtractOptions) -> LoadedCatalog | None:
     if index.latest is None or index.latest == sha:
         return None
     try:
-        return load_catalog(root / index.latest)
+        return load_catalog(_folder(root, index.latest, options))
     except CatalogError:
         return None

@@ -159,7 +159,7 @@ def rescan(
     if isinstance(visited, str):
         return None
     body, visitor = visited
-    if visitor.outside_function:
+    if visitor.outside_function or visitor.globals_read:
         return None
     standing = {
         (statement.lineno, statement.col_offset): scope

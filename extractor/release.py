@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from filelock import FileLock
 from packaging.version import InvalidVersion, Version
@@ -153,7 +153,7 @@ def fetch_sdist(version: str) -> Sdist:
         digest = hashlib.sha256()
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=600) as response:
-                for chunk in iter(lambda: response.read(1 << 20), b""):
+                for chunk in _download(response, filename):
                     digest.update(chunk)
                     out.write(chunk)
             if digest.hexdigest() != expected_hash:
@@ -243,6 +243,17 @@ def resolve_releases(spec: str, *, versions: list[str] | None = None) -> list[st
     if not chosen:
         raise ReleaseError(f"release:{spec}: no release of {PROJECT} on the package index in that range")
     return sorted(chosen, key=Version)
+
+
+def _download(response: Any, filename: str) -> Iterator[bytes]:
+    """Read a download in chunks: a bar on a terminal, else one line saying what and how big."""
+    from extractor.progress import byte_bar, note
+
+    length = response.headers.get("Content-Length")
+    size = int(length) if length and length.isdigit() else None
+    host = urllib.parse.urlsplit(response.geturl()).hostname or "the package index"
+    note(f"downloading {filename}" + (f" ({size / 1e6:.1f} MB)" if size else "") + f" from {host}")
+    yield from byte_bar(iter(lambda: response.read(1 << 16), b""), size, filename)
 
 
 def release_tag(version: str) -> str:

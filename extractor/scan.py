@@ -72,7 +72,7 @@ class Skipped:
 
 
 FileScan = Scanned | Skipped
-_Located = ast.expr | ast.stmt | ast.pattern
+_Located = ast.expr | ast.stmt | ast.pattern | ast.keyword
 
 
 def could_hold(data: bytes, options: ScanOptions) -> bool:
@@ -206,7 +206,7 @@ def _scan_text(
         classes=classes,
         flags=flags,
         facts=facts,
-        pieces=pieces_of(lines, body),
+        pieces=[] if visitor.globals_read else pieces_of(lines, body),
     )
 
 
@@ -227,6 +227,7 @@ def visit(
     except (ValueError, RecursionError, MemoryError) as error:
         return f"cannot parse: {type(error).__name__}: {error}"
     visitor = _Visitor(lines, options, lines_with_raise(source, lines), templates)
+    visitor.module = tree.body
     if visitor.raise_lines:
         try:
             visitor.block(tree.body, _State())
@@ -285,6 +286,8 @@ class _State(NamedTuple):
     # and the compound statement that owns each list (None for the function body).
     chain: tuple[tuple[Sequence[ast.stmt], int, ast.stmt | None], ...] = ()
     owner: ast.stmt | None = None
+    # The functions and classes around the raise, outermost first.
+    defs: tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, ...] = ()
 
     def enter(self, condition: Condition, owner: ast.stmt) -> _State:
         return self._replace(conditions=(*self.conditions, condition), owner=owner)
@@ -310,6 +313,9 @@ class _Visitor:
         self.raise_lines = raise_lines
         self.sites: list[Site] = []
         self.skipped: list[SkippedSite] = []
+        self.module: Sequence[ast.stmt] = ()
+        self.globals_read = False  # a message was looked up among the module's constants
+        self._constants: dict[str, ast.expr] | None = None
 
     # Source text helpers -------------------------------------------------------------------------
     def _line_bytes(self, lineno: int) -> bytes:
@@ -357,10 +363,10 @@ class _Visitor:
         if isinstance(node, ast.Raise):
             self.raise_(node, state)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            inner = _State(scope=(*state.scope, node.name, "<locals>"))
+            inner = _State(scope=(*state.scope, node.name, "<locals>"), defs=(*state.defs, node))
             self.block(node.body, inner)
         elif isinstance(node, ast.ClassDef):
-            self.block(node.body, _State(scope=(*state.scope, node.name)))
+            self.block(node.body, _State(scope=(*state.scope, node.name), defs=(*state.defs, node)))
         elif isinstance(node, ast.If):
             self.if_(node, state, ConditionKind.IF)
         elif isinstance(node, ast.For | ast.AsyncFor):
@@ -453,10 +459,14 @@ class _Visitor:
             and any(isinstance(a, ast.Name) for a in exc.args)
         ):
             self.outside_function = True
-        if exc is None:
-            return  # a bare `raise` re-raises; it is not a new site
-        if isinstance(exc, ast.Name) and exc.id in state.caught:
-            return  # `raise err` of a caught exception is a re-raise too
+        reraise = _reraise(exc, state.caught)
+        if reraise is not None:  # not a new site: with every class in scope, a named skip
+            if self.options.any_exception:
+                self._skip(node, reraise)
+            return
+        assert exc is not None
+        if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Attribute) and exc.func.attr == "with_traceback":
+            exc = exc.func.value  # `raise E("new").with_traceback(tb)`: a new exception all the same
         target = exc.func if isinstance(exc, ast.Call) else exc
         dotted = _dotted(target)
         name = dotted.rpartition(".")[2] if dotted else None
@@ -470,7 +480,7 @@ class _Visitor:
             self._skip(node, f"raises the value of a variable, not a class: {dotted}")
             return
         assert name is not None
-        template, key = self.template(exc, state)
+        template, key = self.template(exc, state, name)
         if not _encodable(template.message):
             self._skip(node, "its message holds a lone surrogate (an escape like \\ud800): no UTF-8 can carry it")
             return
@@ -507,10 +517,69 @@ class _Visitor:
             )
         )
 
+    def resolve(self, name: str, state: _State) -> list[str]:
+        """The sources of what `name` holds at the raise (see `_resolve`), else of the module-level string
+        constant it names, else nothing."""
+        found = _resolve(name, state, self)
+        if found or not state.defs or _bound_in(name, state.defs):
+            return found
+        # A global: its value may lie in any statement of the module, which a rescan may not have parsed,
+        # and may change while the function stays the same: such a file is never rescanned in pieces.
+        self.globals_read = True
+        constant = self.constants().get(name)
+        return [self.segment(constant)] if constant is not None else []
+
+    def substitute(self, value: ast.expr, name: str, replacement: str) -> str:
+        """The source of `value` with each use of `name` in it replaced by `replacement`."""
+        text = self.segment(value)
+        starts = [0]
+        for line in text.split("\n"):
+            starts.append(starts[-1] + len(line) + 1)
+        spans = []
+        for node in ast.walk(value):
+            if isinstance(node, ast.Name) and node.id == name:
+                row = node.lineno - value.lineno
+                column = self.column(node) - (self.column(value) if row == 0 else 0)
+                spans.append(starts[row] + column)
+        for start in sorted(spans, reverse=True):
+            text = text[:start] + replacement + text[start + len(name) :]
+        return text
+
+    def constants(self) -> dict[str, ast.expr]:
+        """The module's names bound once, to a string literal, and declared `global` nowhere."""
+        if self._constants is None:
+            counts: dict[str, int] = {}
+            values: dict[str, ast.expr] = {}
+            for statement in self.module:
+                for node in _bindings(statement, None):
+                    for bound in _bound_names(node):
+                        counts[bound] = counts.get(bound, 0) + 1
+                targets: list[ast.expr] = [statement.target] if isinstance(statement, ast.AnnAssign) else []
+                targets = statement.targets if isinstance(statement, ast.Assign) else targets
+                value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+                if (
+                    len(targets) == 1
+                    and isinstance(targets[0], ast.Name)
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                ):
+                    values[targets[0].id] = value
+            declared = {
+                name
+                for statement in self.module
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Global | ast.Nonlocal)
+                for name in node.names
+            }
+            self._constants = {
+                name: value for name, value in values.items() if counts.get(name) == 1 and name not in declared
+            }
+        return self._constants
+
     def _skip(self, node: ast.Raise, reason: str) -> None:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
 
-    def template(self, exc: ast.expr, state: _State) -> tuple[Template, str | None]:
+    def template(self, exc: ast.expr, state: _State, name: str) -> tuple[Template, str | None]:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
         from extractor.template import message_template  # libcst: imported only when a file is parsed
 
@@ -522,18 +591,64 @@ class _Visitor:
             sources = [self.segment(exc)]
         elif len(args) == 1 and isinstance(args[0], ast.Name):
             variable = args[0].id
-            sources = [self.segment(v) for v in _resolve(variable, state)]
+            sources = self.resolve(variable, state)
         else:
             sources = [self.segment(arg) for arg in args]
-        made_of = "\0".join([variable or "", *sources])
+        keywords = [self.segment(keyword) for keyword in exc.keywords]
+        joins: dict[str, tuple[str | None, list[tuple[str, bool]]]] = {}
+        for joined in sorted(_joined_names(exc)):
+            filled = _resolve_list(joined, state)
+            if filled is not None and filled[1]:  # it adds known text only with items of its own
+                head, items = filled
+                joins[joined] = (
+                    self.segment(head) if head is not None else None,
+                    [(self.segment(item), certain) for item, certain in items],
+                )
+        # The class decides too: some builtins print their arguments their own way.
+        made_of = "\0".join([name, variable or "", *sources, repr((keywords, sorted(joins.items())))])
         key = hashlib.blake2b(made_of.encode(), digest_size=12).hexdigest()
         earlier = self.templates.get(key)
         if earlier is not None:
             with contextlib.suppress(KeyError, TypeError, ValueError):  # not a site this code wrote
                 return _template_of(earlier), key
         if variable is not None:
-            return message_template(variable=variable, pieces=sources), key
-        return message_template(sources), key
+            return (
+                message_template(variable=variable, pieces=sources, keywords=keywords, joins=joins, error_class=name),
+                key,
+            )
+        return message_template(sources, keywords=keywords, joins=joins, error_class=name), key
+
+
+def _joined_names(exc: ast.Call) -> set[str]:
+    """The names of the lists a raise's arguments join into text (`" ".join(errors)`)."""
+    return {
+        node.args[0].id
+        for arg in exc.args
+        for node in ast.walk(arg)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Name)
+    }
+
+
+def _reraise(exc: ast.expr | None, caught: frozenset[str]) -> str | None:
+    """Why a raise re-raises an exception that already exists (so is no new site), or None."""
+    if exc is None:
+        return "re-raises the exception being handled (a bare raise)"
+    if isinstance(exc, ast.Name) and exc.id in caught:
+        return f"re-raises the caught exception {exc.id}"
+    if (
+        isinstance(exc, ast.Call)
+        and isinstance(exc.func, ast.Attribute)
+        and exc.func.attr == "with_traceback"
+        and not isinstance(exc.func.value, ast.Call)
+    ):
+        return "re-raises an existing exception with another traceback (with_traceback)"
+    return None
 
 
 def _template_of(site: SiteData) -> Template:
@@ -571,20 +686,40 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
-def _resolve(name: str, state: _State) -> list[ast.expr]:
-    """Return what was assigned (then `+=`-ed) to `name` before the raise on every path, or nothing.
+def _resolve(name: str, state: _State, visitor: _Visitor) -> list[str]:
+    """Return the sources of what was assigned (then `+=`-ed) to `name` before the raise on every path,
+    or nothing.
 
     Walks back through the statements that precede the raise in its block, then in each enclosing
     block up to the function body. Any other binding of the name on the way (inside a branch, a loop,
-    an unpacking) makes the value path-dependent, and the name stays unresolved.
+    an unpacking, a `def`, an import, a match pattern, a walrus) makes the value path-dependent, and the
+    name stays unresolved; so does a value that is not a string when anything on the way may change it
+    (`errors = []` then `errors.append(...)`). A value built from the name's earlier value
+    (`msg = msg.format(n)`) is that value put in its place; an `if` whose every branch assigns a string
+    gives one of those strings.
     """
     pieces: list[ast.expr] = []
     used: set[int] = set()
-    for body, index, owner in reversed(state.chain):
-        for statement in reversed(body[:index]):
+    passed: list[ast.AST] = []  # what ran on the way: it may change a value that is not a string in place
+    augmented = False
+    for level in range(len(state.chain) - 1, -1, -1):
+        body, index, owner = state.chain[level]
+        for position in range(index - 1, -1, -1):
+            statement = body[position]
             value = _plain_assignment(statement, name)
             if value is not None:
-                return [value, *pieces]
+                if not _stringy(value) and (augmented or any(_may_change(node, name) for node in passed)):
+                    return []
+                rest = [visitor.segment(piece) for piece in pieces]
+                if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(value)):
+                    return [visitor.segment(value), *rest]
+                if not _built_on(value, name):
+                    return [visitor.segment(value), *rest]  # one placeholder, reading the earlier value
+                # Built from its own earlier value: that value, resolved where this statement stands.
+                earlier = _resolve(name, state._replace(chain=(*state.chain[:level], (body, position, owner))), visitor)
+                if not earlier:
+                    return []
+                return [visitor.substitute(value, name, "(" + " + ".join(earlier) + ")"), *rest]
             if (
                 isinstance(statement, ast.AugAssign)
                 and isinstance(statement.target, ast.Name)
@@ -593,17 +728,233 @@ def _resolve(name: str, state: _State) -> list[ast.expr]:
             ):
                 pieces.insert(0, statement.value)
                 used.add(id(statement))
+                augmented = True
                 continue
             if any(True for _ in _bindings(statement, name)):
-                return []
+                branches = _branches(statement, name, visitor) if not pieces else None
+                return [branches] if branches is not None else []
+            passed.append(statement)
+        if owner is None:
+            continue
         # A loop or try may have run other bindings of the name before reaching the raise.
-        if (
-            owner is not None
-            and not isinstance(owner, ast.If | ast.Match)
-            and any(id(binding) not in used for binding in _bindings(owner, name))
-        ):
+        if isinstance(owner, ast.If | ast.Match):
+            if any(True for header in _headers(owner) for _ in _bindings(header, name)):
+                return []
+            passed += [header for header in _headers(owner) if not _harmless_test(header, name)]
+        elif any(id(binding) not in used for binding in _bindings(owner, name)):
             return []
+        else:
+            passed += _ran_before(owner, body)
     return []
+
+
+def _ran_before(owner: ast.stmt, body: Sequence[ast.stmt]) -> list[ast.AST]:
+    """What of a compound statement may have run before its block `body` (besides the statements of
+    `body` above the raise): a `with`'s items, the other blocks of a `try`, all of a loop (an earlier
+    turn)."""
+    if isinstance(owner, ast.With | ast.AsyncWith):
+        return list(owner.items)
+    if isinstance(owner, ast.Try | ast.TryStar):
+        if body is owner.body:
+            return []
+        handlers = [handler for handler in owner.handlers if handler.body is not body]
+        return [*owner.body, *handlers, *(owner.orelse if body is owner.finalbody else [])]
+    return [owner]
+
+
+def _built_on(value: ast.expr, name: str) -> bool:
+    """Tell whether `value` formats or extends the string `name` holds (`name.format(...)`, `name % x`)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "format":
+        base = value.func.value
+    elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod | ast.Add):
+        base = value.left
+    else:
+        return False
+    return isinstance(base, ast.Name) and base.id == name
+
+
+def _branches(statement: ast.stmt, name: str, visitor: _Visitor) -> str | None:
+    """The strings an `if`/`else` assigns to `name`, one per branch, as one conditional expression's
+    source; None unless every branch binds the name exactly once, by a plain assignment of a string."""
+    if not isinstance(statement, ast.If) or not statement.orelse:
+        return None
+    values: list[str] = []
+    for branch in (statement.body, statement.orelse):
+        if len(branch) == 1 and isinstance(branch[0], ast.If) and branch is statement.orelse:
+            inner = _branches(branch[0], name, visitor)
+            if inner is None or any(True for _ in _bindings(branch[0].test, name)):
+                return None
+            values.append(inner)
+            continue
+        assigned = [_plain_assignment(inner, name) for inner in branch]
+        found = [value for value in assigned if value is not None]
+        bindings = sum(1 for inner in branch for _ in _bindings(inner, name))
+        if len(found) != 1 or bindings != 1 or not _stringy(found[0]):
+            return None
+        values.append(visitor.segment(found[0]))
+    if any(True for _ in _bindings(statement.test, name)):
+        return None
+    return f"({values[0]}) if _ else ({values[1]})"
+
+
+def _bound_in(name: str, defs: Sequence[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]) -> bool:
+    """Tell whether `name` is local to one of the functions around a raise (so not the module's)."""
+    if isinstance(defs[-1], ast.ClassDef):
+        return True  # a class body's own names: not worth the trouble
+    for node in defs:
+        if isinstance(node, ast.ClassDef):
+            continue
+        arguments = node.args
+        parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+        parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        if any(parameter.arg == name for parameter in parameters):
+            return True
+        if any(True for statement in node.body for _ in _bindings(statement, name)):
+            return True
+    return False
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names a binding node (as `_bindings` yields them) binds."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.AugAssign):
+        return [node.target.id] if isinstance(node.target, ast.Name) else []
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return list(node.names)
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [alias.asname or alias.name.partition(".")[0] for alias in node.names]
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    bound = getattr(node, "name", None)
+    return [bound] if isinstance(bound, str) else []
+
+
+# What a list joined into a message holds: the expression it started from when that is not a list
+# display (its items unknown), then each item's expression and whether it is there on every path.
+JoinedList = tuple[ast.expr | None, list[tuple[ast.expr, bool]]]
+
+
+def _resolve_list(name: str, state: _State) -> JoinedList | None:
+    """Return how the list `name` was filled before the raise (`x = [...]`, then `x.append(...)` in
+    straight-line code or under `if`s), or None when anything else on the way may bind or change it."""
+    items: list[tuple[ast.expr, bool]] = []
+    for body, index, owner in reversed(state.chain):
+        for statement in reversed(body[:index]):
+            value = _plain_assignment(statement, name)
+            if value is not None:
+                if isinstance(value, ast.List):
+                    if any(isinstance(element, ast.Starred) for element in value.elts):
+                        return None
+                    return None, [(element, True) for element in value.elts] + items
+                return value, items
+            found = _appends(statement, name, certain=True)
+            if found is None:
+                return None
+            items[:0] = found
+        if owner is not None:
+            headers = _headers(owner) if isinstance(owner, ast.If | ast.Match) else _ran_before(owner, body)
+            if any(_mentions(header, name) for header in headers if not _harmless_test(header, name)):
+                return None
+    return None
+
+
+def _appends(statement: ast.stmt, name: str, *, certain: bool) -> list[tuple[ast.expr, bool]] | None:
+    """The items `statement` appends to the list `name` (under an `if`, maybe not), or None when it
+    touches the name otherwise."""
+    if (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr == "append"
+        and isinstance(statement.value.func.value, ast.Name)
+        and statement.value.func.value.id == name
+        and len(statement.value.args) == 1
+        and not statement.value.keywords
+        and not isinstance(statement.value.args[0], ast.Starred)
+        and not _mentions(statement.value.args[0], name)
+    ):
+        return [(statement.value.args[0], certain)]
+    if isinstance(statement, ast.If):
+        if _mentions(statement.test, name) and not _harmless_test(statement.test, name):
+            return None
+        found: list[tuple[ast.expr, bool]] = []
+        for inner in [*statement.body, *statement.orelse]:
+            more = _appends(inner, name, certain=False)
+            if more is None:
+                return None
+            found += more
+        return found
+    return None if _mentions(statement, name) else []
+
+
+def _harmless_test(node: ast.AST, name: str) -> bool:
+    """Tell whether a condition only asks about the value `name` holds (whether it is empty, how long
+    it is, what it equals, its type), which changes nothing in place."""
+    if isinstance(node, ast.Name | ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _harmless_test(node.operand, name)
+    if isinstance(node, ast.BoolOp):
+        return all(_harmless_test(value, name) or not _mentions(value, name) for value in node.values)
+    if isinstance(node, ast.Compare):
+        return all(_harmless_test(part, name) or not _mentions(part, name) for part in [node.left, *node.comparators])
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("len", "bool", "isinstance", "callable", "type")
+        and all(isinstance(arg, ast.Name) or not _mentions(arg, name) for arg in node.args)
+    )
+
+
+def _headers(owner: ast.If | ast.Match) -> list[ast.AST]:
+    """The parts of an `if` or `match` that run before any of its branches: the test, or the subject
+    with the patterns and guards of its cases."""
+    if isinstance(owner, ast.If):
+        return [owner.test]
+    headers: list[ast.AST] = [owner.subject]
+    for case in owner.cases:
+        headers.append(case.pattern)
+        if case.guard is not None:
+            headers.append(case.guard)
+    return headers
+
+
+def _stringy(value: ast.expr) -> bool:
+    """Tell whether an expression certainly gives a str, which nothing can change in place."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str)
+    if isinstance(value, ast.JoinedStr):
+        return True
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return _stringy(value.left) or _stringy(value.right)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod):
+        return _stringy(value.left)
+    if isinstance(value, ast.IfExp):
+        return _stringy(value.body) and _stringy(value.orelse)
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in ("format", "join")
+        and _stringy(value.func.value)
+    )
+
+
+def _may_change(node: ast.AST, name: str) -> bool:
+    """Tell whether `node` may change the value `name` holds in place (it uses the name other than as a
+    test of emptiness or length)."""
+    if isinstance(node, ast.If | ast.While):
+        return (_mentions(node.test, name) and not _harmless_test(node.test, name)) or any(
+            _may_change(inner, name) for inner in [*node.body, *node.orelse]
+        )
+    return _mentions(node, name)
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    """Tell whether `name` appears under `node` (nested scopes included: a closure may change it)."""
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node)) or any(
+        True for _ in _bindings(node, name)
+    )
 
 
 def _plain_assignment(statement: ast.stmt, name: str) -> ast.expr | None:
@@ -621,23 +972,41 @@ def _plain_assignment(statement: ast.stmt, name: str) -> ast.expr | None:
     return None
 
 
-def _bindings(node: ast.AST, name: str) -> Iterator[ast.AST]:
-    """Yield the statements or expressions under node that bind `name` (not in nested scopes)."""
+def _bindings(node: ast.AST, name: str | None) -> Iterator[ast.AST]:
+    """Yield the statements, expressions or patterns under node that bind `name` (any name for None),
+    not in nested scopes, whose own name is bound here all the same."""
     stack = [node]
     while stack:
         current = stack.pop()
-        if current is not node and isinstance(
-            current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-        ):
+        if isinstance(current, ast.Lambda):
             continue
-        if isinstance(current, ast.Name) and current.id == name and isinstance(current.ctx, ast.Store | ast.Del):
+        if any(name is None or bound == name for bound in _binds(current)):
             yield current
-        elif isinstance(current, ast.AugAssign) and isinstance(current.target, ast.Name) and current.target.id == name:
-            yield current
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.AugAssign):
             continue
-        elif isinstance(current, ast.ExceptHandler) and current.name == name:
-            yield current
         stack.extend(ast.iter_child_nodes(current))
+
+
+def _binds(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Name):
+        return [node.id] if isinstance(node.ctx, ast.Store | ast.Del) else []
+    if isinstance(
+        node,
+        ast.AugAssign
+        | ast.Global
+        | ast.Nonlocal
+        | ast.Import
+        | ast.ImportFrom
+        | ast.MatchMapping
+        | ast.FunctionDef
+        | ast.AsyncFunctionDef
+        | ast.ClassDef
+        | ast.ExceptHandler
+        | ast.MatchAs
+        | ast.MatchStar,
+    ):
+        return _bound_names(node)
+    return []
 
 
 def _one_line(source: str) -> str:

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import contextlib
+import itertools
 import re
 import string
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal, cast
@@ -28,6 +31,7 @@ _PERCENT = re.compile(
     r"(?P<type>[diouxXeEfFgGcrsa%])"
 )
 _EMPTY_MODULE = cst.Module(body=[])
+_GROUP = re.compile(r"\(\?P<p\d+>")
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,15 @@ class _Hole:
         return "{" + self.expression + conversion + spec + "}"
 
 
-_Part = str | _Hole
+@dataclass(frozen=True)
+class _Raw:
+    """Text of the message whose regex is not its plain escape (a quote either way, an optional item)."""
+
+    text: str
+    regex: str
+
+
+_Part = str | _Hole | _Raw
 Conversion = Literal["r", "s", "a"] | None
 
 
@@ -83,10 +95,11 @@ def pattern_for(parts: Sequence[_Part]) -> tuple[str, str, tuple[Placeholder, ..
     placeholders: list[Placeholder] = []
     offset = 0
     for part in _merge(parts):
-        if isinstance(part, str):
-            message.append(part)
-            pattern.append(_escape(part))
-            offset += len(part)
+        if isinstance(part, str | _Raw):
+            text = part if isinstance(part, str) else part.text
+            message.append(text)
+            pattern.append(_escape(part) if isinstance(part, str) else part.regex)
+            offset += len(text)
             continue
         text = part.text()
         group = f"p{len(placeholders)}"
@@ -103,9 +116,26 @@ def pattern_for(parts: Sequence[_Part]) -> tuple[str, str, tuple[Placeholder, ..
             )
         )
         message.append(text)
-        pattern.append(_escape(part.debug or "") + f"(?P<{group}>.*?)")
+        width = _width(part.spec)
+        pattern.append(_escape(part.debug or "") + (f"(?P<{group}>.{{{width},}}?)" if width else f"(?P<{group}>.*?)"))
         offset += len(text)
     return "".join(message), "".join(pattern), tuple(placeholders)
+
+
+_SPEC_WIDTH = re.compile(r"(?:.?[<>=^])?[+\- ]?z?#?0?(?P<width>\d+)")
+
+
+def _width(spec: str | None) -> int:
+    """The least number of characters a format spec prints (its width), 0 when unknown."""
+    if not spec or "{" in spec:
+        return 0
+    found = _SPEC_WIDTH.match(spec)
+    return int(found["width"]) if found else 0
+
+
+def adjacent(placeholders: Sequence[Placeholder]) -> bool:
+    """Tell whether two placeholders touch (no literal text between them to split their values)."""
+    return any(a.end == b.start for a, b in itertools.pairwise(placeholders))
 
 
 def _merge(parts: Sequence[_Part]) -> list[_Part]:
@@ -149,17 +179,25 @@ class _Unsupported(Exception):
 class _Builder:
     """Turns one libcst expression into template parts, remembering what shapes it met."""
 
-    def __init__(self) -> None:
+    def __init__(self, joins: Mapping[str, Joined] | None = None) -> None:
         self.kinds: set[MessageKind] = set()
         self.warnings: list[str] = []
+        self.joins = joins or {}
 
     def parts(self, node: cst.BaseExpression) -> list[_Part]:
+        joined = self._join(node)
+        if joined is not None:
+            return joined
+        translated = _translated(node)
+        if translated is not None:
+            self._warn("translated-message")
+            return self.parts(translated)
         if isinstance(node, cst.SimpleString):
             return [self._simple(node)]
         if isinstance(node, cst.FormattedString):
             return self._fstring(node)
         if isinstance(node, cst.ConcatenatedString):
-            return self.parts(node.left) + self.parts(node.right)
+            return [part for piece in _pieces(node) for part in self.parts(piece)]
         if isinstance(node, cst.BinaryOperation):
             if isinstance(node.operator, cst.Add) and (_is_text(node.left) or _is_text(node.right)):
                 self.kinds.add(MessageKind.CONCAT)
@@ -167,6 +205,8 @@ class _Builder:
             if isinstance(node.operator, cst.Modulo) and _is_literal(node.left):
                 self.kinds.add(MessageKind.PERCENT)
                 return self._percent(node.left, node.right)
+        if isinstance(node, cst.IfExp):
+            return self._either(node)
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
@@ -176,6 +216,62 @@ class _Builder:
             self.kinds.add(MessageKind.FORMAT)
             return self._format(node.func.value, node.args)
         raise _Unsupported
+
+    def _either(self, node: cst.IfExp) -> list[_Part]:
+        """`A if c else B` of two strings: the message shows A, the pattern accepts either (B's values
+        are not captured)."""
+        first, second = self.parts(node.body), self.parts(node.orelse)
+        _, other, _ = pattern_for(second)
+        other = _GROUP.sub("(?:", other)
+        self._warn("one-of-branches")
+        return [_Raw("", "(?:"), *first, _Raw("", f"|{other})")]
+
+    def _warn(self, warning: str) -> None:
+        if warning not in self.warnings:
+            self.warnings.append(warning)
+
+    def _join(self, node: cst.BaseExpression) -> list[_Part] | None:
+        """`SEP.join(items)` over a list whose items are known (filled before the raise), else None."""
+        if not (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "join"
+            and _is_literal(node.func.value)
+            and len(node.args) == 1
+            and isinstance(node.args[0].value, cst.Name)
+            and node.args[0].value.value in self.joins
+            and not node.args[0].star
+        ):
+            return None
+        separator = _literal_value(node.func.value)
+        head, items = self.joins[node.args[0].value.value]
+        entries: list[tuple[list[_Part], bool]] = []
+        if head is not None:  # a list of unknown strings: maybe empty
+            entries.append(([_Hole(f"{_bare_code(node.func.value)}.join({_flatten(head)})")], False))
+        inner = _Builder(self.joins)
+        for source, certain in items:
+            item = _parse(source)
+            if item is None:
+                return None
+            try:
+                entries.append((inner.parts(item), certain))
+            except _Unsupported:
+                return None  # an item that is not a string shape: the join stays one placeholder
+        self.kinds |= inner.kinds
+        for warning in inner.warnings:
+            self._warn(warning)
+        if all(certain for _, certain in entries):
+            out: list[_Part] = []
+            for index, (parts, _) in enumerate(entries):
+                out += [separator, *parts] if index else parts
+            return out
+        out = []
+        for index, (parts, certain) in enumerate(entries):
+            if index:
+                out.append(_Raw(separator, f"(?:{_escape(separator)})?"))
+            out += parts if certain else [_Raw("", "(?:"), *parts, _Raw("", ")?")]
+        self._warn("optional-items")
+        return out
 
     def _operand(self, node: cst.BaseExpression) -> list[_Part]:
         try:
@@ -199,6 +295,11 @@ class _Builder:
                 out.append(_render_text(part.value, is_raw=is_raw, fstring=True))
                 continue
             assert isinstance(part, cst.FormattedStringExpression)
+            if part.conversion is None and part.format_spec is None and part.equal is None:
+                joined = self._join(part.expression)
+                if joined is not None:
+                    out += joined
+                    continue
             expression = _code(part.expression)
             spec = "".join(_code(p) for p in part.format_spec) if part.format_spec is not None else None
             debug = None
@@ -255,13 +356,7 @@ class _Builder:
                 expression = f"{right_code}[{index}]"
             index += 1
             conversion = kind if kind in "ra" else None
-            spec = None
-            if kind not in "rsa":
-                spec = (match.group("flags") or "") + (match.group("width") or "")
-                if match.group("prec"):
-                    spec += "." + match.group("prec")
-                spec += "d" if kind in "iu" else kind
-            out.append(_Hole(expression, conversion=conversion, spec=spec))
+            out.append(_Hole(expression, conversion=conversion, spec=_percent_spec(match)))
         out.append(fmt[position:])
         return out
 
@@ -293,18 +388,68 @@ class _Builder:
         return out
 
 
+def _percent_spec(match: re.Match[str]) -> str | None:
+    """The format spec that prints a `%` conversion as `%` does (`%-8s` is `<8`, `%5d` is `5d`)."""
+    kind = match.group("type")
+    flags = match.group("flags") or ""
+    width = match.group("width") or ""
+    if width == "*":
+        width = ""
+    align = "<" if "-" in flags else (">" if width and kind in "rsa" else "")
+    sign = "+" if "+" in flags else (" " if " " in flags else "")
+    alternate = "#" if "#" in flags and kind not in "rsa" else ""
+    zero = "0" if "0" in flags and "-" not in flags and kind not in "rsac" else ""
+    precision = "." + match.group("prec") if match.group("prec") and match.group("prec") != "*" else ""
+    code = "" if kind in "rsa" else ("d" if kind in "iu" else kind)
+    spec = align + sign + alternate + zero + width + precision + code
+    return spec or None
+
+
+def _translated(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The string a translation call (`_("...")`, `gettext("...")`) wraps: its source-language text."""
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in _TRANSLATORS
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+        and _is_literal(node.args[0].value)
+    ):
+        return node.args[0].value
+    return None
+
+
+_TRANSLATORS = frozenset({"_", "gettext", "gettext_lazy", "ugettext", "ugettext_lazy", "lazy_gettext", "_l", "N_"})
+
+
 def _is_literal(node: cst.BaseExpression) -> bool:
     """Tell whether a node is a plain (non-f, non-bytes) string literal, possibly concatenated."""
+    if _translated(node) is not None:
+        return True
     if isinstance(node, cst.SimpleString):
         return "b" not in node.prefix.lower()
     if isinstance(node, cst.ConcatenatedString):
-        return _is_literal(node.left) and _is_literal(node.right)
+        return all(_is_literal(piece) for piece in _pieces(node))
     return False
+
+
+def _pieces(node: cst.ConcatenatedString) -> list[cst.BaseExpression]:
+    """The strings of an implicit concatenation, in order, without recursion (it may have thousands)."""
+    out: list[cst.BaseExpression] = []
+    current: cst.BaseExpression = node
+    while isinstance(current, cst.ConcatenatedString):
+        out.append(current.left)
+        current = current.right
+    out.append(current)
+    return out
 
 
 def _is_text(node: cst.BaseExpression) -> bool:
     """Tell whether a node certainly evaluates to a str we can read (so `+` is concatenation)."""
     if isinstance(node, cst.SimpleString | cst.FormattedString | cst.ConcatenatedString):
+        return True
+    if _translated(node) is not None:
         return True
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
         return _is_text(node.left) or _is_text(node.right)
@@ -314,10 +459,13 @@ def _is_text(node: cst.BaseExpression) -> bool:
 
 
 def _literal_value(node: cst.BaseExpression) -> str:
+    translated = _translated(node)
+    if translated is not None:
+        return _literal_value(translated)
     if isinstance(node, cst.SimpleString):
         return _render_text(node.raw_value, is_raw="r" in node.prefix.lower(), fstring=False)
     if isinstance(node, cst.ConcatenatedString):
-        return _literal_value(node.left) + _literal_value(node.right)
+        return "".join(_literal_value(piece) for piece in _pieces(node))
     raise _Unsupported
 
 
@@ -330,7 +478,8 @@ def _parse(source: str) -> cst.BaseExpression | None:
 
 
 def _element_parts(builder: _Builder, source: str) -> list[_Part]:
-    """Render one argument of a multi-argument raise as `repr` would show it inside a tuple."""
+    """Render one argument as `repr` shows it (inside the tuple of a multi-argument raise, or alone
+    where the class prints the repr of its argument): a string takes the quotes repr would give it."""
     node = _parse(source)
     if node is not None and _is_literal(node):
         return [repr(_literal_value(node))]
@@ -340,8 +489,107 @@ def _element_parts(builder: _Builder, source: str) -> list[_Part]:
         except _Unsupported:
             pass
         else:
-            return ["'", *inner, "'"]
+            return _quoted(inner)
     return [_Hole(_flatten(source), conversion="r")]
+
+
+def _quoted(parts: Sequence[_Part]) -> list[_Part]:
+    """The parts of a string shown by `repr`: text escaped as repr escapes it, between the quotes repr
+    picks for the text (a placeholder's value may hold quotes too, so the pattern accepts either)."""
+    text = "".join(part for part in parts if isinstance(part, str))
+    quote = '"' if "'" in text and '"' not in text else "'"
+    out: list[_Part] = [_Raw(quote, "['\"]")]
+    for part in parts:
+        if not isinstance(part, str):
+            out.append(part)
+            continue
+        for char in part:
+            if char in "'\"":
+                out.append(_Raw("\\" + char if char == quote else char, f"\\\\?{char}"))
+            else:
+                out.append(repr(char)[1:-1])
+    out.append(_Raw(quote, "['\"]"))
+    return out
+
+
+# Builtin classes whose `str()` is not the plain `str()` of their argument(s).
+_OS_ERRORS = frozenset(
+    {
+        "OSError", "IOError", "EnvironmentError", "FileNotFoundError", "FileExistsError", "PermissionError",
+        "IsADirectoryError", "NotADirectoryError", "ConnectionError", "BrokenPipeError", "ConnectionAbortedError",
+        "ConnectionRefusedError", "ConnectionResetError", "ChildProcessError", "InterruptedError",
+        "ProcessLookupError", "TimeoutError",
+    }
+)  # fmt: skip
+_SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
+
+
+def _builtin(name: str | None) -> type[BaseException] | None:
+    value = getattr(builtins, name or "", None)
+    return value if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]) -> list[_Part] | None:
+    """The rendering of a builtin class whose `__str__` differs from the plain one, or None."""
+    if error_class == "KeyError" and len(args) == 1:
+        parts = _element_parts(builder, args[0])
+        if len(parts) == 1 and isinstance(parts[0], _Hole):
+            builder.kinds.add(MessageKind.DYNAMIC)
+        elif not builder.kinds:
+            builder.kinds.add(MessageKind.LITERAL)
+        return parts
+    if error_class in _OS_ERRORS and 2 <= len(args) <= 5:
+        if any(_none(arg) for arg in args[:2]):
+            return None
+        parts = ["[Errno ", *_str_parts(builder, args[0]), "] ", *_str_parts(builder, args[1])]
+        if len(args) >= 3 and not _none(args[2]):
+            parts += [": ", *_element_parts(builder, args[2])]
+            if len(args) == 5 and not _none(args[4]):
+                parts += [" -> ", *_element_parts(builder, args[4])]
+        return parts
+    if error_class in ("UnicodeDecodeError", "UnicodeEncodeError") and len(args) == 5:
+        # One byte (character) or a range, which only the values decide: the pattern accepts both.
+        encoding, _, start, end, reason = args
+        decode = error_class == "UnicodeDecodeError"
+        verb, noun = ("decode", "bytes") if decode else ("encode", "characters")
+        one = r"byte 0x[0-9a-f]{2}" if decode else r"character '\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8})'"
+        return [
+            "'", *_str_parts(builder, encoding), f"' codec can't {verb} ",
+            _Raw("", f"(?:{one} in position \\d+|"),
+            f"{noun} in position ", *_str_parts(builder, start), "-", _Hole(f"{_flatten(end)} - 1"),
+            _Raw("", ")"),
+            ": ", *_str_parts(builder, reason),
+        ]  # fmt: skip
+    if error_class in _SYNTAX_ERRORS and len(args) == 2:
+        details = _parse(args[1])
+        if not isinstance(details, cst.Tuple) or len(details.elements) not in (4, 6):
+            return None
+        filename, lineno = (_bare_code(element.value) for element in details.elements[:2])
+        where: list[list[_Part]] = []
+        known_file = _parse(filename)
+        if known_file is not None and _is_literal(known_file):  # printed as its last path component
+            where.append([_literal_value(known_file).rpartition("/")[2]])
+        elif filename != "None":
+            where.append([_Hole(f"os.path.basename({filename})")])
+        if lineno != "None":
+            where.append(["line ", *_str_parts(builder, lineno)])
+        parts = _single(builder, args[0])
+        if where:
+            parts += [" (", *where[0], *([", ", *where[1]] if len(where) == 2 else []), ")"]
+        return parts
+    return None
+
+
+def _str_parts(builder: _Builder, source: str) -> list[_Part]:
+    """What `str()` of an argument prints: a number as written, a string's text, else a placeholder."""
+    node = _parse(source)
+    if isinstance(node, cst.Integer):
+        return [str(ast.literal_eval(node.value))]
+    return _single(builder, source)
+
+
+def _none(source: str) -> bool:
+    return source.strip() == "None"
 
 
 def _flatten(source: str) -> str:
@@ -349,32 +597,53 @@ def _flatten(source: str) -> str:
     return _bare_code(node) if node is not None else source.strip()
 
 
+# The items a list joined into the message holds: where it started when not a list display (its own
+# items unknown), then each item's source and whether it is there on every path.
+Joined = tuple[str | None, Sequence[tuple[str, bool]]]
+
+
 def message_template(
     args: Sequence[str] = (),
     *,
     variable: str | None = None,
     pieces: Sequence[str] = (),
+    keywords: Sequence[str] = (),
+    joins: Mapping[str, Joined] | None = None,
+    error_class: str | None = None,
 ) -> Template:
     """Build the template of a raise from the source of its arguments.
 
     `args` are the sources of the positional arguments of the exception; `variable` names the variable
     the single argument is, with `pieces` the sources of what was assigned (then `+=`-ed) to it when
-    that is known on every path, or nothing when it is not.
+    that is known on every path, or nothing when it is not. `keywords` are the keyword arguments
+    (`name=value`), `joins` the lists joined into the message whose items are known, and `error_class`
+    the raised class's name, for the builtins that print their arguments their own way.
     """
-    builder = _Builder()
+    builder = _Builder(joins)
     kind: MessageKind
     parts: list[_Part]
-    if variable is not None:
+    known = _builtin(error_class)
+    if keywords and known is None and not args and variable is None:
+        # A message passed only by keyword: who knows what an unknown constructor prints from it.
+        builder.warnings.append("keyword-arguments")
+        parts = [_Hole(", ".join(keywords))]
+        kind = MessageKind.DYNAMIC
+    elif variable is not None:
         sources = list(pieces)
         kind = MessageKind.VARIABLE
         if not sources:
-            parts = [_Hole(variable)]
+            parts = [_Hole(variable, conversion="r" if error_class == "KeyError" else None)]
         else:
             parts = []
             for source in sources:
                 parts += _single(builder, source)
+            if error_class == "KeyError":
+                parts = _quoted(parts)
     elif not args:
-        return Template("", "", (), MessageKind.EMPTY)
+        return Template("", "", (), MessageKind.EMPTY, tuple(builder.warnings))
+    elif (special := _class_parts(builder, error_class, args)) is not None:
+        parts = special
+        kind = _kind_of(builder.kinds)
     elif len(args) == 1:
         parts = _single(builder, args[0])
         kind = _kind_of(builder.kinds)
@@ -388,12 +657,19 @@ def message_template(
         builder.warnings.append("args-not-formatted")
         kind = _kind_of(builder.kinds)
     message, pattern, placeholders = pattern_for(parts)
+    if adjacent(placeholders):
+        builder.warnings.append("adjacent-placeholders")
     return Template(message, pattern, placeholders, kind, tuple(builder.warnings))
 
 
 def _single(builder: _Builder, source: str) -> list[_Part]:
     node = _parse(source)
     if node is None:
+        with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = ast.literal_eval(source.strip())  # too deep for libcst, as thousands of literals are
+            if isinstance(value, str):
+                builder.kinds.add(MessageKind.LITERAL)
+                return [value]
         builder.warnings.append("unparsable-message")
         return [_Hole(source.strip())]
     try:

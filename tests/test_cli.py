@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -10,6 +19,7 @@ import pytest
 from extractor.cli import main
 from tests.conftest import GitRepo, git
 from tests.conftest import run_cli as run
+from tests.test_release import Index, make_sdist
 
 SOURCE = """
 class Config:
@@ -55,7 +65,8 @@ def test_default_output_is_output_owner_name(repo: GitRepo, tmp_path: Path) -> N
     result = run("--repo", str(repo.path), "--sha", "v1", "--path", "vllm", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     sha = git(repo.path, "rev-parse", "HEAD")
-    records = (tmp_path / "output" / "vllm-project" / "vllm" / sha / "records.jsonl").read_bytes()
+    # A scope other than the default one says which in the folder's name (issue 16, point 5).
+    records = (tmp_path / "output" / "vllm-project" / "vllm" / f"{sha}-vllm-ValueError" / "records.jsonl").read_bytes()
     assert len(records.splitlines()) == 2
 
 
@@ -140,3 +151,462 @@ def test_help_documents_every_option() -> None:
     for option in ["--repo", "--sha", "--path", "--exception", "--context", "--repo-name", "--output"]:
         assert option in result.stdout
     assert result.returncode == 0
+
+
+# Issue 16: a newcomer's first hour. Each test runs the command as a user does, in a subprocess.
+
+RAISES = """
+class Config:
+    def check(self, n):
+        if not isinstance(n, str):
+            raise ValueError(f"n ({n}) is not a string: {type(n)}.")
+        if len(n) > self.limit:
+            raise TypeError("too long")
+"""
+
+
+@pytest.fixture
+def raises(git_repo: GitRepo) -> GitRepo:
+    git_repo.commit({"vllm/config/a.py": RAISES, "vllm/config/b.py": "x = 1\n", "vllm/other.py": SOURCE}, tag="v1")
+    return git_repo
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        pytest.param("difff", "unknown command 'difff'; did you mean 'diff'?", id="diff"),
+        pytest.param("mtach", "unknown command 'mtach'; did you mean 'match'?", id="match"),
+        pytest.param("lst", "unknown command 'lst'; did you mean 'list'?", id="list"),
+        pytest.param("Explain", "unknown command 'Explain'; did you mean 'explain'?", id="case"),
+        pytest.param(
+            "frobnicate",
+            "unknown command 'frobnicate': the commands are diff, match, explain, list, nightly, cache; an "
+            "extraction takes options only (--sha REV or --release X.Y.Z; see --help)",
+            id="nothing close",
+        ),
+    ],
+)
+def test_unknown_command_says_which_was_meant(word: str, expected: str, tmp_path: Path) -> None:
+    result = run(word, "release:0.27.0", "release:0.28.0", cwd=tmp_path)
+    assert (result.returncode, result.stderr, result.stdout) == (2, f"extractor: error: {expected}\n", "")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["{tmp}/nope", "./nope", "~/surely-no-such-catalog-16", "nope.jsonl", "out/records.jsonl", "../nope"],
+)
+def test_path_like_catalog_that_does_not_exist_is_never_cloned(spec: str, tmp_path: Path, isolated_cache: Path) -> None:
+    spec = spec.format(tmp=tmp_path)
+    for command in (["match", "--catalog", spec, "x"], ["list", "--catalog", spec], ["diff", spec, spec]):
+        result = run(*command, cwd=tmp_path)
+        assert (result.returncode, result.stderr) == (
+            2,
+            f"extractor: error: no catalog at {spec}: the path does not exist\n",
+        ), command
+    assert not isolated_cache.exists()  # nothing was cloned
+
+
+def test_folder_without_records_names_the_catalogs_inside(raises: GitRepo, tmp_path: Path) -> None:
+    assert run("--repo", str(raises.path), "--sha", "v1", cwd=tmp_path).returncode == 0
+    sha = git(raises.path, "rev-parse", "HEAD")
+    result = run("list", "--catalog", "output/vllm-project/vllm", cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"extractor: error: no catalog at output/vllm-project/vllm: no records.jsonl in it, but in its folders {sha}\n",
+    )
+
+
+def test_a_branch_with_a_slash_of_a_local_repository_is_still_a_revision(raises: GitRepo, tmp_path: Path) -> None:
+    git(raises.path, "branch", "feature/x")
+    result = run("list", "--catalog", "feature/x", "--repo", str(raises.path), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "vllm/config/a.py:5" in result.stdout
+
+
+def test_mistyped_exception_is_an_error_naming_the_raised_classes_nearest_first(
+    raises: GitRepo, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    assert run("--repo", str(raises.path), "--sha", "v1", "--output", str(out)).returncode == 0
+    (folder,) = out.iterdir()
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    sha = git(raises.path, "rev-parse", "HEAD")
+    for wrong, nearest in [
+        ("ValueErorr", "ValueError (1), TypeError (1)"),
+        ("TypeErr", "TypeError (1), ValueError (1)"),
+    ]:
+        result = run("--repo", str(raises.path), "--sha", "v1", "--exception", wrong, "--output", str(out))
+        guess = nearest.split(" ")[0]
+        assert (result.returncode, result.stderr) == (
+            2,
+            f"extractor: error: no raise of {wrong} under vllm/config at v1 ({sha[:12]}), where the files raise "
+            f"{nearest}; did you mean {guess}?\n",
+        )
+    assert list(out.iterdir()) == [folder]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # nothing overwritten
+    far = run("--repo", str(raises.path), "--sha", "v1", "--exception", "KeyboardInterrupt", "--output", str(out))
+    assert far.returncode == 2 and far.stderr.endswith("; '*' takes every class\n")
+    for command in (["diff", "v1", "v1"], ["list", "--catalog", "v1"]):
+        result = run(*command, "--repo", str(raises.path), "--exception", "ValueErorr", cwd=tmp_path)
+        assert result.returncode == 2 and "did you mean ValueError?" in result.stderr
+
+
+def test_scope_whose_files_raise_nothing_is_an_empty_catalog(raises: GitRepo, tmp_path: Path) -> None:
+    result = run("--repo", str(raises.path), "--sha", "v1", "--path", "vllm/config/b.py", "--output", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "extractor: 0 records from 1 of 1 files" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        pytest.param("'*'", "; did you mean *? (its quotes reached the command)", id="quoted star"),
+        pytest.param('"ValueError"', "; did you mean ValueError? (its quotes reached the command)", id="quoted name"),
+        pytest.param("Value Error", "", id="space"),
+    ],
+)
+def test_exception_that_is_no_class_name_is_refused(raises: GitRepo, tmp_path: Path, name: str, hint: str) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    result = run("--repo", str(raises.path), "--sha", "v1", "--exception", name, cwd=cwd)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"extractor: error: --exception {name!r} is not a class name, nor '*' for every class{hint}\n",
+    )
+    assert list(cwd.iterdir()) == []
+
+
+def test_nightly_sh_passes_its_documented_args_unquoted(raises: GitRepo, tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[1] / "scripts" / "nightly.sh"
+    env = {
+        "PYTHON": sys.executable,
+        "EXTRACTOR_REPO": str(raises.path),
+        "EXTRACTOR_OUTPUT": str(tmp_path / "pub"),
+        "EXTRACTOR_ARGS": "--path vllm --exception '*' --context \"3\"",
+    }
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, env={**os.environ, **env})
+    assert result.returncode == 0, result.stderr
+    sha = git(raises.path, "rev-parse", "HEAD")
+    # Not the default scope: its paths and classes, and a digest of the rest (the context differs).
+    (folder,) = (tmp_path / "pub").glob(f"{sha}-vllm-all-*")
+    assert re.fullmatch(r"[0-9a-f]{8}", folder.name.rsplit("-", 1)[1])
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert (manifest["scope"]["exceptions"], manifest["scope"]["context"], manifest["counts"]["records"]) == (
+        ["*"],
+        3,
+        4,
+    )
+    assert orjson.loads((tmp_path / "pub" / "index.json").read_bytes())["latest"] == sha
+    bad = subprocess.run(
+        ["bash", str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "EXTRACTOR_ARGS": "--path 'vllm"},
+    )
+    assert bad.returncode == 2 and "cannot split EXTRACTOR_ARGS" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_two_scopes_at_one_revision_live_side_by_side_and_are_found(raises: GitRepo, tmp_path: Path) -> None:
+    sha = git(raises.path, "rev-parse", "HEAD")
+    repo = str(raises.path)
+    assert run("--repo", repo, "--sha", "v1", cwd=tmp_path).returncode == 0
+    assert run("--repo", repo, "--sha", "v1", "--path", "vllm", "--exception", "*", cwd=tmp_path).returncode == 0
+    assert run("--repo", repo, "--sha", "v1", "--exception", "TypeError", cwd=tmp_path).returncode == 0
+    root = tmp_path / "output" / "vllm-project" / "vllm"
+    folders = {p.name: orjson.loads((p / "manifest.json").read_bytes())["scope"] for p in root.iterdir()}
+    assert {name: (scope["paths"], scope["exceptions"]) for name, scope in folders.items()} == {
+        sha: (["vllm/config"], ["ValueError"]),
+        f"{sha}-vllm-all": (["vllm"], ["*"]),
+        f"{sha}-vllm.config-TypeError": (["vllm/config"], ["TypeError"]),
+    }
+    # A revision's catalog is looked up in the folder of its scope: a mark left there is what `list` shows.
+    records = root / f"{sha}-vllm-all" / "records.jsonl"
+    records.write_text(records.read_text().replace("too long", "too long MARKED"))
+    found = run(
+        "list",
+        "--catalog",
+        "v1",
+        "--repo",
+        repo,
+        "--path",
+        "vllm",
+        "--exception",
+        "*",
+        "--grep",
+        "marked",
+        cwd=tmp_path,
+    )
+    assert found.returncode == 0 and "MARKED" in found.stdout
+    plain = run("list", "--catalog", "v1", "--repo", repo, "--grep", "marked", cwd=tmp_path)
+    assert plain.returncode == 1 and plain.stdout == ""
+
+
+def run_on_terminal(*args: str, cwd: Path, env: dict[str, str], columns: int = 0) -> tuple[int, str]:
+    """Run `python -m extractor ARGS` with a pseudo-terminal as stdout and stderr, of the given width (a fresh
+    pseudo-terminal says 0: its width is unknown); return the exit status and what it showed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24 if columns else 0, columns, 0, 0))
+    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "COLUMNS", "LINES")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "extractor", *args], stdout=slave, stderr=slave, cwd=cwd, env={**clean, **env}
+    )
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return process.wait(), shown.decode(errors="replace")
+
+
+@pytest.fixture
+def index(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
+    """A package index on loopback serving vLLM 9.9.0's sdist (built from vllm/_version.py and one raise)."""
+    served = Index({"vllm-9.9.0.tar.gz": make_sdist("9.9.0")})
+    monkeypatch.setenv("PIP_INDEX_URL", served.url)
+    yield served
+    served.server.shutdown()
+
+
+def test_release_folder_says_the_release_and_the_download_says_one_line(index: Index, tmp_path: Path) -> None:
+    result = run("--release", "9.9.0", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    size = len(index.files["vllm-9.9.0.tar.gz"]) / 1e6
+    assert result.stderr.splitlines() == [
+        f"extractor: downloading vllm-9.9.0.tar.gz ({size:.1f} MB) from 127.0.0.1",
+        "extractor: 1 records from 1 of 1 files at abcdef1234 -> output/vllm-project/vllm/release-9.9.0",
+    ]
+    manifest = orjson.loads((tmp_path / "output/vllm-project/vllm/release-9.9.0/manifest.json").read_bytes())
+    assert (manifest["sha"], manifest["revision"]) == ("abcdef1234", "release:9.9.0")
+    again = run("--release", "9.9.0", "--exception", "*", "--path", "vllm", "--quiet", cwd=tmp_path)
+    assert (again.returncode, again.stderr) == (0, "")  # cached: no download; quiet: no summary
+    assert (tmp_path / "output/vllm-project/vllm/release-9.9.0-vllm-all/records.jsonl").is_file()
+
+
+def test_download_shows_a_bar_on_a_terminal(index: Index, tmp_path: Path) -> None:
+    code, shown = run_on_terminal("--release", "9.9.0", "--output", "-", cwd=tmp_path, env={}, columns=100)
+    assert code == 0, shown
+    assert re.search(r"\rvllm-9\.9\.0\.tar\.gz: +\d+%\|", shown) and "downloading" not in shown
+
+
+def test_scan_progress_bar_shows_when_the_terminal_width_is_unknown(raises: GitRepo, tmp_path: Path) -> None:
+    code, shown = run_on_terminal("--repo", str(raises.path), "--sha", "v1", "--no-cache", cwd=tmp_path, env={})
+    assert code == 0, shown
+    assert re.search(r"\rscanning: +\d+%\|", shown)
+    code, shown = run_on_terminal(
+        "--repo", str(raises.path), "--sha", "v1", "--no-cache", "--quiet", cwd=tmp_path, env={}
+    )
+    assert (code, shown) == (0, "")
+
+
+def test_clone_without_network_says_so_and_what_works_offline(tmp_path: Path, isolated_cache: Path) -> None:
+    result = run("--repo", "http://no-such-host.invalid/vllm.git", "--sha", "main", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("extractor: error: cannot clone http://no-such-host.invalid/vllm.git: ")
+    assert result.stderr.endswith(
+        " (no network to reach it: --release X.Y.Z reads a vLLM release from the package index, "
+        "--repo PATH reads a local clone)\n"
+    )
+    refused = run("--repo", str(tmp_path / "none.git"), "--sha", "main", cwd=tmp_path)
+    assert "no network" not in refused.stderr  # a missing local path is not a network problem
+
+
+SUBCOMMANDS = [[], ["diff"], ["match"], ["explain"], ["list"], ["nightly"], ["cache"]]
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS, ids=lambda c: c[0] if c else "extract")
+def test_help_groups_scope_apart_from_run_options_and_every_command_has_quiet(command: list[str]) -> None:
+    result = run(*command, "--help")
+    assert result.returncode == 0
+    sections = re.split(r"\n(?=\S[^\n]*:\n)", result.stdout)
+    by_title = {section.split(":", 1)[0]: section for section in sections}
+    assert "--quiet" in by_title["run"]
+    if command != ["cache"]:
+        assert "--jobs" in by_title["run"] and "--no-cache" in by_title["run"]
+        assert "--path" in by_title["scope"] and "--jobs" not in by_title["scope"]
+    for option in re.findall(r"^  (--[\w-]+)", result.stdout, re.M):  # every option says what it does
+        assert re.search(rf"^  {option}(?: \S+)*  +\S", result.stdout, re.M) or re.search(
+            rf"^  {option}[^\n]*\n {{10,}}\S", result.stdout, re.M
+        ), option
+
+
+def test_explain_format_is_described() -> None:
+    help_text = " ".join(run("explain", "--help").stdout.split())
+    assert "--format {text,markdown,json} text for a terminal, markdown for a page" in help_text
+
+
+def test_builtins_are_no_fields_and_explain_does_not_list_them(raises: GitRepo, tmp_path: Path) -> None:
+    result = run("--repo", str(raises.path), "--sha", "v1", "--output", "-")
+    (line,) = [orjson.loads(raw) for raw in result.stdout.splitlines()]
+    assert [f["expression"] for f in line["extraction"]["fields"]] == ["n"]
+    explained = run("explain", "--catalog", "v1", "--repo", str(raises.path), line["record"]["id"], cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr
+    (also,) = [row for row in explained.stdout.splitlines() if row.startswith("Also read")]
+    assert also == "Also read  n (a name starting at a local, parameter or global, not self)"
+
+
+LISTED = """
+class Config:
+    def check(self, n):
+        if n > 1:
+            raise ValueError(f"n ({n}) exceeds the limit | of {self.limit}, which is the largest number we take.")
+        raise TypeError("n must be a number")
+
+
+def helper(x):
+    raise KeyError(f"no such key {x}")
+"""
+
+
+@pytest.fixture
+def listed(git_repo: GitRepo, tmp_path: Path) -> str:
+    git_repo.commit({"vllm/config/a.py": LISTED, "vllm/other.py": 'raise ValueError("other limit")\n'}, tag="v1")
+    out = tmp_path / "out"
+    result = run(
+        "--repo", str(git_repo.path), "--sha", "v1", "--path", "vllm", "--exception", "*", "--output", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    (folder,) = out.iterdir()
+    return str(folder)
+
+
+def test_list_prints_a_table_of_every_record(listed: str) -> None:
+    result = run("list", "--catalog", listed)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        "file:line            class       slug                                                message",
+        "vllm/config/a.py:5   ValueError  n-exceeds-the-limit-of-which-is-the-largest-number  "
+        "n ({n}) exceeds the limit | of {self.limit}, which is the ...",
+        "vllm/config/a.py:6   TypeError   n-must-be-a-number                                  n must be a number",
+        "vllm/config/a.py:10  KeyError    no-such-key                                         no such key {x}",
+        "vllm/other.py:1      ValueError  other-limit                                         other limit",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        pytest.param(
+            ["--file", "vllm/config"], ["vllm/config/a.py:5", "vllm/config/a.py:6", "vllm/config/a.py:10"], id="dir"
+        ),
+        pytest.param(["--file", "vllm/other.py"], ["vllm/other.py:1"], id="file"),
+        pytest.param(
+            ["--file", "*/a.py"], ["vllm/config/a.py:5", "vllm/config/a.py:6", "vllm/config/a.py:10"], id="glob"
+        ),
+        pytest.param(["--class", "ValueError"], ["vllm/config/a.py:5", "vllm/other.py:1"], id="class"),
+        pytest.param(
+            ["--class", "KeyError", "--class", "TypeError"], ["vllm/config/a.py:6", "vllm/config/a.py:10"], id="classes"
+        ),
+        pytest.param(["--grep", "LIMIT"], ["vllm/config/a.py:5", "vllm/other.py:1"], id="grep any case"),
+        pytest.param(["--grep", "limit", "--grep", "largest"], ["vllm/config/a.py:5"], id="grep both"),
+        pytest.param(
+            ["--grep", "limit", "--file", "vllm/other.py", "--class", "ValueError"], ["vllm/other.py:1"], id="all"
+        ),
+    ],
+)
+def test_list_filters(listed: str, filters: list[str], expected: list[str]) -> None:
+    result = run("list", "--catalog", listed, *filters, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = [orjson.loads(line) for line in result.stdout.splitlines()]
+    assert [f"{row['filePath']}:{row['lineNumber']}" for row in rows] == expected
+    assert all(list(row) == ["id", "slug", "errorClass", "filePath", "lineNumber", "errorMessage"] for row in rows)
+
+
+def test_list_markdown_escapes_table_cells(listed: str) -> None:
+    result = run("list", "--catalog", listed, "--class", "ValueError", "--format", "markdown")
+    assert result.stdout.splitlines() == [
+        "| file:line | class | slug | message |",
+        "| --- | --- | --- | --- |",
+        "| `vllm/config/a.py:5` | ValueError | `n-exceeds-the-limit-of-which-is-the-largest-number` "
+        "| n ({n}) exceeds the limit \\| of {self.limit}, which is the ... |",
+        "| `vllm/other.py:1` | ValueError | `other-limit` | other limit |",
+    ]
+
+
+def test_list_summary_counts_by_file_and_class(listed: str) -> None:
+    text = run("list", "--catalog", listed, "--summary")
+    assert (text.returncode, text.stdout) == (
+        0,
+        "4 records in 2 files, 3 classes\n\nby file:\n       3  vllm/config/a.py\n       1  vllm/other.py\n\n"
+        "by class:\n       2  ValueError\n       1  KeyError\n       1  TypeError\n",
+    )
+    document = orjson.loads(
+        run("list", "--catalog", listed, "--summary", "--format", "json", "--file", "vllm/config").stdout
+    )
+    assert document == {
+        "records": 3,
+        "byFile": {"vllm/config/a.py": 3},
+        "byClass": {"KeyError": 1, "TypeError": 1, "ValueError": 1},
+    }
+    markdown = run("list", "--catalog", listed, "--summary", "--format", "markdown").stdout
+    assert "| file | records |\n| --- | ---: |\n| vllm/config/a.py | 3 |\n| vllm/other.py | 1 |\n" in markdown
+
+
+def test_list_nothing_found_exits_1_and_says_what_was_meant(listed: str) -> None:
+    result = run("list", "--catalog", listed, "--class", "ValueErorr", "--file", "vllm/confg")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        1,
+        "",
+        "extractor: no record under vllm/confg; did you mean vllm/config?\n"
+        "extractor: no record of class ValueErorr; did you mean ValueError?\n",
+    )
+    both = run("list", "--catalog", listed, "--class", "KeyError", "--file", "vllm/other.py")
+    assert (both.returncode, both.stderr) == (1, "extractor: no record passes every filter at once\n")
+    quiet = run("list", "--catalog", listed, "--grep", "zebra", "--quiet")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (1, "", "")
+
+
+def cache_info(cwd: Path) -> dict[str, int]:
+    result = run("cache", "info", "--format", "json", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return {part["name"]: part["bytes"] for part in orjson.loads(result.stdout)["parts"]}
+
+
+def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: Path) -> None:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "clones": 0, "releases": 0, "sdists": 0}
+    assert run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd).returncode == 0
+    document = orjson.loads(run("cache", "info", "--format", "json", cwd=cwd).stdout)
+    assert document["directory"] == str(isolated_cache / "extractor")
+    parts = {part["name"]: part for part in document["parts"]}
+    assert parts["scans"]["entries"] >= 2 and parts["scans"]["bytes"] > 0
+    assert parts["catalogs"]["catalogs"] == 1 and parts["catalogs"]["bytes"] > 0
+    assert document["bytes"] == sum(part["bytes"] for part in document["parts"])
+    text = run("cache", "info", cwd=cwd).stdout.splitlines()
+    assert text[0].startswith(f"{isolated_cache / 'extractor'} (") and [row.split()[0] for row in text[1:]] == [
+        "scans",
+        "catalogs",
+        "clones",
+        "releases",
+        "sdists",
+    ]
+    cleared = run("cache", "clear", "catalogs", cwd=cwd)
+    assert cleared.returncode == 0 and cleared.stdout.startswith("removed ")
+    sizes = cache_info(cwd)
+    assert sizes["catalogs"] == 0 and sizes["scans"] > 0
+    assert run("cache", "clear", "--quiet", cwd=cwd).returncode == 0
+    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "clones": 0, "releases": 0, "sdists": 0}
+    again = run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd)  # rebuilt when needed
+    assert again.returncode == 0 and cache_info(cwd)["scans"] > 0
+    wrong = run("cache", "clear", "scan", cwd=cwd)
+    assert (wrong.returncode, wrong.stderr) == (
+        2,
+        "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, clones, releases, "
+        "sdists)\n",
+    )
+
+
+def test_a_class_raised_only_at_skipped_sites_is_no_typo(git_repo: GitRepo, tmp_path: Path) -> None:
+    """The class asked for is raised, but its only site is a named skip: an empty catalog, not an error."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("\\ud800")\nraise TypeError("other")\n'}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    (folder,) = (tmp_path / "out").iterdir()
+    manifest = orjson.loads((folder / "manifest.json").read_bytes())
+    assert (manifest["counts"]["records"], manifest["counts"]["skippedSites"]) == (0, 1)

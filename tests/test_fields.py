@@ -148,6 +148,12 @@ def test_chains_skip_calls_strings_and_keywords() -> None:
     assert chains("self.a.b not in get_args(Types) and x.y() == 'self.z' and not w") == ("self.a.b", "Types", "x", "w")
 
 
+def test_chains_skip_builtins_but_not_attributes_of_a_local_named_like_one() -> None:
+    """`str`, `len`, `isinstance`, `Exception` are Python's, never fields; `input.ndim` reads a local."""
+    test = "not isinstance(n, (str, int)) or n in (None, len) or issubclass(t, Exception) or input.ndim > k"
+    assert chains(test) == ("n", "n", "t", "input.ndim", "k")
+
+
 @pytest.fixture
 def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     repo = GitRepo(tmp_path_factory.mktemp("explain") / "repo")

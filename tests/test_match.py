@@ -140,3 +140,23 @@ def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     result = run("--catalog", str(bad), "x")
     assert result.returncode == 2
     assert result.stderr.startswith(f"extractor: error: {bad}:1: not JSON")
+
+
+def test_touching_placeholders_are_one_value_and_unprinted_items_none(git_repo: GitRepo) -> None:
+    """`{a}{b}` could split its text anywhere: one value under the run's text; a list item that was not
+    appended (an optional part of the pattern) gives no value at all."""
+    source = (
+        "def f(a, b, c):\n"
+        "    if a:\n"
+        "        raise ValueError(f'Weight {a}{b} is not divisible by {c}.')\n"
+        "    errors = [f'The adapter {a} cannot be loaded here:']\n"
+        "    if b:\n"
+        "        errors.append(f'bad rank {b}.')\n"
+        "    raise ValueError(' '.join(errors))\n"
+    )
+    git_repo.commit({"pkg/a.py": source}, tag="v1")
+    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
+    matcher = Matcher(extract(repo=str(git_repo.path), revision="v1", options=options).lines)
+    assert found(matcher, "Weight 1024x3 is not divisible by 64.") == [(3, {"{a}{b}": "1024x3", "c": "64"})]
+    assert found(matcher, "The adapter x cannot be loaded here:") == [(7, {"a": "x"})]
+    assert found(matcher, "The adapter x cannot be loaded here: bad rank 8.") == [(7, {"a": "x", "b": "8"})]

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import load_catalog
+from extractor.catalog import folder_name, load_catalog
 from extractor.cli import main
+from extractor.extract import ExtractOptions
+from extractor.models import Scope
 from tests.conftest import GitRepo, git
 
 V1 = 'def f(n):\n    if n:\n        raise ValueError("first check")\n'
@@ -125,13 +127,14 @@ def test_two_runs_started_together_both_succeed_and_publish_once(bare: Path, tmp
     assert [c["sha"] for c in document["catalogs"]] == [git(bare, "rev-parse", "refs/tags/v1")]
 
 
-def assert_published_state_is_whole(out: Path) -> str | None:
-    """The index is valid and names only whole catalogs; return its latest."""
+def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
+    """The index is valid and names only whole catalogs (each in the folder of its SHA and scope); return
+    its latest."""
     if not (out / "index.json").exists():
         return None
     document = index(out)
     for entry in document["catalogs"]:
-        loaded = load_catalog(out / entry["sha"])
+        loaded = load_catalog(out / folder_name(sha=entry["sha"], revision=entry["sha"], scope=scope))
         assert loaded.manifest is not None and len(loaded.lines) == entry["records"]
     return document["latest"]
 
@@ -168,14 +171,15 @@ def test_killed_runs_leave_the_published_state_whole(
     time.sleep(delay)
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
-    assert assert_published_state_is_whole(out) in (old, new)
+    published = ExtractOptions(paths=("vllm",)).scope  # not the default scope: folders are <sha>-vllm-ValueError
+    assert assert_published_state_is_whole(out, published) in (old, new)
 
     assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet", *scope]) == 0
-    assert assert_published_state_is_whole(out) == new
+    assert assert_published_state_is_whole(out, published) == new
     document = index(out)
     assert [c["sha"] for c in document["catalogs"]] == [new, old]
     assert document["catalogs"][0]["summary"]["added"] >= 1
-    assert not list((out / new).glob(".*.tmp"))
+    assert not list((out / f"{new}-vllm-ValueError").glob(".*.tmp"))
 
 
 @pytest.mark.release

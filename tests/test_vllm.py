@@ -26,7 +26,8 @@ from extractor.models import CatalogLine
 from extractor.schema import json_schema
 
 pytestmark = pytest.mark.release
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# The downstream reference: a published record and the messages of three rendered pages (copied here).
+DATA = Path(__file__).parent / "data"
 
 
 def ast_sites(repo: Path, revision: str, prefix: str) -> set[tuple[str, int]]:
@@ -89,7 +90,7 @@ def test_whole_package_has_one_record_per_ast_site(vllm_repo: Path) -> None:
 
 
 def test_reference_record_at_0_28_0(config_028: list[CatalogLine]) -> None:
-    reference = json.loads((REFERENCE / "record-v2-example.json").read_text())["record"]
+    reference = json.loads((DATA / "reference-record.json").read_text())["record"]
     record = by_message(config_028, reference["errorMessage"]).record
     assert (record.lineNumber, record.sourceCodeStart, record.sourceCodeEnd) == (1171, 1153, 1189)
     assert record.sourceCode == reference["sourceCode"]
@@ -102,8 +103,8 @@ def test_reference_record_at_0_28_0(config_028: list[CatalogLine]) -> None:
 
 
 def _page_message(name: str) -> str:
-    text = next(REFERENCE.glob(f"{name}_*.txt")).read_text()
-    return text.split("Error message\n\n", 1)[1].split("\n\nWhat it means", 1)[0]
+    messages: dict[str, str] = json.loads((DATA / "reference-messages.json").read_text())
+    return messages[name]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,106 @@
+# Housekeeping: what the user cache directory holds (scans, catalogs, clones, releases), and clearing it.
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PARTS", "CachePart", "clear", "usage"]
+
+
+@dataclass(frozen=True)
+class CachePart:
+    """One kind of thing the cache holds: its files, how many bytes and how many items."""
+
+    name: str
+    what: str
+    paths: tuple[Path, ...]
+    bytes: int
+    items: int
+    unit: str
+
+
+def _size(path: Path) -> int:
+    if path.is_symlink() or path.is_file():
+        return path.lstat().st_size
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(folder) / name).lstat().st_size
+    return total
+
+
+def _entries(database: Path) -> int:
+    if not database.is_file():
+        return 0
+    try:
+        db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return 0
+
+
+def _listed(folder: Path, keep: Callable[[Path], bool]) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if keep(p)) if folder.is_dir() else []
+
+
+def _releases(folder: Path) -> int:
+    tags = folder / "vllm.git" / "refs" / "tags"
+    packed = folder / "vllm.git" / "packed-refs"
+    names = {p.name for p in _listed(tags, Path.is_file)}
+    if packed.is_file():
+        names |= {line.rsplit("/", 1)[-1] for line in packed.read_text().splitlines() if "refs/tags/" in line}
+    return len(names)
+
+
+# name, what it is, its paths under the cache directory, how its items are counted and called
+PARTS = ("scans", "catalogs", "clones", "releases", "sdists")
+
+
+def usage(root: Path) -> list[CachePart]:
+    """Say what each part of the cache directory holds, in PARTS order (nothing is created)."""
+    scans = tuple(root / name for name in ("scan.sqlite3", "scan.sqlite3-wal", "scan.sqlite3-shm", "scan.corrupt"))
+    catalogs = _listed(root / "catalogs", Path.is_file)
+    clones = _listed(root / "repos", lambda p: p.is_dir() and p.name.endswith(".git"))
+    sdists = _listed(root / "sdists", lambda p: p.name.endswith(".tar.gz"))
+    parts = [
+        ("scans", "per-file scan results", scans, _entries(root / "scan.sqlite3"), "entries"),
+        ("catalogs", "whole catalogs (the 32 most recently used)", (root / "catalogs",), len(catalogs), "catalogs"),
+        ("clones", "clones of repository URLs", (root / "repos",), len(clones), "repositories"),
+        (
+            "releases",
+            "vLLM releases built into one git repository",
+            (root / "releases",),
+            _releases(root / "releases"),
+            "releases",
+        ),
+        ("sdists", "downloaded release sdists", (root / "sdists",), len(sdists), "sdists"),
+    ]
+    return [
+        CachePart(name, what, tuple(paths), sum(_size(p) for p in paths if p.exists()), items, unit)
+        for name, what, paths, items, unit in parts
+    ]
+
+
+def clear(root: Path, names: Sequence[str]) -> list[CachePart]:
+    """Remove the named parts of the cache directory (every part when none is named); return what they were.
+
+    Run it while no extraction runs: one that reads the cache meanwhile may fail.
+    """
+    removed = [part for part in usage(root) if not names or part.name in names]
+    for part in removed:
+        for path in part.paths:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+    return removed

@@ -1,0 +1,66 @@
+# Progress: bars on a terminal and one-line notes elsewhere, on stderr, for work that takes a while.
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+__all__ = ["bar", "byte_bar", "note", "set_quiet"]
+
+T = TypeVar("T")
+
+_quiet = False
+
+
+def set_quiet(quiet: bool) -> None:
+    """Say nothing on stderr but errors (the command line's --quiet; a library caller sees only bars on a
+    terminal, as before)."""
+    global _quiet
+    _quiet = quiet
+
+
+def _on_terminal() -> bool:
+    return not _quiet and sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def _shape() -> dict[str, int]:
+    """The terminal's width and height for tqdm; a terminal that does not say (a fresh pseudo-terminal says
+    0 by 0) counts as 80 by 24, where tqdm would draw nothing at all."""
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError):
+        size = os.terminal_size((0, 0))
+    fallback = shutil.get_terminal_size((80, 24))
+    return {"ncols": size.columns or fallback.columns or 80, "nrows": size.lines or fallback.lines or 24}
+
+
+def bar(items: Iterable[T], total: int, label: str, *, unit: str = "file") -> Iterator[T]:
+    """Show a progress bar over `items` on a terminal; stay quiet in pipes and CI."""
+    if not _on_terminal():
+        yield from items
+        return
+    from tqdm import tqdm
+
+    yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape())
+
+
+def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator[bytes]:
+    """Show a progress bar in bytes over `chunks` (of a download) on a terminal; stay quiet elsewhere."""
+    if not _on_terminal():
+        yield from chunks
+        return
+    from tqdm import tqdm
+
+    options: dict[str, Any] = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, **_shape()}
+    with tqdm(total=total, desc=label, leave=False, file=sys.stderr, **options) as shown:
+        for chunk in chunks:
+            shown.update(len(chunk))
+            yield chunk
+
+
+def note(line: str) -> None:
+    """Say one line about long work where no bar is shown (a pipe, a log file), unless quiet."""
+    if not _quiet and not _on_terminal():
+        print(f"extractor: {line}", file=sys.stderr, flush=True)
