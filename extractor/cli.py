@@ -422,7 +422,7 @@ def _history_parser() -> argparse.ArgumentParser:
     _add_scope(parser)
     parser.add_argument("--format", choices=["json", "markdown"], default="json", help="output format (default: json)")
     parser.add_argument("--output", metavar="DIR", help="where the files go (default: output/<owner>/<name>/history)")
-    parser.add_argument("--quiet", action="store_true", help="log nothing but errors")
+    _add_run(parser)
     return parser
 
 
