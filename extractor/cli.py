@@ -153,7 +153,7 @@ def _extract_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
-        "Subcommands: diff, match, explain, list, nightly, cache (see `extractor SUBCOMMAND --help`).",
+        "Subcommands: diff, match, explain, list, nightly, cache, history (see `extractor SUBCOMMAND --help`).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_repo(parser)
