@@ -153,7 +153,7 @@ def _extract_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
-        "Subcommands: diff, match, explain, list, nightly, cache, history (see `extractor SUBCOMMAND --help`).",
+        "Subcommands: diff, match, explain, list, nightly, cache, site, history (see `extractor SUBCOMMAND --help`).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_repo(parser)
@@ -329,6 +329,20 @@ def _nightly_parser() -> argparse.ArgumentParser:
         "--keep", type=_positive, metavar="N", help="keep only the newest N catalogs on disk and in the index"
     )
     _add_scope(parser)
+    parser.add_argument(
+        "--analysis",
+        metavar="FILE",
+        help="JSONL of analysis by id (records or {id, ...fields}) to merge into the published catalog's "
+        "analysis.jsonl",
+    )
+    parser.add_argument(
+        "--site",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="rebuild the static site of the latest catalog after publishing, built aside then switched to "
+        "at once (DIR is a symlink to it; default: DIR/site of --output)",
+    )
     _add_run(parser)
     return parser
 
@@ -355,6 +369,8 @@ def _run_nightly(argv: Sequence[str]) -> int:
         options=_options(args),
         keep=args.keep,
         log=log,
+        analysis=Path(args.analysis) if args.analysis else None,
+        site=None if args.site is None else Path(args.site),  # Path("") for --site alone: DIR/site
     )
     return ExitCode.OK
 
@@ -604,6 +620,53 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")
 
 
+def _site_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} site",
+        description="Build a static site of a catalog: an index with search and filters, a page per record and "
+        "a page per diff the nightly job published. It works opened from file:// or from any static host.",
+    )
+    _add_catalog(parser)
+    parser.add_argument(
+        "--analysis",
+        metavar="FILE",
+        help="JSONL of records or of {id, ...fields} whose analysis fields are shown on the pages (default: "
+        "analysis.jsonl in the catalog directory, when there is one)",
+    )
+    parser.add_argument("--history", metavar="FILE", help="history.jsonl: each record's lineage, shown on its page")
+    parser.add_argument(
+        "--output", required=True, metavar="DIR", help="where the site goes; a site built there before is replaced"
+    )
+    return parser
+
+
+def _run_site(argv: Sequence[str]) -> int:
+    args = _parse(_site_parser(), argv)
+    import time
+
+    from extractor.site import build_site
+    from extractor.site_inputs import open_site_inputs
+
+    started = time.monotonic()
+    inputs = open_site_inputs(
+        args.catalog,
+        repo=args.repo,
+        options=_options(args),
+        analysis=Path(args.analysis) if args.analysis else None,
+        history=Path(args.history) if args.history else None,
+    )
+    summary = build_site(
+        inputs.catalog, output=Path(args.output), analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history
+    )
+    if not args.quiet:
+        print(
+            f"{PROG}: site of {summary.records} records and {summary.diffs} diffs, {summary.files} files, "
+            f"{summary.bytes / 1e6:.1f} MB -> {args.output} ({time.monotonic() - started:.2f}s)",
+            file=sys.stderr,
+        )
+    return ExitCode.OK
+
+
 _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "diff": _run_diff,
     "match": _run_match,
@@ -611,6 +674,7 @@ _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "list": _run_list,
     "nightly": _run_nightly,
     "cache": _run_cache,
+    "site": _run_site,
     "history": _run_history,
 }
 

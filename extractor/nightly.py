@@ -8,11 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
 from filelock import FileLock
 from pydantic import ValidationError
 
 from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
-from extractor.diff import diff_catalogs, render_json, render_markdown
+from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
@@ -20,7 +21,7 @@ from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.write import atomic_write, default_root, dumps_model, write_catalog
 
-__all__ = ["INDEX", "LOCK", "NightlyResult", "nightly", "read_index"]
+__all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]
 
 INDEX = "index.json"
 LOCK = ".nightly.lock"
@@ -65,16 +66,24 @@ def nightly(
     options: ExtractOptions,
     keep: int | None = None,
     log: Callable[[str], None] = lambda line: None,
+    analysis: Path | None = None,
+    site: Path | None = None,
 ) -> NightlyResult:
-    """Publish the catalog of `branch`'s head into `output`; safe to re-run, to kill and to start twice."""
+    """Publish the catalog of `branch`'s head into `output`; safe to re-run, to kill and to start twice.
+
+    `analysis` (a JSONL file of analysis by id) is merged into the published catalog's analysis; `site`
+    is where the site of the latest catalog is rebuilt (see `publish_site`); `Path("")` means `output/site`.
+    """
     started = time.monotonic()
     if is_url(repo):
         open_repo(repo, fetch=True)
     commit = resolve(repo, f"refs/heads/{branch}" if not branch.startswith("refs/") else branch)
     log(f"resolved {branch} to {commit.sha} ({time.monotonic() - started:.2f}s)")
     root = output or default_root(options.repo_name or commit.repo_name)
+    if site is not None and not site.parts:
+        site = root / "site"
     # Nothing is written before the branch resolves; an up-to-date index needs no lock either.
-    if root.exists() and _up_to_date(root, commit, options):
+    if root.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
         log(f"{commit.sha[:12]} is already published; nothing to do")
         return NightlyResult(commit.sha, published=False)
     try:
@@ -85,14 +94,28 @@ def nightly(
     with FileLock(str(root / LOCK)):
         log(f"took the lock ({time.monotonic() - step:.2f}s)")
         if _up_to_date(root, commit, options):
-            log(f"{commit.sha[:12]} was published meanwhile; nothing to do")
+            if analysis is not None:
+                folder = _folder(root, commit.sha, options)
+                carry_analysis(None, folder, load_catalog(folder), None, analysis, log)
+            if site is not None and (analysis is not None or not _site_done(root, site)):
+                publish_site(root, site, options, log)
+            log(f"{commit.sha[:12]} was published meanwhile; nothing else to do")
             return NightlyResult(commit.sha, published=False)
-        _publish(root, commit, options, keep, log)
+        _publish(root, commit, options, keep, log, analysis)
+        if site is not None:
+            publish_site(root, site, options, log)
     log(f"done ({time.monotonic() - started:.2f}s)")
     return NightlyResult(commit.sha, published=True)
 
 
-def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | None, log: Callable[[str], None]) -> None:
+def _publish(
+    root: Path,
+    commit: Commit,
+    options: ExtractOptions,
+    keep: int | None,
+    log: Callable[[str], None],
+    analysis: Path | None = None,
+) -> None:
     index = read_index(root)
     directory = _folder(root, commit.sha, options)
     for stale in directory.glob(".*.tmp"):  # temporary files of a run killed while writing
@@ -110,8 +133,8 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
 
     step = time.monotonic()
     summary = None
-    previous = _previous(root, index, commit.sha, options)
     diff = None
+    previous = _previous(root, index, commit.sha, options)
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
@@ -121,6 +144,8 @@ def _publish(root: Path, commit: Commit, options: ExtractOptions, keep: int | No
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
     else:
         log("first catalog: no diff")
+    before = _folder(root, index.latest, options) if previous is not None and index.latest else None
+    carry_analysis(before, directory, catalog, diff, analysis, log)
 
     step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
     history = roll(root, previous=previous, catalog=catalog, options=options, changes=diff.changes if diff else None)
@@ -156,3 +181,81 @@ def _previous(root: Path, index: NightlyIndex, sha: str, options: ExtractOptions
         return load_catalog(_folder(root, index.latest, options))
     except CatalogError:
         return None
+
+
+# Analysis and site: what the published catalog carries beside its records, and its static site.
+
+
+def carry_analysis(
+    previous: Path | None,
+    directory: Path,
+    catalog: LoadedCatalog,
+    diff: CatalogDiff | None,
+    fresh: Path | None,
+    log: Callable[[str], None],
+) -> None:
+    """Write analysis.jsonl and needs-analysis.jsonl into a catalog's folder `directory`.
+
+    The analysis of the catalog published before (in the folder `previous`), what is already in
+    `directory`, and `fresh`, in that order, is kept for every record whose id and wording are unchanged;
+    needs-analysis.jsonl lists the records that are new, reworded or modified since their analysis was
+    written.
+    """
+    from extractor.analysis import (
+        ANALYSIS,
+        NEEDS_ANALYSIS,
+        AnalysisEntry,
+        carry_forward,
+        encode_entries,
+        read_analysis,
+    )
+    from extractor.diff import ChangeKind
+
+    step = time.monotonic()
+    known: dict[str, AnalysisEntry] = {}
+    sources = [directory / ANALYSIS]
+    if previous is not None:
+        sources.insert(0, previous / ANALYSIS)
+    for path in sources:
+        if path.exists():
+            known.update(read_analysis(path))
+    if fresh is not None:
+        # Fresh analysis speaks of the records as they are now: stamp it so (carry_forward does).
+        known.update({key: entry.model_copy(update={"basis": None}) for key, entry in read_analysis(fresh).items()})
+    if diff is not None:
+        reworded = [c.id for c in diff.changes if c.kind is ChangeKind.REWORDED]
+    elif (directory / "diff.json").exists():  # merging fresh analysis into a catalog published earlier
+        changes = orjson.loads((directory / "diff.json").read_bytes())["changes"]
+        reworded = [c["id"] for c in changes if c["kind"] == ChangeKind.REWORDED.value]
+    else:
+        reworded = []
+    carried = carry_forward(known, catalog.lines, reworded=reworded)
+    atomic_write(directory / ANALYSIS, encode_entries(carried.entries))
+    atomic_write(directory / NEEDS_ANALYSIS, encode_entries(carried.needs))
+    log(
+        f"analysis kept for {len(carried.entries)} records, {len(carried.needs)} need analysis "
+        f"({time.monotonic() - step:.2f}s)"
+    )
+
+
+def _site_done(root: Path, site: Path | None) -> bool:
+    """Tell whether there is no site to build, or it is built from the latest catalog already."""
+    from extractor.site import MARKER
+
+    if site is None:
+        return True
+    try:
+        return bool(orjson.loads((site / MARKER).read_bytes())["sha"] == read_index(root).latest)
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, CatalogError):
+        return False
+
+
+def publish_site(root: Path, site: Path, options: ExtractOptions, log: Callable[[str], None]) -> None:
+    """Rebuild the site of the latest published catalog into `site`: built aside, then switched to at once."""
+    from extractor.site import build_site
+    from extractor.site_inputs import open_site_inputs
+
+    step = time.monotonic()
+    inputs = open_site_inputs(str(root), repo=str(root), options=options)
+    summary = build_site(inputs.catalog, output=site, analysis=inputs.analysis, diffs=inputs.diffs, link=True)
+    log(f"site of {summary.records} records rebuilt in {site} ({time.monotonic() - step:.2f}s)")

@@ -93,6 +93,7 @@ def test_logs_one_line_per_step_with_timings(bare: Path, tmp_path: Path, capsys:
         "took",
         "extracted",
         "first",
+        "analysis",
         "rolled",
         "published",
         "done",

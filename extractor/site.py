@@ -1,0 +1,431 @@
+# Site: a catalog as static pages (an index with search, a page per record and per published diff), swapped in whole.
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from html import escape
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from extractor.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
+from extractor.catalog import LoadedCatalog
+from extractor.errors import ExtractorError
+from extractor.explain import condition_in_words
+from extractor.models import CatalogLine, Record
+from extractor.site_inputs import HistoryEvent, PublishedDiff
+
+__all__ = ["MARKER", "SiteSummary", "build_site", "render_site", "write_site"]
+
+MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
+_ASSETS = "site_assets"
+_FIRST_WORDS = 80
+_STYLE = "default"
+
+
+@dataclass(frozen=True)
+class SiteSummary:
+    """What a build wrote: the number of pages of each kind and the bytes in all."""
+
+    records: int
+    diffs: int
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A record as the index lists it."""
+
+    line: CatalogLine
+    first_words: str
+
+
+@dataclass
+class _Highlighter:
+    """Highlights source windows, lexing each run of lines a file's windows cover once, in context."""
+
+    lines: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def add(self, catalog: Iterable[CatalogLine]) -> None:
+        by_file: dict[str, dict[int, str]] = {}
+        for line in catalog:
+            record = line.record
+            texts = by_file.setdefault(record.filePath, {})
+            for offset, text in enumerate(record.sourceCode.split("\n")):
+                texts.setdefault(record.sourceCodeStart + offset, text)
+        for path, texts in by_file.items():
+            numbers = sorted(texts)
+            start = 0
+            for i in range(1, len(numbers) + 1):
+                if i == len(numbers) or numbers[i] != numbers[i - 1] + 1:
+                    run = numbers[start:i]
+                    html = _highlight(path, "\n".join(texts[n] for n in run))
+                    for number, markup in zip(run, html, strict=True):
+                        self.lines[(path, number)] = markup
+                    start = i
+
+    def window(self, record: Record, marked: range) -> Markup:
+        """The record's source window as HTML, a span per line carrying its number, the marked lines flagged."""
+        out = []
+        for n in range(record.sourceCodeStart, record.sourceCodeEnd + 1):
+            css = "line raise" if n in marked else "line"
+            out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n)]}</span>')
+        return Markup("".join(out))
+
+
+@cache
+def _lexer(suffix: str) -> Any:
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    if suffix in (".py", ".pyi"):
+        from extractor.site_lexer import FastPythonLexer
+
+        return FastPythonLexer()
+    try:
+        return get_lexer_for_filename(f"x{suffix}", stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+@cache
+def _style() -> Any:
+    from pygments.styles import get_style_by_name
+
+    return get_style_by_name(_STYLE)
+
+
+@cache
+def _css_class(token_type: Any) -> str:
+    """Pygments' short CSS class of a token type, or "" where the style gives it no look of its own."""
+    from pygments.token import STANDARD_TYPES
+
+    if not any(_style().style_for_token(token_type).values()):
+        return ""
+    while token_type not in STANDARD_TYPES:
+        token_type = token_type.parent
+    return str(STANDARD_TYPES[token_type])
+
+
+def _highlight(path: str, text: str) -> list[str]:
+    """Highlight `text` as the file `path` holds it, and return one line of HTML per line of text."""
+    lines: list[list[str]] = [[]]
+    for _, token_type, value in _lexer(Path(path).suffix).get_tokens_unprocessed(text):
+        css = _css_class(token_type)
+        for i, part in enumerate(value.split("\n")):
+            if i:
+                lines.append([])
+            if part:
+                lines[-1].append(f'<span class="{css}">{escape(part, False)}</span>' if css else escape(part, False))
+    want = text.count("\n") + 1
+    lines = lines[:want] + [[] for _ in range(want - len(lines))]
+    return ["".join(parts) for parts in lines]
+
+
+def _code(text: str) -> Markup:
+    """Highlight a snippet of Python the analysis wrote."""
+    return Markup("\n".join(_highlight("snippet.py", text)))
+
+
+@cache
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False, "linkify": False})
+
+
+def _md(text: str | None) -> Markup:
+    """Render analysis text (Markdown, raw HTML left escaped)."""
+    return Markup(_markdown().render(text or ""))
+
+
+def _md_inline(text: str | None) -> Markup:
+    return Markup(_markdown().renderInline(text or ""))
+
+
+def _message(line: CatalogLine) -> Markup:
+    """The message template with its placeholders marked."""
+    message = line.record.errorMessage
+    out, at = [], 0
+    for placeholder in sorted(line.extraction.placeholders, key=lambda p: p.start):
+        if placeholder.start < at or placeholder.end > len(message):
+            continue
+        out.append(escape(message[at : placeholder.start], False))
+        out.append(f'<mark class="ph">{escape(message[placeholder.start : placeholder.end], False)}</mark>')
+        at = placeholder.end
+    out.append(escape(message[at:], False))
+    return Markup("".join(out))
+
+
+def _first_words(message: str) -> str:
+    flat = " ".join(message.split())
+    if len(flat) <= _FIRST_WORDS:
+        return flat
+    cut = flat.rfind(" ", 0, _FIRST_WORDS)
+    return flat[: cut if cut > 0 else _FIRST_WORDS] + "…"
+
+
+def _haystack(line: CatalogLine) -> str:
+    """The text the index's search box looks in: message, slug, id, file, class, fields and flags."""
+    record = line.record
+    parts = [record.errorMessage, record.slug, record.id, record.filePath, record.errorClass, line.extraction.function]
+    for ref in line.extraction.fields:
+        parts.append(ref.expression)
+        if ref.class_ and ref.field:
+            parts.append(f"{ref.class_}.{ref.field}")
+        parts.extend(ref.flags)
+        if ref.via:
+            parts.append(ref.via)
+    return " ".join(" ".join(parts).lower().split())
+
+
+def _word_diff(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Split two messages into (kind, words) runs: equal, or removed on the left and added on the right."""
+    a, b = old.split(), new.split()
+    left: list[tuple[str, str]] = []
+    right: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            left.append(("same", " ".join(a[i1:i2])))
+            right.append(("same", " ".join(b[j1:j2])))
+            continue
+        if i2 > i1:
+            left.append(("del", " ".join(a[i1:i2])))
+        if j2 > j1:
+            right.append(("ins", " ".join(b[j1:j2])))
+    return left, right
+
+
+@cache
+def _environment() -> Environment:
+    environment = Environment(
+        loader=PackageLoader("extractor", f"{_ASSETS}/templates"),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["md"] = _md
+    environment.filters["md_inline"] = _md_inline
+    environment.filters["code"] = _code
+    environment.filters["short"] = lambda sha: sha[:10]
+    environment.globals["word_diff"] = _word_diff
+    return environment
+
+
+def _static(name: str) -> bytes:
+    return resources.files("extractor").joinpath(_ASSETS, "static", name).read_bytes()
+
+
+# The source and snippets sit on light backgrounds (the raise line's is the darkest); Pygments' styles aim
+# at white, some colours only just, so each colour is darkened until it reads on the darkest one (WCAG AA).
+_DARKEST_BACKGROUND = "fff5d6"
+_CONTRAST = 4.6
+
+
+def _luminance(color: str) -> float:
+    channels = [int(color[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _readable(color: str) -> str:
+    """Darken a colour (hex, no #) until it has the contrast AA asks for on the darkest code background."""
+    background = _luminance(_DARKEST_BACKGROUND) + 0.05
+    rgb = [int(color[i : i + 2], 16) for i in (0, 2, 4)]
+    while background / (_luminance("".join(f"{c:02x}" for c in rgb)) + 0.05) < _CONTRAST:
+        rgb = [int(c * 0.95) for c in rgb]
+    return "".join(f"{c:02x}" for c in rgb)
+
+
+def _stylesheet() -> bytes:
+    """The site's stylesheet, then a rule per token class the Pygments style gives a look."""
+    from pygments.token import STANDARD_TYPES
+
+    rules = []
+    for token_type, _ in _style():
+        look = _style().style_for_token(token_type)
+        css = _css_class(token_type)
+        if not css or token_type not in STANDARD_TYPES:
+            continue
+        declarations = [f"color: #{_readable(look['color'])}"] if look["color"] else []
+        declarations += ["font-weight: bold"] if look["bold"] else []
+        declarations += ["font-style: italic"] if look["italic"] else []
+        if declarations:
+            rules.append(f".code .{css} {{ {'; '.join(declarations)} }}")
+    return _static("site.css") + f"\n/* Pygments' {_STYLE} style */\n".encode() + "\n".join(rules).encode() + b"\n"
+
+
+def render_site(
+    catalog: LoadedCatalog,
+    *,
+    analysis: Mapping[str, AnalysisEntry] | None = None,
+    diffs: Sequence[PublishedDiff] = (),
+    history: Mapping[str, Sequence[HistoryEvent]] | None = None,
+) -> dict[str, bytes]:
+    """Render every page and asset of a catalog's site: {relative path: bytes}."""
+    lines = overlay(catalog.lines, analysis or {})
+    history = history or {}
+    environment = _environment()
+    repo = lines[0].record.repo if lines else (catalog.manifest.repo if catalog.manifest else "")
+    sha = catalog.sha
+    by_id = {line.record.id: line for line in lines}
+    site: dict[str, Any] = {"repo": repo, "sha": sha, "revision": catalog.revision, "records": len(lines)}
+    files: dict[str, bytes] = {}
+
+    highlighter = _Highlighter()
+    highlighter.add(lines)
+    record_page = environment.get_template("record.html")
+    for line in lines:
+        record = line.record
+        files[f"errors/{record.id}.html"] = record_page.render(
+            site=site,
+            root="../",
+            line=line,
+            record=record,
+            message=_message(line),
+            condition=condition_in_words(line),
+            source=highlighter.window(record, range(record.lineNumber, line.extraction.endLineNumber + 1)),
+            resolved=[f for f in line.extraction.fields if f.resolved],
+            unresolved=[f for f in line.extraction.fields if not f.resolved],
+            related=[by_id[i] for i in line.extraction.related if i in by_id],
+            history=history.get(record.id, ()),
+            analysed=any(getattr(record, name) is not None for name in ANALYSIS_FIELDS),
+        ).encode()
+
+    diff_page = environment.get_template("diff.html")
+    for diff in diffs:
+        files[f"diffs/{diff.sha}.html"] = diff_page.render(
+            site=site, root="../", diff=diff, document=diff.document, live=by_id.keys()
+        ).encode()
+
+    rows = [_Row(line, _first_words(line.record.errorMessage)) for line in lines]
+    names = {
+        "file": sorted({line.record.filePath for line in lines}),
+        "class": sorted({line.record.errorClass for line in lines}),
+        "type": sorted({line.record.errorType.value for line in lines}),
+    }
+    positions = {key: {name: i for i, name in enumerate(values)} for key, values in names.items()}
+    # A row: id, first words, file, class and type (as positions in `names`), line, and the searched text.
+    search = {
+        "names": names,
+        "rows": [
+            [
+                row.line.record.id,
+                row.first_words,
+                positions["file"][row.line.record.filePath],
+                positions["class"][row.line.record.errorClass],
+                positions["type"][row.line.record.errorType.value],
+                row.line.record.lineNumber,
+                _haystack(row.line),
+            ]
+            for row in rows
+        ],
+    }
+    counts = {
+        "file": Counter(line.record.filePath for line in lines),
+        "class": Counter(line.record.errorClass for line in lines),
+        "type": Counter(line.record.errorType.value for line in lines),
+    }
+    files["index.html"] = (
+        environment.get_template("index.html")
+        .render(
+            site=site,
+            root="",
+            rows=rows,
+            names=names,
+            counts=counts,
+            diffs=diffs,
+            # "<" only occurs inside JSON strings, where \u003c means the same and cannot end the script.
+            search_data=Markup(orjson.dumps(search).decode().replace("<", "\\u003c")),
+        )
+        .encode()
+    )
+    files["all.html"] = environment.get_template("all.html").render(site=site, root="", rows=rows).encode()
+    files["assets/site.css"] = _stylesheet()
+    files["assets/search.js"] = _static("search.js")
+    files[MARKER] = orjson.dumps({"repo": repo, "sha": sha, "records": len(lines), "diffs": len(diffs)}) + b"\n"
+    return files
+
+
+def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:
+    """Write a site into `output` whole: build it aside, then swap it in, so no reader sees half a site.
+
+    `output` may be missing, empty, a site built here (it holds MARKER), or a symlink to one. A symlink
+    (and with `link`, a missing `output`) is switched atomically to a new sibling directory; a directory
+    is replaced by two renames, between which it is missing for an instant but never half written.
+    """
+    if output.is_symlink():
+        target = output.resolve()
+        if not (target / MARKER).exists():
+            raise ExtractorError(f"{output} points at {target}, which is not a site built by extractor")
+    elif output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / MARKER).exists())):
+        raise ExtractorError(f"{output} exists and is not a site built by extractor: not replacing it")
+    parent = output.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=parent))
+    except OSError as error:
+        raise ExtractorError(f"cannot write {output}: {error.strerror or error}") from None
+    try:
+        try:
+            for directory in sorted({(staging / name).parent for name in files}):
+                directory.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                with open(staging / name, "wb") as stream:
+                    stream.write(data)
+            staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
+        except OSError as error:
+            raise ExtractorError(f"cannot write the site beside {output}: {error.strerror or error}") from None
+        if output.is_symlink() or (link and not output.exists()):
+            old = output.resolve() if output.is_symlink() else None
+            pointer = parent / f".{output.name}.link"
+            with contextlib.suppress(FileNotFoundError):
+                pointer.unlink()
+            pointer.symlink_to(staging.name)
+            os.replace(pointer, output)
+            if old is not None and old != staging:
+                shutil.rmtree(old, ignore_errors=True)
+            return
+        if output.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".old", dir=parent))
+            os.replace(output, trash / "site")
+            os.replace(staging, output)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.replace(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def build_site(
+    catalog: LoadedCatalog,
+    *,
+    output: Path,
+    analysis: Mapping[str, AnalysisEntry] | None = None,
+    diffs: Sequence[PublishedDiff] = (),
+    history: Mapping[str, Sequence[HistoryEvent]] | None = None,
+    link: bool = False,
+) -> SiteSummary:
+    """Render a catalog's site and swap it into `output` (see `write_site` for `link`)."""
+    files = render_site(catalog, analysis=analysis, diffs=diffs, history=history)
+    write_site(files, output, link=link)
+    return SiteSummary(
+        records=len(catalog.lines),
+        diffs=len(diffs),
+        files=len(files),
+        bytes=sum(len(data) for data in files.values()),
+    )

@@ -1,0 +1,242 @@
+# Site inputs: what a site is built from (a catalog, its analysis, the published diffs, the histories), read from disk.
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
+from extractor.catalog import LoadedCatalog, folder_name, load_catalog, open_catalog
+from extractor.errors import CatalogError
+from extractor.extract import ExtractOptions
+from extractor.models import Record, Scope
+from extractor.nightly import INDEX, read_index
+from extractor.write import MANIFEST, RECORDS
+
+__all__ = [
+    "HISTORY",
+    "HistoryEvent",
+    "PublishedDiff",
+    "SiteInputs",
+    "catalog_folder",
+    "open_site_inputs",
+    "read_history",
+    "read_published_diffs",
+]
+
+HISTORY = "history.jsonl"
+
+
+class _DiffSide(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    sha: str
+    revision: str
+    records: int
+
+
+class _DiffChange(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: str
+    id: str
+    old: Record | None
+    new: Record | None
+    fields: list[str] = []
+
+
+class _DiffDocument(BaseModel):
+    """diff.json as the nightly job writes it (see diff.render_json)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    old: _DiffSide
+    new: _DiffSide
+    summary: dict[str, int]
+    changes: list[_DiffChange]
+
+
+@dataclass(frozen=True)
+class PublishedDiff:
+    """A diff the nightly job published beside a catalog: the catalog's SHA, its commit date, the diff."""
+
+    sha: str
+    committedAt: str | None
+    document: _DiffDocument
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One step of a record's history, as a page shows it: when (a revision and date) and what happened."""
+
+    revision: str
+    date: str | None
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SiteInputs:
+    """What a site is built from: a catalog, the analysis to show, the published diffs, the histories."""
+
+    catalog: LoadedCatalog
+    analysis: Mapping[str, AnalysisEntry]
+    diffs: Sequence[PublishedDiff]
+    history: Mapping[str, Sequence[HistoryEvent]]
+
+
+def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
+    """Find the folder of a nightly root that holds the catalog of `sha`: the one `scope` names, else the
+    only published folder of that SHA whatever its scope."""
+    named = root / folder_name(sha=sha, revision=sha, scope=scope)
+    if (named / MANIFEST).exists():
+        return named
+    found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if (p / MANIFEST).exists()]
+    return found[0] if len(found) == 1 else None
+
+
+def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -> list[PublishedDiff]:
+    """Read the diffs a nightly root (DIR with index.json) published, newest first, from `upto` back."""
+    entries = read_index(root).catalogs
+    if upto is not None:
+        shas = [entry.sha for entry in entries]
+        entries = entries[shas.index(upto) :] if upto in shas else []
+    diffs = []
+    for entry in entries:
+        folder = catalog_folder(root, entry.sha, scope)
+        if folder is None or not (folder / "diff.json").exists():
+            continue
+        diff_path = folder / "diff.json"
+        try:
+            document = _DiffDocument.model_validate_json(diff_path.read_bytes())
+        except (ValidationError, OSError) as error:
+            raise CatalogError(f"{diff_path}: not a valid diff: {str(error).splitlines()[0]}") from None
+        diffs.append(PublishedDiff(entry.sha, entry.committedAt, document))
+    return diffs
+
+
+def open_site_inputs(
+    spec: str, *, repo: str, options: ExtractOptions, analysis: Path | None = None, history: Path | None = None
+) -> SiteInputs:
+    """Open what a site is built from.
+
+    `spec` is what `--catalog` takes, or a nightly root (a directory with index.json), which stands for its
+    latest catalog (in the folder of the scope `options` gives, else the only one of its SHA). A catalog
+    inside a nightly root brings the diffs published up to it and the root's history.jsonl (unless
+    `history` names another file), and its folder's analysis.jsonl is the analysis unless `analysis` names
+    another file.
+    """
+    path = Path(spec)
+    directory: Path | None = None
+    diffs: list[PublishedDiff] = []
+    if path.is_dir() and (path / INDEX).exists() and not (path / RECORDS).exists():
+        index = read_index(path)
+        if index.latest is None:
+            raise CatalogError(f"{path / INDEX} names no published catalog yet")
+        directory = catalog_folder(path, index.latest, options.scope)
+        if directory is None:
+            raise CatalogError(f"{path} holds no single published catalog of {index.latest} (pass its folder)")
+        catalog = load_catalog(directory)
+        diffs = read_published_diffs(path, scope=options.scope, upto=index.latest)
+    else:
+        catalog = open_catalog(spec, repo=repo, options=options)
+        if path.is_dir() and (path / RECORDS).exists():
+            directory = path
+            if (path.parent / INDEX).exists() and catalog.manifest is not None:
+                scope = catalog.manifest.scope
+                diffs = read_published_diffs(path.parent, scope=scope, upto=catalog.manifest.sha)
+    if analysis is None and directory is not None and (directory / ANALYSIS).exists():
+        analysis = directory / ANALYSIS
+    if history is None and directory is not None and (directory.parent / HISTORY).exists():
+        history = directory.parent / HISTORY  # the nightly job's rolling history, beside its index
+    return SiteInputs(
+        catalog=catalog,
+        analysis=read_analysis(analysis) if analysis is not None else {},
+        diffs=diffs,
+        history=read_history(history) if history is not None else {},
+    )
+
+
+class _Previous(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    filePath: str = ""
+    lineNumber: int = 0
+    errorMessage: str = ""
+
+
+class _LineageEvent(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: str
+    revision: str
+    id: str
+    previous: _Previous | None = None
+    fields: list[str] = []
+
+
+class _Lineage(BaseModel):
+    """A line of history.jsonl as far as a page shows it (the history command's Lineage, read leniently)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    events: list[_LineageEvent]
+
+
+class _HistoryRevision(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    revision: str
+    committedAt: str | None = None
+
+
+class _HistoryManifest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    revisions: list[_HistoryRevision] = []
+
+
+def _event_detail(event: _LineageEvent) -> str:
+    previous = event.previous
+    if event.kind == "reworded" and previous is not None:
+        return f"was “{previous.errorMessage}”"
+    if event.kind == "moved" and previous is not None:
+        return f"from {previous.filePath}:{previous.lineNumber}"
+    if event.kind == "modified" and event.fields:
+        return "changed: " + ", ".join(event.fields)
+    return ""
+
+
+def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
+    """Read history.jsonl (one lineage a line, events oldest first) into the events of each id it ever had.
+
+    Dates come from history.json beside it, when there is one.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise CatalogError(f"cannot read history {path}: {error.strerror or error}") from None
+    dates: dict[str, str | None] = {}
+    with contextlib.suppress(OSError, ValidationError):
+        manifest = _HistoryManifest.model_validate_json(path.with_name("history.json").read_bytes())
+        dates = {revision.revision: revision.committedAt for revision in manifest.revisions}
+    history: dict[str, list[HistoryEvent]] = {}
+    for number, text in enumerate(raw.splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            lineage = _Lineage.model_validate_json(text)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            raise CatalogError(f"{path}:{number}: not a history line: {where}: {first['msg']}") from None
+        events = [
+            HistoryEvent(event.revision, dates.get(event.revision), event.kind, _event_detail(event))
+            for event in lineage.events
+        ]
+        for event in lineage.events:
+            history[event.id] = events
+    return history
