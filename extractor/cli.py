@@ -16,6 +16,7 @@ from extractor.lifecycle import interruption, signals_as_interrupts, standard_st
 if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
     from extractor.match import MatchResult
+    from extractor.models import Lineage
 
 __all__ = ["main"]
 
@@ -168,7 +169,7 @@ def _extract_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
-        "Subcommands: diff, match, explain, list, nightly, cache, site (see `extractor SUBCOMMAND --help`).",
+        "Subcommands: diff, match, explain, list, nightly, cache, site, history (see `extractor SUBCOMMAND --help`).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _add_repo(parser)
@@ -289,6 +290,7 @@ def _match_parser() -> argparse.ArgumentParser:
     )
     _add_catalogs(parser)
     parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
+    _add_history(parser)
     return parser
 
 
@@ -324,6 +326,7 @@ def _run_match(argv: Sequence[str]) -> int:
         print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
 
     index = match_index(args.catalog, repo=args.repo, options=_options(args), progress=progress)
+    lineages = _lineages_of(args)
     log = not args.text or args.text == ["-"]
     inputs: Iterable[str] = _stdin_lines() if log else args.text
     out = sys.stdout
@@ -332,9 +335,12 @@ def _run_match(argv: Sequence[str]) -> int:
         seen += 1
         matched += bool(result.matches)
         if args.format == "json":
-            out.write(orjson.dumps(result.to_json()).decode() + "\n")
+            document = result.to_json()
+            if lineages is not None:
+                document["matches"] = [{**m, "history": _lineage_note(lineages, m["id"])} for m in document["matches"]]
+            out.write(orjson.dumps(document).decode() + "\n")
         else:
-            out.write(_match_text(result))
+            out.write(_match_text(result, lineages))
         if log:
             out.flush()  # answer as the log is read
     out.flush()
@@ -343,7 +349,7 @@ def _run_match(argv: Sequence[str]) -> int:
     return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
 
 
-def _match_text(result: MatchResult) -> str:
+def _match_text(result: MatchResult, lineages: list[Lineage] | None) -> str:
     lines = [result.input]
     if not result.matches:
         lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
@@ -358,6 +364,8 @@ def _match_text(result: MatchResult) -> str:
         if len(releases) > 1:
             lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
         lines.append(f"     {site.githubUrl}")
+        if (note := _lineage_note(lineages, site.id)) is not None:
+            lines.append(f"     history: {note}")
     return "\n".join(lines) + "\n"
 
 
@@ -437,6 +445,7 @@ def _explain_parser() -> argparse.ArgumentParser:
         help="text for a terminal, markdown for a page or an issue (with a table of fields), json for tools "
         "(default: text)",
     )
+    _add_history(parser)
     return parser
 
 
@@ -448,8 +457,115 @@ def _run_explain(argv: Sequence[str]) -> int:
     if explanation is None:
         print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)
         return ExitCode.NOT_FOUND
-    sys.stdout.write(render(explanation, format=args.format))
+    page = render(explanation, format=args.format)
+    note = _lineage_note(_lineages_of(args), explanation.line.record.id)
+    if note is not None and args.format == "json":
+        import orjson
+
+        page = orjson.dumps({**orjson.loads(page), "history": note}, option=orjson.OPT_INDENT_2).decode() + "\n"
+    elif note is not None:
+        page += f"\n{'**History**: ' if args.format == 'markdown' else 'History: '}{note}\n"
+    sys.stdout.write(page)
     sys.stdout.flush()
+    return ExitCode.OK
+
+
+def _history_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} history",
+        description="Follow every check in scope across revisions, oldest first, with diff's pairing: when it "
+        "was introduced, reworded, moved, modified, removed or reintroduced. Writes DIR/history.jsonl (one "
+        "lineage a line) and DIR/history.json (the revisions); with --format markdown also history.md and a "
+        "chart (history.svg, history.png). Prints history.jsonl or the Markdown. A --path follows a module "
+        "that becomes a package: vllm/config names vllm/config/ and vllm/config.py.",
+    )
+    parser.add_argument(
+        "revisions",
+        nargs="*",
+        metavar="REVISIONS",
+        help="release:all, release:A..B (inclusive) or release:X.Y.Z; or, of --repo, A..B (A, then the "
+        "first-parent commits after it up to B), a tag glob such as 'v*' (sorted by version), or a revision",
+    )
+    parser.add_argument("--revisions", dest="more", action="append", metavar="SPEC", help="as REVISIONS, repeatable")
+    _add_repo(parser)
+    _add_scope(parser)
+    parser.add_argument("--format", choices=["json", "markdown"], default="json", help="output format (default: json)")
+    parser.add_argument("--output", metavar="DIR", help="where the files go (default: output/<owner>/<name>/history)")
+    _add_run(parser)
+    return parser
+
+
+def _add_history(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--history",
+        metavar="DIR_FILE_OR_REVISIONS",
+        help="say when each record appeared and changed: a history written by `extractor history` (its "
+        "directory or history.jsonl), or revisions to follow on the fly (release:A..B, release:all, 'v*', A..B)",
+    )
+
+
+def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
+    """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
+    if not args.history:
+        return None
+    from dataclasses import replace
+
+    from extractor.history import build_history, following, list_revisions, load_lineages
+
+    path = Path(args.history)
+    if path.exists():
+        return load_lineages(path)
+    options = _options(args)
+    options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
+    return build_history(list_revisions([args.history], repo=args.repo), options=options).lineages
+
+
+def _lineage_note(lineages: list[Lineage] | None, record_id: str) -> str | None:
+    """The history sentence of a record, when a history was given and holds it."""
+    if lineages is None:
+        return None
+    from extractor.history import find_lineage, lineage_sentence
+
+    found = find_lineage(lineages, record_id)
+    return lineage_sentence(found) if found is not None else None
+
+
+def _run_history(argv: Sequence[str]) -> int:
+    args = _parse(_history_parser(), argv)
+    from dataclasses import replace
+
+    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, following, list_revisions
+    from extractor.write import atomic_write, default_root
+
+    specs = [*args.revisions, *(args.more or [])]
+    if not specs:
+        raise ExtractorError("history needs revisions: release:all, release:A..B, or A..B / 'v*' of --repo")
+    options = _options(args)
+    options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(f"{PROG} history: {line}", file=sys.stderr, flush=True)
+
+    history = build_history(list_revisions(specs, repo=args.repo), options=options, log=log)
+    root = Path(args.output) if args.output else default_root(history.repo) / "history"
+    lines, manifest = history.encode()
+    atomic_write(root / HISTORY, lines)
+    atomic_write(root / HISTORY_MANIFEST, manifest)
+    if args.format == "json":
+        sys.stdout.buffer.write(lines)
+    else:
+        from extractor.changelog import render_chart, render_markdown
+
+        title = f"History of the checks in {', '.join(options.paths)} ({history.repo})"
+        render_chart(history.revisions, root / "history", title=title)
+        lineages = history.lineages
+        atomic_write(
+            root / "history.md", render_markdown(lineages, history.revisions, title=title, chart="history.svg").encode()
+        )
+        sys.stdout.write(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
+    sys.stdout.flush()
+    log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {root}")
     return ExitCode.OK
 
 
@@ -612,6 +728,7 @@ _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "nightly": _run_nightly,
     "cache": _run_cache,
     "site": _run_site,
+    "history": _run_history,
 }
 
 

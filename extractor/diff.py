@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import difflib
+import math
 import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -22,6 +25,10 @@ __all__ = ["ACROSS_FUNCTIONS", "WITHIN_FUNCTION", "CatalogDiff", "Change", "Chan
 WITHIN_FUNCTION = 0.5
 ACROSS_FUNCTIONS = 0.85
 _WORD = re.compile(r"\w+")
+# The least share of its words a message must have in common with another to score WITHIN_FUNCTION:
+# 2m / (la + lb) >= 1/2 with lb >= m gives m >= la / 3.
+_MIN_SHARE = WITHIN_FUNCTION / (2 - WITHIN_FUNCTION)
+_NO_WORD = ("", -1)  # the one token of a message without words: it scores 1.0 against another such
 
 
 class ChangeKind(StrEnum):
@@ -122,6 +129,16 @@ def _fields(line: CatalogLine) -> list[tuple[object, ...]]:
 _LOCATION = {"filePath", "lineNumber", "function"}
 
 
+def _pair_same_id(line: CatalogLine, match: CatalogLine) -> Change:
+    """The same check in both: a line shift within its function is no change; another function is a move."""
+    fields = _differing(line, match)
+    if not fields or fields == ["lineNumber"]:
+        return Change(ChangeKind.UNCHANGED, line, match)
+    if set(fields) <= _LOCATION:
+        return Change(ChangeKind.MOVED, line, match, tuple(fields))
+    return Change(ChangeKind.MODIFIED, line, match, tuple(fields))
+
+
 def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     """Pair the checks of two catalogs: same id, then same template elsewhere, then similar wording."""
     changes: list[Change] = []
@@ -131,14 +148,8 @@ def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
         match = new_by_id.pop(line.record.id, None)
         if match is None:
             old_left.append(line)
-            continue
-        fields = _differing(line, match)
-        if not fields:
-            changes.append(Change(ChangeKind.UNCHANGED, line, match))
-        elif set(fields) <= _LOCATION:
-            changes.append(Change(ChangeKind.MOVED, line, match, tuple(fields)))
         else:
-            changes.append(Change(ChangeKind.MODIFIED, line, match, tuple(fields)))
+            changes.append(_pair_same_id(line, match))
     new_left = [line for line in new.lines if line.record.id in new_by_id]
 
     # Same class and template in another file: a module split or renamed.
@@ -148,10 +159,9 @@ def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     still_old = []
     for line in old_left:
         candidates = by_template.get((line.record.errorClass, line.record.errorMessage), [])
-        candidates = [c for c in candidates if c.record.filePath != line.record.filePath]
-        if candidates:
-            match = candidates[0]
-            by_template[(match.record.errorClass, match.record.errorMessage)].remove(match)
+        match = next((c for c in candidates if c.record.filePath != line.record.filePath), None)
+        if match is not None:
+            candidates.remove(match)
             changes.append(Change(ChangeKind.MOVED, line, match, tuple(_differing(line, match))))
         else:
             still_old.append(line)
@@ -160,14 +170,9 @@ def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
 
     # Similar templates in the same file: reworded, best pairs first, one to one.
     scored = []
-    for a in still_old:
-        for b in still_new:
-            if a.record.filePath != b.record.filePath or a.record.errorClass != b.record.errorClass:
-                continue
-            score = similarity(a.record.errorMessage, b.record.errorMessage)
-            same_function = a.extraction.function == b.extraction.function
-            if score >= (WITHIN_FUNCTION if same_function else ACROSS_FUNCTIONS):
-                scored.append((-score, a.record.lineNumber, b.record.lineNumber, id(a), id(b), a, b))
+    for a, b, score in _similar_pairs(still_old, still_new):
+        if score >= (WITHIN_FUNCTION if a.extraction.function == b.extraction.function else ACROSS_FUNCTIONS):
+            scored.append((-score, a.record.lineNumber, b.record.lineNumber, id(a), id(b), a, b))
     scored.sort(key=lambda item: item[:3])
     used: set[int] = set()
     for _, _, _, old_key, new_key, a, b in scored:
@@ -179,6 +184,56 @@ def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     changes += [Change(ChangeKind.ADDED, None, line) for line in still_new if id(line) not in used]
     changes.sort(key=Change.sort_key)
     return CatalogDiff(old, new, tuple(changes))
+
+
+def _similar_pairs(
+    old: Sequence[CatalogLine], new: Sequence[CatalogLine]
+) -> Iterator[tuple[CatalogLine, CatalogLine, float]]:
+    """Yield every pair of the same file and class that could score WITHIN_FUNCTION or more, with its score.
+
+    Scoring every pair is quadratic (24,000 reworded checks would be 576 million pairs), so pairs are
+    found through an index by file, class and word (prefix filtering): a score of t needs at least t * (la + lb) / 2
+    words in common, which the rarest |a| - ceil(|a| / 3) + 1 words of each side then always share
+    (for t = 0.5 the other side has at least |a| / 3 words). Each word's k-th occurrence counts as its
+    own token, as the score counts repeated words. Only the pairs found so are scored: the work grows with
+    the pairs of a file that share uncommon words, not with the square of the checks (many near-identical
+    messages in one file still make many candidates).
+    """
+
+    def tokens(words: list[str]) -> list[tuple[str, int]]:
+        if len(set(words)) == len(words):
+            return [(word, 0) for word in words]
+        seen: Counter[str] = Counter()
+        out = []
+        for word in words:
+            out.append((word, seen[word]))
+            seen[word] += 1
+        return out
+
+    old_words = [_words(line.record.errorMessage) for line in old]
+    new_words = [_words(line.record.errorMessage) for line in new]
+    old_tokens = [tokens(words) for words in old_words]
+    new_tokens = [tokens(words) for words in new_words]
+    frequency = Counter(token for group in (old_tokens, new_tokens) for words in group for token in words)
+
+    def prefix(words: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        if not words:
+            return [_NO_WORD]
+        rarest = sorted(words, key=lambda token: (frequency[token], token))
+        return rarest[: len(words) - math.ceil(len(words) * _MIN_SHARE - 1e-9) + 1]
+
+    index: dict[tuple[str, str, tuple[str, int]], list[int]] = {}
+    for position, (line, words) in enumerate(zip(new, new_tokens, strict=True)):
+        for token in prefix(words):
+            index.setdefault((line.record.filePath, line.record.errorClass, token), []).append(position)
+    for line, words, plain in zip(old, old_tokens, old_words, strict=True):
+        found = {
+            position
+            for token in prefix(words)
+            for position in index.get((line.record.filePath, line.record.errorClass, token), ())
+        }
+        for position in sorted(found):
+            yield line, new[position], float(Indel.normalized_similarity(plain, new_words[position]))
 
 
 def _side(catalog: LoadedCatalog) -> dict[str, Any]:
@@ -237,11 +292,19 @@ def _where(line: CatalogLine) -> str:
     return f"[{record.filePath}:{record.lineNumber}]({record.githubUrl})"
 
 
+def _label(side: LoadedCatalog, other: LoadedCatalog) -> str:
+    """Name one side of a diff: its revision and SHA, or its SHA alone where both sides share a revision
+    (a branch followed night after night)."""
+    if side.revision == other.revision or not side.revision:
+        return side.sha[:12]
+    return f"{side.revision} ({side.sha[:10]})"
+
+
 def render_markdown(diff: CatalogDiff) -> str:
     """Render the diff as release notes: a summary table, then one table per kind of change."""
     old, new = diff.old, diff.new
     out = [
-        f"# Error catalog changes: {old.revision} ({old.sha[:10]}) → {new.revision} ({new.sha[:10]})",
+        f"# Error catalog changes: {_label(old, new)} → {_label(new, old)}",
         "",
         f"{len(old.lines)} checks before, {len(new.lines)} after.",
         "",

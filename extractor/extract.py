@@ -422,10 +422,12 @@ def extract_commit(
     *,
     options: ExtractOptions,
     pinned_sha: str | None = None,
+    keep: bool = True,
 ) -> Catalog:
     """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at.
 
-    A catalog made before for the same commit, scope and code is read back and only restamped.
+    A catalog made before for the same commit, scope and code is read back and only restamped; a new one
+    is kept in the cache too unless `keep` is false (a history of many revisions keeps per-file results only).
     """
     if not options.cache:
         return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
@@ -445,7 +447,8 @@ def extract_commit(
             if restored is not None:
                 return restored
         catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
-        cache.store_catalog(key, _freeze(catalog))
+        if keep:
+            cache.store_catalog(key, _freeze(catalog))
         return catalog
     finally:
         cache.close()  # what is queued is written in the background

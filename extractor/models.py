@@ -364,3 +364,87 @@ def construct(cls: type[M], /, **values: Any) -> M:
 def replace(model: M, /, **changes: Any) -> M:
     """Return a copy of `model` with some fields changed, as `model.model_copy(update=changes)` does."""
     return _make(type(model), {**model.__dict__, **changes}, model.__pydantic_fields_set__ | changes.keys())
+
+
+# History: the life of each check across an ordered list of revisions (history.jsonl and history.json).
+
+
+class EventKind(StrEnum):
+    """What happened to a lineage at one revision (in the order a lineage can live them)."""
+
+    INTRODUCED = "introduced"
+    REWORDED = "reworded"
+    MOVED = "moved"
+    MODIFIED = "modified"
+    REMOVED = "removed"
+    REINTRODUCED = "reintroduced"
+
+
+class Previous(_Frozen):
+    """A check as it was at the revision before an event (what a rewording, move or change left behind)."""
+
+    id: Hex16
+    filePath: str
+    lineNumber: int
+    function: str
+    errorMessage: str
+
+
+class LineageEvent(_Frozen):
+    """One event of a lineage: the revision it happened at and the check as it then was.
+
+    For `removed`, the check is as last seen (the revision before); `previous` is set for `reworded`,
+    `moved` and `modified`, and `fields` names what differs (as `diff` does).
+    """
+
+    kind: EventKind
+    revision: str
+    sha: Sha
+    id: Hex16
+    filePath: str
+    lineNumber: int
+    function: str
+    errorMessage: str
+    githubUrl: str
+    previous: Previous | None = None
+    fields: list[str] = []
+
+
+class Lineage(_Frozen):
+    """One line of history.jsonl: a check followed from revision to revision, events oldest first."""
+
+    lineage: Hex16  # the id the check had when first seen: stable whatever happens to it later
+    errorClass: str
+    # The check as last seen (the newest revision where it is present): line shifts make no event.
+    id: Hex16
+    errorMessage: str
+    slug: str
+    filePath: str
+    lineNumber: int
+    function: str
+    githubUrl: str
+    firstSeen: str  # revision labels, as in `revisions` of history.json
+    lastSeen: str
+    present: bool  # whether the newest revision holds it
+    events: list[LineageEvent]
+
+
+class HistoryRevision(_Frozen):
+    """One revision of a history, oldest first: how many checks it holds and what changed coming to it."""
+
+    revision: str
+    sha: Sha  # the SHA its records point at (a release's own commit id)
+    committedAt: str | None
+    records: int
+    summary: dict[str, int]  # events of each kind at this revision; the first revision introduces all
+
+
+class HistoryManifest(_Frozen):
+    """history.json: what a history covers (repository, scope, revisions oldest first)."""
+
+    repo: str
+    scope: Scope
+    extractorVersion: str
+    analyzedAt: Timestamp
+    lineages: int
+    revisions: list[HistoryRevision]

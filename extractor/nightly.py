@@ -18,6 +18,7 @@ from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markd
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
+from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.write import atomic_write, default_root, dumps_model, write_catalog
 
@@ -164,6 +165,11 @@ def _publish(
     before = _folder(root, index.latest, options) if previous is not None and index.latest else None
     carry_analysis(before, directory, catalog, diff, analysis, log)
 
+    step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
+    history = roll(root, previous=previous, catalog=catalog, options=options, changes=diff.changes if diff else None)
+    nights = len(history.revisions)
+    log(f"rolled the history on: {len(history.threads)} lineages over {nights} nights ({time.monotonic() - step:.2f}s)")
+
     step = time.monotonic()
     entry = IndexEntry(
         sha=commit.sha,
@@ -187,9 +193,7 @@ def _publish(
     _clean(root, {entry.sha for entry in kept}, options, folders=indexed, log=log)
 
 
-def _clean(
-    root: Path, named: set[str], options: ExtractOptions, *, folders: bool, log: Callable[[str], None]
-) -> None:
+def _clean(root: Path, named: set[str], options: ExtractOptions, *, folders: bool, log: Callable[[str], None]) -> None:
     """Remove what killed runs left in `root` and the index does not name: temporary files (the lock is
     held: no other run is writing one) and, when an index was there before this run, catalog folders
     of this scope.

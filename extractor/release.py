@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import html.parser
+import itertools
 import json
 import os
 import re
@@ -14,9 +15,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from filelock import FileLock
 from packaging.version import InvalidVersion, Version
@@ -168,17 +170,6 @@ def fetch_sdist(version: str) -> Sdist:
     return Sdist(version, target, expected_hash)
 
 
-def _download(response: Any, filename: str) -> Iterator[bytes]:
-    """Read a download in chunks: a bar on a terminal, else one line saying what and how big."""
-    from extractor.progress import byte_bar, note
-
-    length = response.headers.get("Content-Length")
-    size = int(length) if length and length.isdigit() else None
-    host = urllib.parse.urlsplit(response.geturl()).hostname or "the package index"
-    note(f"downloading {filename}" + (f" ({size / 1e6:.1f} MB)" if size else "") + f" from {host}")
-    yield from byte_bar(iter(lambda: response.read(1 << 16), b""), size, filename)
-
-
 def _sdist_version(filename: str) -> tuple[Version, str] | None:
     """Return the final or post release an sdist's file name stands for, parsed and as spelled there."""
     if not (filename.startswith(f"{PROJECT}-") and filename.endswith(".tar.gz")):
@@ -254,66 +245,106 @@ def resolve_releases(spec: str, *, versions: list[str] | None = None) -> list[st
     return sorted(chosen, key=Version)
 
 
+def _download(response: Any, filename: str) -> Iterator[bytes]:
+    """Read a download in chunks: a bar on a terminal, else one line saying what and how big."""
+    from extractor.progress import byte_bar, note
+
+    length = response.headers.get("Content-Length")
+    size = int(length) if length and length.isdigit() else None
+    host = urllib.parse.urlsplit(response.geturl()).hostname or "the package index"
+    note(f"downloading {filename}" + (f" ({size / 1e6:.1f} MB)" if size else "") + f" from {host}")
+    yield from byte_bar(iter(lambda: response.read(1 << 16), b""), size, filename)
+
+
 def release_tag(version: str) -> str:
     return f"v{version}"
 
 
-def _fast_import_stream(sdist: Sdist, tag: str) -> bytes:
-    """Render the sdist's `vllm/` package as a git fast-import stream of one root commit."""
+def _write_release(sdist: Sdist, tag: str, out: IO[bytes], marks: Iterator[int]) -> None:
+    """Write the sdist's `vllm/` package as one root commit of a git fast-import stream.
+
+    The tarball is read once, as a stream: each file goes out as a blob as it comes (a gzip tarball read
+    out of order is decompressed again from its start for every member), then the commit names them.
+    """
+    files: list[tuple[str, str, int]] = []  # path, mode, mark
+    newest = 0
     try:
-        with tarfile.open(sdist.path, "r:gz") as archive:
-            members = sorted(
-                (member.name.split("/", 1)[1], member)
-                for member in archive
-                if member.name.partition("/")[2].startswith(f"{PROJECT}/") and (member.isfile() or member.issym())
-            )
-            chunks: list[bytes] = []
-            for path, member in members:
+        with tarfile.open(sdist.path, "r|gz") as archive:
+            for member in archive:
+                path = member.name.split("/", 1)[1] if "/" in member.name else ""
+                if not path.startswith(f"{PROJECT}/") or not (member.isfile() or member.issym()):
+                    continue
                 if member.issym():
                     data, mode = member.linkname.encode(), "120000"
                 else:
                     extracted = archive.extractfile(member)
                     data = extracted.read() if extracted else b""
                     mode = "100755" if member.mode & 0o111 else "100644"
-                chunks.append(f"M {mode} inline {path}\ndata {len(data)}\n".encode() + data + b"\n")
-    except (tarfile.TarError, OSError) as error:
+                mark = next(marks)
+                out.write(f"blob\nmark :{mark}\ndata {len(data)}\n".encode() + data + b"\n")
+                files.append((path, mode, mark))
+                newest = max(newest, int(member.mtime))
+    except (tarfile.TarError, OSError, EOFError) as error:
         raise ReleaseError(f"cannot read {sdist.path.name}: {error}") from None
-    if not chunks:
+    if not files:
         raise ReleaseError(f"{sdist.path.name} holds no {PROJECT}/ package")
     # The commit is a pure function of the sdist, so every machine builds the same SHA.
-    newest = max(int(member.mtime) for _, member in members)
     message = f"vLLM {sdist.version} from its release sdist (sha256 {sdist.sha256})\n".encode()
     who = f"vLLM release <release@{PROJECT}> {newest} +0000"
-    header = f"commit refs/tags/{tag}\nauthor {who}\ncommitter {who}\ndata {len(message)}\n".encode()
-    return header + message + b"deleteall\n" + b"".join(chunks) + b"done\n"
+    out.write(f"commit refs/tags/{tag}\nauthor {who}\ncommitter {who}\ndata {len(message)}\n".encode())
+    out.write(message + b"deleteall\n")
+    out.write(b"".join(f"M {mode} :{mark} {path}\n".encode() for path, mode, mark in sorted(files)))
 
 
 def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
-    """Return a bare git repository holding each release's `vllm/` package as a commit tagged vX.Y.Z."""
+    """Return a bare git repository holding each release's `vllm/` package as a commit tagged vX.Y.Z.
+
+    The releases it lacks are written by one `git fast-import`, which stores each distinct file once
+    (releases share most of theirs), reading every tarball once as it downloads the next.
+    """
     target = repo or cache_dir() / "releases" / f"{PROJECT}.git"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f".{target.name}.lock")):
         if not (target / "HEAD").exists():
             subprocess.run(["git", "init", "--quiet", "--bare", str(target)], check=True)
-        for version in versions:
-            tag = release_tag(version)
-            exists = subprocess.run(
-                ["git", "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}"],
-                cwd=target,
-                capture_output=True,
-            )
-            if exists.returncode == 0:
-                continue
-            stream = _fast_import_stream(fetch_sdist(version), tag)
-            result = subprocess.run(
-                ["git", "fast-import", "--quiet", "--done"],
-                cwd=target,
-                input=stream,
-                capture_output=True,
-            )
-            if result.returncode != 0:
-                raise ReleaseError(f"cannot build the git repository for {version}: {result.stderr.decode()[-300:]}")
+        listed = subprocess.run(
+            ["git", "for-each-ref", "--format=%(refname)", "refs/tags/"],
+            cwd=target,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        missing = [v for v in dict.fromkeys(versions) if f"refs/tags/{release_tag(v)}" not in set(listed)]
+        if missing:
+            _import(target, missing)
     return target
+
+
+def _import(target: Path, versions: list[str]) -> None:
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(
+            ["git", "fast-import", "--quiet", "--done"], cwd=target, stdin=subprocess.PIPE, stderr=errors
+        )
+        assert process.stdin is not None
+        try:
+            marks = itertools.count(1)
+            with ThreadPoolExecutor(max_workers=1) as downloads:  # the next sdist downloads meanwhile
+                pending = [downloads.submit(fetch_sdist, version) for version in versions]
+                for version, future in zip(versions, pending, strict=True):
+                    _write_release(future.result(), release_tag(version), process.stdin, marks)
+            process.stdin.write(b"done\n")
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        except BaseException:
+            process.kill()  # without `done`, fast-import updates no ref: nothing half-written is named
+            process.wait()
+            raise
+        if process.wait() != 0:
+            errors.seek(0)
+            raise ReleaseError(
+                f"cannot build the git repository for {', '.join(versions)}: {errors.read().decode()[-300:]}"
+            )
 
 
 def commit_id(version_py: bytes) -> str | None:

@@ -1,4 +1,4 @@
-"""Regenerate schemas/record-line.schema.json from the pydantic models (tests check it is in sync)."""
+"""Regenerate the JSON Schemas in schemas/ from the pydantic models (tests check they are in sync)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.schema import SCHEMA_PATH, render_schema
+from extractor.schema import render_schemas
 
 if __name__ == "__main__":
-    SCHEMA_PATH.write_bytes(render_schema())
-    print(f"wrote {SCHEMA_PATH}")
+    for path, data in render_schemas().items():
+        path.write_bytes(data)
+        print(f"wrote {path}")

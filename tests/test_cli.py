@@ -181,7 +181,8 @@ def raises(git_repo: GitRepo) -> GitRepo:
         pytest.param("Explain", "unknown command 'Explain'; did you mean 'explain'?", id="case"),
         pytest.param(
             "frobnicate",
-            "unknown command 'frobnicate': the commands are diff, match, explain, list, nightly, cache, site; an "
+            "unknown command 'frobnicate': the commands are diff, match, explain, list, nightly, cache, site, "
+            "history; an "
             "extraction takes options only (--sha REV or --release X.Y.Z; see --help)",
             id="nothing close",
         ),

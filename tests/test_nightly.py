@@ -94,6 +94,7 @@ def test_logs_one_line_per_step_with_timings(bare: Path, tmp_path: Path, capsys:
         "extracted",
         "first",
         "analysis",
+        "rolled",
         "published",
         "done",
     ]

@@ -16,7 +16,8 @@ import pytest
 from extractor.catalog import release_commit
 from extractor.errors import ReleaseError
 from extractor.extract import ExtractOptions, extract_commit
-from extractor.release import commit_id, fetch_sdist, index_url
+from extractor.release import commit_id, fetch_sdist, index_url, release_repo
+from tests.conftest import git
 
 
 def make_sdist(version: str) -> bytes:
@@ -158,6 +159,31 @@ def test_release_becomes_a_tagged_commit_pinned_to_its_recorded_sha(serve) -> No
 def test_commit_id_reads_the_version_file() -> None:
     assert commit_id(b"__commit_id__ = commit_id = 'g2cf0a6915'\n") == "2cf0a6915"
     assert commit_id(b"__commit_id__ = commit_id = None\n") is None
+
+
+def test_releases_are_imported_in_one_pass_each_file_stored_once(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Several sdists go into one fast-import; each release's commit is the one it gets when built alone."""
+    index = Index({f"vllm-{v}.tar.gz": make_sdist(v) for v in ("9.8.0", "9.9.0")})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    try:
+        both = release_repo(["9.8.0", "9.9.0"], repo=tmp_path / "both.git")
+        alone = release_repo(["9.9.0"], repo=tmp_path / "alone.git")
+    finally:
+        index.server.shutdown()
+    assert git(both, "rev-parse", "v9.9.0") == git(alone, "rev-parse", "v9.9.0")
+    assert git(both, "ls-tree", "-r", "--name-only", "v9.8.0") == "vllm/_version.py\nvllm/config/a.py"
+    # Two commits over one tree (the two packages are the same files): 2 blobs, 3 trees, 2 commits.
+    counts = dict(line.split(": ") for line in git(both, "count-objects", "-v").splitlines())
+    assert int(counts["in-pack"]) + int(counts["count"]) == 7
+
+
+@pytest.mark.release
+def test_a_real_release_commit_is_the_same_whoever_builds_it(tmp_path: Path) -> None:
+    """The release repository's commits are a pure function of the sdists: caches built before agree."""
+    repo = release_repo(["0.27.0"], repo=tmp_path / "vllm.git")
+    assert git(repo, "rev-parse", "v0.27.0") == "e0d68c924bbaa4db0793d48ce34a70bb60ee0df6"
 
 
 def test_release_versions_lists_final_sdists_in_pep440_order(serve) -> None:  # type: ignore[no-untyped-def]

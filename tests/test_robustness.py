@@ -549,7 +549,7 @@ def test_a_long_line_is_cut_in_every_window_so_output_stays_proportional(git_rep
     records = [json.loads(line)["record"] for line in result.stdout.splitlines()]
     assert len(records) == 4000
     line = source.splitlines()[1]
-    for record in records[:: 397]:
+    for record in records[::397]:
         first, cut, last = record["sourceCode"].split("\n")
         assert (first, last) == ("def f(x):", "    return x")
         column = line.index(f"raise ValueError('{record['errorMessage']}')")
@@ -576,13 +576,13 @@ class SchedulerConfig:
             raise ValueError(f"bad {self.max_len}")
 '''
 
-SURROGATE_ARGS = '''
+SURROGATE_ARGS = """
 class EngineArgs:
     def add_cli_args(parser):
         scheduler_kwargs = get_kwargs(SchedulerConfig)
         parser.add_argument("--max-len\\udcff", **scheduler_kwargs["max_len\\ud800"])
         parser.add_argument("--max-len", **scheduler_kwargs["max_len"])
-'''
+"""
 
 
 @pytest.mark.parametrize("where", ["docstring", "flag"])

@@ -8,7 +8,7 @@ import jsonschema
 import orjson
 
 from extractor.cli import main
-from extractor.schema import SCHEMA_PATH, json_schema, render_schema
+from extractor.schema import SCHEMA_PATH, json_schema, render_schema, render_schemas
 from tests.conftest import GitRepo, git
 
 
@@ -33,3 +33,10 @@ def test_written_lines_validate_and_bad_lines_do_not(git_repo: GitRepo, tmp_path
     line["record"]["id"] = "not-hex"
     line["record"]["surprise"] = 1
     assert len(list(validator.iter_errors(line))) == 2
+
+
+def test_every_committed_schema_matches_the_models() -> None:
+    """records.jsonl, history.jsonl and history.json: `python scripts/gen_schema.py` writes them all."""
+    for path, data in render_schemas().items():
+        assert path.read_bytes() == data, path.name
+        jsonschema.Draft202012Validator.check_schema(orjson.loads(data))

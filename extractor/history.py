@@ -1,0 +1,553 @@
+# History: an ordered list of revisions -> the lineage of every check (introduced, reworded, moved, removed...).
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import orjson
+from pydantic import ValidationError
+
+from extractor._version import __version__
+from extractor.catalog import RELEASE_PREFIX, LoadedCatalog
+from extractor.diff import Change, ChangeKind, diff_catalogs
+from extractor.errors import CatalogError, RevisionError, ScopeError
+from extractor.extract import ExtractOptions, analyzed_at, extract_commit
+from extractor.git import Commit, open_repo, resolve
+from extractor.git import _git as _git_bytes
+from extractor.models import (
+    CatalogLine,
+    EventKind,
+    HistoryManifest,
+    HistoryRevision,
+    Lineage,
+    LineageEvent,
+    Previous,
+)
+from extractor.write import atomic_write
+
+__all__ = [
+    "HISTORY",
+    "HISTORY_MANIFEST",
+    "History",
+    "Revision",
+    "advance",
+    "build_history",
+    "find_lineage",
+    "following",
+    "lineage_sentence",
+    "list_revisions",
+    "load_lineages",
+    "read_history",
+    "roll",
+]
+
+HISTORY = "history.jsonl"
+HISTORY_MANIFEST = "history.json"
+
+_EVENT_OF = {
+    ChangeKind.REWORDED: EventKind.REWORDED,
+    ChangeKind.MOVED: EventKind.MOVED,
+    ChangeKind.MODIFIED: EventKind.MODIFIED,
+}
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One revision of a history: the label it is shown by, its commit, and the SHA its records point at."""
+
+    label: str
+    commit: Commit
+    pinned: str | None = None
+
+
+def following(paths: Sequence[str]) -> tuple[str, ...]:
+    """Widen a scope so it follows a module that becomes a package (or back): `vllm/config` names both the
+    `vllm/config/` package and the `vllm/config.py` module, and `vllm/config.py` names both too."""
+    out: list[str] = []
+    for path in paths:
+        stem = path.strip("/").removesuffix(".py")
+        out += [stem, f"{stem}.py"] if stem else [path]
+    return tuple(dict.fromkeys(out))
+
+
+# Revisions ---------------------------------------------------------------------------------------------------
+
+
+def list_revisions(specs: Sequence[str], *, repo: str) -> list[Revision]:
+    """Resolve what the user listed, oldest first: `release:all`, `release:A..B` or `release:X.Y.Z`; and of
+    `repo`, `A..B` (A, then the first-parent commits after it up to B), a tag glob such as `v*` (sorted by
+    version), or one revision. A revision listed twice is kept once, where first listed."""
+    out: list[Revision] = []
+    for spec in specs:
+        if spec.startswith(RELEASE_PREFIX):
+            out += _releases(spec.removeprefix(RELEASE_PREFIX))
+        elif ".." in spec:
+            out += _range(repo, spec)
+        elif any(char in spec for char in "*?["):
+            out += _tags(repo, spec)
+        else:
+            out.append(Revision(spec, resolve(repo, spec)))
+    seen: set[str] = set()
+    unique = []
+    for revision in out:
+        if revision.commit.sha not in seen:
+            seen.add(revision.commit.sha)
+            unique.append(revision)
+    if not unique:
+        raise RevisionError(f"no revision in {' '.join(specs)}")
+    return unique
+
+
+def _releases(spec: str) -> list[Revision]:
+    """The releases a spec names, as commits of the release repository: its tags and dates read with one
+    `git for-each-ref`, each release's recorded commit with one `git cat-file --batch` (not a few git
+    processes per release)."""
+    from extractor.release import commit_id, release_repo, release_tag, resolve_releases
+
+    if not spec:
+        raise RevisionError("release: needs a version, a range A..B or all, as in release:0.5.0..0.8.0")
+    versions = resolve_releases(spec)
+    git_dir = release_repo(versions)  # every missing release goes into one fast-import
+    template = resolve(str(git_dir), release_tag(versions[0]))
+    refs: dict[str, tuple[str, int]] = {}
+    for row in _git(
+        git_dir, "for-each-ref", "--format=%(refname) %(objectname) %(committerdate:unix)", "refs/tags/"
+    ).splitlines():
+        name, oid, seconds = row.split()
+        refs[name.removeprefix("refs/tags/")] = (oid, int(seconds))
+    batch = "".join(f"{refs[release_tag(v)][0]}:vllm/_version.py\n" for v in versions)
+    answers = _version_files(git_dir, batch)
+    out = []
+    for version, version_py in zip(versions, answers, strict=True):
+        sha, epoch = refs[release_tag(version)]
+        commit = replace(template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=_date(epoch))
+        out.append(Revision(version, commit, commit_id(version_py) if version_py is not None else None))
+    return out
+
+
+def _version_files(git_dir: Path, batch: str) -> list[bytes | None]:
+    """Answer `git cat-file --batch` requests in order; None where the object is missing."""
+    import subprocess
+
+    raw = subprocess.run(
+        ["git", "cat-file", "--batch"], cwd=git_dir, input=batch.encode(), capture_output=True, check=True
+    ).stdout
+    out: list[bytes | None] = []
+    position = 0
+    while position < len(raw):
+        end = raw.index(b"\n", position)
+        header = raw[position:end].split()
+        position = end + 1
+        if len(header) == 3:
+            size = int(header[2])
+            out.append(raw[position : position + size])
+            position += size + 1
+        else:
+            out.append(None)
+    return out
+
+
+def _date(epoch: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _range(repo: str, spec: str) -> list[Revision]:
+    low, _, high = spec.partition("..")
+    start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
+    listed = _git(start.git_dir, "log", "--first-parent", "--reverse", "--format=%H %ct", f"{start.sha}..{end.sha}")
+    commits = [start]
+    for row in listed.splitlines():
+        sha, epoch = row.split()
+        commits.append(replace(end, sha=sha, revision=sha[:12], committed_at=_date(int(epoch))))
+    return [Revision(commit.sha[:12], commit) for commit in commits]
+
+
+def _tags(repo: str, pattern: str) -> list[Revision]:
+    git_dir = open_repo(repo)
+    tags = _git(git_dir, "tag", "--list", "--sort=v:refname", pattern).split()
+    tags = [tag for tag in tags if fnmatch.fnmatchcase(tag, pattern)]
+    if not tags:
+        raise RevisionError(f"no tag matches {pattern!r} in {repo}")
+    return [Revision(tag, resolve(repo, tag)) for tag in tags]
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    """Run git and return its output as text (refs, ids and dates: ASCII)."""
+    return _git_bytes(git_dir, *args).decode("utf-8", "surrogateescape")
+
+
+# Lineages ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Thread:
+    """A lineage while it is being built: its events, and the check as last seen."""
+
+    lineage: str
+    error_class: str
+    events: list[LineageEvent]
+    last: dict[str, str | int]  # id, errorMessage, slug, filePath, lineNumber, function, githubUrl
+    first_seen: str
+    last_seen: str
+    present: bool
+    start: int  # index of the revision that introduced it (for sorting)
+
+    @property
+    def id(self) -> str:
+        return str(self.last["id"])
+
+    @property
+    def message(self) -> str:
+        return str(self.last["errorMessage"])
+
+    def see(self, line: CatalogLine, label: str) -> None:
+        record = line.record
+        self.last = {
+            "id": record.id,
+            "errorMessage": record.errorMessage,
+            "slug": record.slug,
+            "filePath": record.filePath,
+            "lineNumber": record.lineNumber,
+            "function": line.extraction.function,
+            "githubUrl": record.githubUrl,
+        }
+        self.last_seen = label
+
+    def to_model(self) -> Lineage:
+        return Lineage.model_validate(
+            {
+                "lineage": self.lineage,
+                "errorClass": self.error_class,
+                **self.last,
+                "firstSeen": self.first_seen,
+                "lastSeen": self.last_seen,
+                "present": self.present,
+                "events": self.events,
+            }
+        )
+
+
+@dataclass
+class History:
+    """A history under construction or read back: its revisions (oldest first) and its lineages."""
+
+    repo: str
+    options: ExtractOptions
+    revisions: list[HistoryRevision] = field(default_factory=list)
+    threads: list[_Thread] = field(default_factory=list)
+
+    @property
+    def lineages(self) -> list[Lineage]:
+        ordered = sorted(
+            self.threads,
+            key=lambda t: (t.start, t.events[0].filePath, t.events[0].lineNumber, t.lineage),
+        )
+        return [thread.to_model() for thread in ordered]
+
+    def manifest(self) -> HistoryManifest:
+        return HistoryManifest(
+            repo=self.repo,
+            scope=self.options.scope,
+            extractorVersion=__version__,
+            analyzedAt=analyzed_at(),
+            lineages=len(self.threads),
+            revisions=self.revisions,
+        )
+
+    def encode(self) -> tuple[bytes, bytes]:
+        """history.jsonl and history.json, as written."""
+        lines = b"".join(orjson.dumps(lineage.model_dump(mode="json")) + b"\n" for lineage in self.lineages)
+        return lines, orjson.dumps(self.manifest().model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _event(
+    kind: EventKind,
+    revision: str,
+    sha: str,
+    line: CatalogLine,
+    before: CatalogLine | None = None,
+    fields: Sequence[str] = (),
+) -> LineageEvent:
+    record = line.record
+    previous = None
+    if before is not None:
+        previous = Previous(
+            id=before.record.id,
+            filePath=before.record.filePath,
+            lineNumber=before.record.lineNumber,
+            function=before.extraction.function,
+            errorMessage=before.record.errorMessage,
+        )
+    return LineageEvent(
+        kind=kind,
+        revision=revision,
+        sha=sha,
+        id=record.id,
+        filePath=record.filePath,
+        lineNumber=record.lineNumber,
+        function=line.extraction.function,
+        errorMessage=record.errorMessage,
+        githubUrl=record.githubUrl,
+        previous=previous,
+        fields=[name for name in fields if name != "lineNumber"],  # line shifts are no news in a history
+    )
+
+
+def advance(
+    history: History,
+    previous: LoadedCatalog | None,
+    catalog: LoadedCatalog,
+    label: str,
+    *,
+    changes: Sequence[Change] | None = None,
+) -> History:
+    """Add one revision to a history: pair its catalog with the previous revision's (as `diff` does, or
+    as `changes`, their diff, says) and record each lineage's events. The history's last revision must be
+    `previous`'s."""
+    index = len(history.revisions)
+    sha = catalog.sha
+    present = {t.id: t for t in history.threads if t.present}
+    # A removed check may come back: by the same id (same file, class and template), else by its template.
+    dormant_ids = {t.id: t for t in history.threads if not t.present}
+    dormant_templates: dict[tuple[str, str], list[_Thread]] = {}
+    for thread in history.threads:
+        if not thread.present:
+            dormant_templates.setdefault((thread.error_class, thread.message), []).append(thread)
+    counts: Counter[str] = Counter()
+    if changes is None:
+        changes = diff_catalogs(previous if previous is not None else LoadedCatalog((), None, "", ""), catalog).changes
+    touched: list[tuple[_Thread, CatalogLine]] = []
+    for change in changes:
+        if change.kind is ChangeKind.REMOVED:
+            assert change.old is not None
+            thread = present[change.old.record.id]
+            thread.events.append(_event(EventKind.REMOVED, label, sha, change.old))
+            thread.present = False
+            counts[EventKind.REMOVED] += 1
+            continue
+        new = change.new
+        assert new is not None
+        if change.kind is ChangeKind.ADDED:
+            key = (new.record.errorClass, new.record.errorMessage)
+            back = dormant_ids.pop(new.record.id, None)
+            if back is None and dormant_templates.get(key):
+                back = dormant_templates[key][0]
+                dormant_ids.pop(back.id, None)
+            if back is not None:
+                dormant_templates[(back.error_class, back.message)].remove(back)
+                back.events.append(_event(EventKind.REINTRODUCED, label, sha, new))
+                back.present = True
+                counts[EventKind.REINTRODUCED] += 1
+                touched.append((back, new))
+                continue
+            thread = _Thread(
+                lineage=new.record.id,
+                error_class=new.record.errorClass,
+                events=[_event(EventKind.INTRODUCED, label, sha, new)],
+                last={},
+                first_seen=label,
+                last_seen=label,
+                present=True,
+                start=index,
+            )
+            history.threads.append(thread)
+            counts[EventKind.INTRODUCED] += 1
+            touched.append((thread, new))
+            continue
+        assert change.old is not None
+        thread = present[change.old.record.id]
+        kind = _EVENT_OF.get(change.kind)
+        if kind is not None:
+            thread.events.append(_event(kind, label, sha, new, change.old, change.fields))
+            counts[kind] += 1
+        touched.append((thread, new))
+    for thread, line in touched:
+        thread.see(line, label)
+    committed = catalog.manifest.committedAt if catalog.manifest is not None else None
+    history.revisions.append(
+        HistoryRevision(
+            revision=label,
+            sha=sha,
+            committedAt=committed,
+            records=len(catalog.lines),
+            summary={kind.value: counts[kind] for kind in EventKind},
+        )
+    )
+    return history
+
+
+def _catalog(revision: Revision, options: ExtractOptions) -> LoadedCatalog:
+    """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
+
+    Only per-file results are kept in the cache, not each revision's whole catalog."""
+    sha = revision.pinned or revision.commit.sha
+    try:
+        catalog = extract_commit(revision.commit, options=options, pinned_sha=revision.pinned, keep=False)
+    except ScopeError:
+        return LoadedCatalog((), None, sha, revision.commit.revision)
+    return LoadedCatalog(catalog.lines, catalog.manifest, sha, revision.commit.revision)
+
+
+def build_history(
+    revisions: Sequence[Revision],
+    *,
+    options: ExtractOptions,
+    log: Callable[[str], None] = lambda line: None,
+) -> History:
+    """Follow every check in scope from the oldest revision to the newest."""
+    repo = options.repo_name or (revisions[0].commit.repo_name if revisions else "")
+    history = History(repo=repo, options=options)
+    previous: LoadedCatalog | None = None
+    for number, revision in enumerate(revisions, start=1):
+        catalog = _catalog(revision, options)
+        advance(history, previous, catalog, revision.label)
+        summary = history.revisions[-1].summary
+        changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
+        log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
+        previous = catalog
+    return history
+
+
+def roll(
+    directory: Path,
+    *,
+    previous: LoadedCatalog | None,
+    catalog: LoadedCatalog,
+    options: ExtractOptions,
+    changes: Sequence[Change] | None = None,
+) -> History:
+    """Add a published catalog to the rolling history in `directory` (the nightly job's), incrementally:
+    the history is read back and advanced by one revision, labelled by its SHA. A history that already
+    ends with this catalog is left as it is; one that is missing, of another scope or does not end with
+    `previous` starts again from `previous`. Written whole (history.jsonl, then history.json)."""
+    history = read_history(directory, options=options)
+    if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
+        return history
+    if history is None or not history.revisions or previous is None or history.revisions[-1].sha != previous.sha:
+        history = History(repo=_repo_of(catalog, options), options=options)
+        if previous is not None:
+            advance(history, None, previous, previous.sha[:12])
+            changes = None
+    advance(history, previous, catalog, catalog.sha[:12], changes=changes)
+    lines, manifest = history.encode()
+    atomic_write(directory / HISTORY, lines)
+    atomic_write(directory / HISTORY_MANIFEST, manifest)
+    return history
+
+
+def _repo_of(catalog: LoadedCatalog, options: ExtractOptions) -> str:
+    return catalog.manifest.repo if catalog.manifest is not None else options.repo_name or ""
+
+
+# Reading back ------------------------------------------------------------------------------------------------
+
+
+def read_history(directory: Path, *, options: ExtractOptions | None = None) -> History | None:
+    """Read DIR/history.jsonl and DIR/history.json back; None where there is none or it is not whole
+    (the manifest, written last, counts the lines)."""
+    lines_path, manifest_path = directory / HISTORY, directory / HISTORY_MANIFEST
+    if not manifest_path.exists():
+        return None
+    try:
+        manifest = HistoryManifest.model_validate_json(manifest_path.read_bytes())
+        lineages = [Lineage.model_validate_json(raw) for raw in lines_path.read_bytes().splitlines() if raw.strip()]
+    except (ValidationError, OSError) as error:
+        raise CatalogError(f"{directory}: not a readable history: {str(error).splitlines()[0]}") from None
+    if len(lineages) != manifest.lineages:
+        return None
+    if options is not None and manifest.scope != options.scope:
+        return None
+    order = {revision.revision: index for index, revision in enumerate(manifest.revisions)}
+    scope = manifest.scope
+    history = History(
+        repo=manifest.repo,
+        options=options
+        or ExtractOptions(
+            paths=tuple(scope.paths),
+            exceptions=tuple(scope.exceptions),
+            context=scope.context,
+            config_from=tuple(scope.configFrom),
+            flags_from=scope.flagsFrom,
+        ),
+        revisions=list(manifest.revisions),
+    )
+    for lineage in lineages:
+        history.threads.append(
+            _Thread(
+                lineage=lineage.lineage,
+                error_class=lineage.errorClass,
+                events=list(lineage.events),
+                last={
+                    "id": lineage.id,
+                    "errorMessage": lineage.errorMessage,
+                    "slug": lineage.slug,
+                    "filePath": lineage.filePath,
+                    "lineNumber": lineage.lineNumber,
+                    "function": lineage.function,
+                    "githubUrl": lineage.githubUrl,
+                },
+                first_seen=lineage.firstSeen,
+                last_seen=lineage.lastSeen,
+                present=lineage.present,
+                start=order.get(lineage.firstSeen, 0),
+            )
+        )
+    return history
+
+
+def load_lineages(path: Path) -> list[Lineage]:
+    """Read history.jsonl (or the directory holding it), validating every line."""
+    target = path / HISTORY if path.is_dir() else path
+    try:
+        raw = target.read_bytes()
+    except OSError as error:
+        raise CatalogError(f"cannot read history {target}: {error.strerror or error}") from None
+    out = []
+    for number, text in enumerate(raw.splitlines(), start=1):
+        if text.strip():
+            try:
+                out.append(Lineage.model_validate_json(text))
+            except ValidationError as error:
+                raise CatalogError(f"{target}:{number}: not a history line: {str(error).splitlines()[0]}") from None
+    return out
+
+
+# Words -------------------------------------------------------------------------------------------------------
+
+
+def _short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def lineage_sentence(lineage: Lineage) -> str:
+    """Say a lineage's life in one sentence: "introduced in 0.6.0, reworded in 0.8.0 (was: ...), raised at
+    vllm/config/model.py:1234 in 0.33.0"."""
+    parts = []
+    for event in lineage.events:
+        if event.kind is EventKind.REWORDED and event.previous is not None:
+            parts.append(f"reworded in {event.revision} (was: {_short(event.previous.errorMessage)})")
+        elif event.kind is EventKind.MOVED and event.previous is not None:
+            before = event.previous
+            where = event.filePath if before.filePath != event.filePath else f"{event.function}()"
+            parts.append(f"moved to {where} in {event.revision}")
+        elif event.kind is EventKind.MODIFIED:
+            parts.append(f"modified in {event.revision} ({', '.join(event.fields)})")
+        else:
+            parts.append(f"{event.kind.value} in {event.revision}")
+    where = f"{lineage.filePath}:{lineage.lineNumber} in {lineage.lastSeen}"
+    parts.append(f"raised at {where}" if lineage.present else f"last raised at {where}")
+    return ", ".join(parts)
+
+
+def find_lineage(lineages: Iterable[Lineage], record_id: str) -> Lineage | None:
+    """The lineage a record belongs to: the one whose latest id it has, else any that once had it."""
+    candidates = list(lineages)
+    for lineage in candidates:
+        if lineage.id == record_id:
+            return lineage
+    return next((lin for lin in candidates if any(e.id == record_id for e in lin.events)), None)

@@ -1,0 +1,232 @@
+"""History: lineages over a small tagged repository (introduce, reword, move, remove, reintroduce), the
+scope following a module that becomes a package, the CLI's files and formats, the nightly's rolling history."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pytest
+
+from extractor.extract import ExtractOptions
+from extractor.history import build_history, following, lineage_sentence, list_revisions
+from extractor.schema import json_schema
+from tests.conftest import GitRepo, git, run_cli
+
+CONFIG = """\
+class Config:
+    def check(self, n):
+        if n < 0:
+            raise ValueError("n must not be negative.")
+        if self.backend == "x":
+            raise ValueError("other is not supported with this backend.")
+"""
+
+
+@pytest.fixture
+def history_repo(git_repo: GitRepo) -> GitRepo:
+    """v1 introduces two checks; v2 rewords one; v3 turns the module into a package (both checks move);
+    v4 removes the second; v5 brings it back; v6 only shifts lines."""
+    git_repo.commit({"pkg/config.py": CONFIG, "pkg/other.py": 'raise ValueError("out of scope")\n'}, tag="v1")
+    reworded = CONFIG.replace("must not be negative.", "must be zero or positive.")
+    git_repo.commit({"pkg/config.py": reworded}, tag="v2")
+    git_repo.commit({"pkg/config.py": None, "pkg/config/__init__.py": "", "pkg/config/model.py": reworded}, tag="v3")
+    removed = reworded.replace(
+        '        if self.backend == "x":\n            raise ValueError("other is not supported with this backend.")\n',
+        "",
+    )
+    git_repo.commit({"pkg/config/model.py": removed}, tag="v4")
+    git_repo.commit({"pkg/config/model.py": reworded}, tag="v5")
+    git_repo.commit({"pkg/config/model.py": "import os\n\n" + reworded}, tag="v6")
+    return git_repo
+
+
+def events(history_lineage: object) -> list[tuple[str, str, str]]:
+    return [(e.kind.value, e.revision, e.filePath) for e in history_lineage.events]  # type: ignore[attr-defined]
+
+
+def test_following_names_a_module_and_the_package_it_becomes() -> None:
+    assert following(["pkg/config"]) == ("pkg/config", "pkg/config.py")
+    assert following(["pkg/config.py", "pkg/config/"]) == ("pkg/config", "pkg/config.py")
+    assert following(["vllm/config", "vllm/engine/arg_utils.py"]) == (
+        "vllm/config",
+        "vllm/config.py",
+        "vllm/engine/arg_utils",
+        "vllm/engine/arg_utils.py",
+    )
+
+
+def test_lineages_follow_rewording_moves_removal_and_return(history_repo: GitRepo) -> None:
+    options = ExtractOptions(paths=following(["pkg/config"]), config_from=following(["pkg/config"]))
+    history = build_history(list_revisions(["v*"], repo=str(history_repo.path)), options=options)
+    negative, backend = history.lineages
+    assert events(negative) == [
+        ("introduced", "v1", "pkg/config.py"),
+        ("reworded", "v2", "pkg/config.py"),
+        ("moved", "v3", "pkg/config/model.py"),
+    ]
+    assert negative.events[1].previous is not None
+    assert negative.events[1].previous.errorMessage == "n must not be negative."
+    assert negative.events[2].fields == ["filePath"]
+    assert (negative.present, negative.firstSeen, negative.lastSeen) == (True, "v1", "v6")
+    assert (negative.filePath, negative.lineNumber) == ("pkg/config/model.py", 6)  # v6 shifted it, silently
+    assert events(backend) == [
+        ("introduced", "v1", "pkg/config.py"),
+        ("moved", "v3", "pkg/config/model.py"),
+        ("removed", "v4", "pkg/config/model.py"),
+        ("reintroduced", "v5", "pkg/config/model.py"),
+    ]
+    assert [r.revision for r in history.revisions] == ["v1", "v2", "v3", "v4", "v5", "v6"]
+    assert [r.records for r in history.revisions] == [2, 2, 2, 1, 2, 2]
+    assert history.revisions[3].summary == {
+        "introduced": 0,
+        "reworded": 0,
+        "moved": 0,
+        "modified": 0,
+        "removed": 1,
+        "reintroduced": 0,
+    }
+    assert lineage_sentence(negative) == (
+        "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
+        "raised at pkg/config/model.py:6 in v6"
+    )
+
+
+def test_a_scope_without_the_package_loses_the_checks_when_the_module_moves(history_repo: GitRepo) -> None:
+    """Without following, `pkg/config.py` alone sees both checks removed at v3: why the scope follows."""
+    options = ExtractOptions(paths=("pkg/config.py",))
+    history = build_history(list_revisions(["v1..v3"], repo=str(history_repo.path)), options=options)
+    assert [events(lineage)[-1][0] for lineage in history.lineages] == ["removed", "removed"]
+
+
+def test_cli_writes_history_files_that_validate_and_prints_them(history_repo: GitRepo, tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    result = run_cli("history", "v*", "--repo", str(history_repo.path), "--path", "pkg/config", "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.encode() == (out / "history.jsonl").read_bytes()
+    lines = [orjson.loads(raw) for raw in result.stdout.splitlines()]
+    validator = jsonschema.Draft202012Validator(json_schema("history-line.schema.json"))
+    assert [list(validator.iter_errors(line)) for line in lines] == [[], []]
+    manifest = json.loads((out / "history.json").read_text())
+    assert list(jsonschema.Draft202012Validator(json_schema("history.schema.json")).iter_errors(manifest)) == []
+    assert manifest["scope"]["paths"] == ["pkg/config", "pkg/config.py"]
+    assert [(r["revision"], r["records"]) for r in manifest["revisions"]] == [
+        ("v1", 2),
+        ("v2", 2),
+        ("v3", 2),
+        ("v4", 1),
+        ("v5", 2),
+        ("v6", 2),
+    ]
+    assert "6 revisions" in result.stderr.splitlines()[-1]
+
+
+def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path: Path) -> None:
+    out = tmp_path / "h"
+    args = ["history", "v1", "v2", "--revisions", "v3", "--revisions", "v4", "--repo", str(history_repo.path)]
+    args += ["--path", "pkg/config"]
+    result = run_cli(*args, "--format", "markdown", "--output", str(out), "--quiet")
+    assert result.returncode == 0 and result.stderr == ""
+    markdown = result.stdout
+    assert f"![checks in scope and churn per revision]({out / 'history.svg'})" in markdown
+    assert "![checks in scope and churn per revision](history.svg)" in (out / "history.md").read_text()
+    assert (out / "history.svg").read_bytes().startswith(b"<?xml")
+    assert (out / "history.png").read_bytes()[:4] == b"\x89PNG"
+    changelog = markdown[markdown.index("## Changelog") : markdown.index("## Timelines")]
+    sections = {part.split("\n")[0]: part for part in changelog.split("### ")[1:]}
+    assert list(sections) == ["v4", "v3", "v2", "v1"]  # newest first
+    assert "Removed (1):" in sections["v4"] and "Added" not in sections["v4"]
+    assert "Reworded (1):" in sections["v2"]
+    assert "n must ~~not~~ be ~~negative.~~ → n must be **zero or positive.**" in sections["v2"]
+    assert "Moved (2):" in sections["v3"] and "Added (2):" in sections["v1"]
+    # The same input draws the same SVG.
+    assert run_cli(*args, "--format", "markdown", "--output", str(tmp_path / "again")).returncode == 0
+    assert (tmp_path / "again" / "history.svg").read_bytes() == (out / "history.svg").read_bytes()
+
+
+def test_cli_bad_revisions_are_one_line_errors(history_repo: GitRepo) -> None:
+    for args in (["history"], ["history", "nope*"], ["history", "v1..nope"]):
+        result = run_cli(*args, "--repo", str(history_repo.path), "--path", "pkg/config")
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1, args
+
+
+def test_nightly_keeps_a_rolling_history_advanced_night_by_night(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Each published night adds one revision to history.jsonl beside index.json; what is there is read
+    back and kept (not recomputed), a re-run adds nothing, and a branch moving back removes a check."""
+    first = git_repo.commit({"vllm/config/a.py": 'raise ValueError("first check")\n'})
+    second = git_repo.commit({"vllm/config/a.py": 'raise ValueError("first check")\nraise ValueError("second")\n'})
+    out = tmp_path / "pub"
+
+    def night(sha: str) -> dict:  # type: ignore[type-arg]
+        git(git_repo.path, "update-ref", "refs/heads/main", sha)
+        result = run_cli("nightly", "--repo", str(git_repo.path), "--output", str(out), "--quiet")
+        assert result.returncode == 0, result.stderr
+        return json.loads((out / "history.json").read_text())
+
+    assert [r["sha"] for r in night(first)["revisions"]] == [first]
+    manifest = json.loads((out / "history.json").read_text())
+    manifest["revisions"][0]["revision"] = "night one"  # read back, not recomputed: this label stays
+    (out / "history.json").write_text(json.dumps(manifest))
+    assert [(r["revision"], r["summary"]["introduced"]) for r in night(second)["revisions"]] == [
+        ("night one", 1),
+        (second[:12], 1),
+    ]
+    assert [r["sha"] for r in night(second)["revisions"]] == [first, second]  # already published: no-op
+    assert [(r["sha"], r["records"]) for r in night(first)["revisions"]] == [(first, 1), (second, 2), (first, 1)]
+    lines = [orjson.loads(raw) for raw in (out / "history.jsonl").read_bytes().splitlines()]
+    assert [(line["errorMessage"], [e["kind"] for e in line["events"]], line["present"]) for line in lines] == [
+        ("first check", ["introduced"], True),
+        ("second", ["introduced", "removed"], False),
+    ]
+
+
+def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: GitRepo, tmp_path: Path) -> None:
+    """Given a written history, or revisions to follow on the fly, both add the lineage's sentence."""
+    out = tmp_path / "h"
+    common = ["--repo", str(history_repo.path), "--path", "pkg/config"]
+    assert run_cli("history", "v*", *common, "--output", str(out)).returncode == 0
+    sentence = (
+        "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
+        "raised at pkg/config/model.py:6 in v6"
+    )
+    explained = run_cli("explain", "n must be zero or positive.", "--catalog", "v6", *common, "--history", str(out))
+    assert explained.returncode == 0 and explained.stdout.endswith(f"\nHistory: {sentence}\n")
+    matched = run_cli("match", "ValueError: n must be zero or positive.", "--catalog", "v6", *common, "--history", "v*")
+    assert matched.returncode == 0, matched.stderr
+    (match,) = json.loads(matched.stdout)["matches"]
+    assert match["history"] == sentence
+    as_json = run_cli(
+        "explain", match["id"], "--catalog", "v6", *common, "--history", str(out / "history.jsonl"), "--format", "json"
+    )
+    assert json.loads(as_json.stdout)["history"] == sentence
+
+
+@pytest.mark.release
+def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> None:
+    """Over vLLM 0.27.0, 0.28.0 and 0.33.0: each step's events are diff's changes, and counts add up."""
+    from extractor.catalog import open_catalog
+    from extractor.diff import diff_catalogs
+
+    options = ExtractOptions(paths=following(["vllm/config"]), config_from=following(["vllm/config"]))
+    specs = ["release:0.27.0", "release:0.28.0", "release:0.33.0"]
+    history = build_history(list_revisions(specs, repo="unused"), options=options)
+    assert [r.revision for r in history.revisions] == ["0.27.0", "0.28.0", "0.33.0"]
+    for before, after in zip(history.revisions, history.revisions[1:], strict=False):
+        s = after.summary
+        assert after.records == before.records + s["introduced"] + s["reintroduced"] - s["removed"]
+    old, new = (open_catalog(spec, repo="unused", options=options) for spec in specs[:2])
+    diffed = diff_catalogs(old, new).summary
+    assert history.revisions[1].summary == {
+        "introduced": diffed["added"],
+        "reworded": diffed["reworded"],
+        "moved": diffed["moved"],
+        "modified": diffed["modified"],
+        "removed": diffed["removed"],
+        "reintroduced": 0,
+    }
+    assert sum(lineage.present for lineage in history.lineages) == history.revisions[-1].records == 314
+    (check,) = [lineage for lineage in history.lineages if lineage.slug.startswith("max-num-batched-tokens-is-smaller")]
+    assert (check.filePath, check.lineNumber, check.lastSeen) == ("vllm/config/scheduler.py", 322, "0.33.0")
