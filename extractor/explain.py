@@ -29,9 +29,12 @@ class Explanation:
 
 
 def _by_name(keys: dict[str, list[str]], query: str) -> list[str]:
-    """The keys of `keys` (ids and slugs) `query` names: itself, else every key it is a prefix of."""
+    """The keys of `keys` (ids and slugs) `query` names: itself, else every key it is a prefix of (a
+    prefix of at least 4 characters: shorter ones are read as a rendered message)."""
     if query in keys:
         return [query]
+    if len(query) < 4:
+        return []
     return sorted(key for key in keys if key.startswith(query))
 
 
@@ -51,7 +54,7 @@ def find(lines: Sequence[CatalogLine], query: str) -> Explanation | None:
     for line in lines:
         names.setdefault(line.record.id, []).append(line.record.id)
         names.setdefault(line.record.slug, []).append(line.record.id)
-    found_id = _unique(_by_name(names, query), names, query) if len(query) >= 4 else None
+    found_id = _unique(_by_name(names, query), names, query)
     found = by_id.get(found_id) if found_id else None
     values: dict[str, str] = {}
     if found is None:
@@ -129,7 +132,7 @@ def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, s
                 owners = names.setdefault(key, [])
                 if name not in owners:
                     owners.append(name)
-    owner = _unique(_by_name(names, query), names, query) if len(query) >= 4 else None
+    owner = _unique(_by_name(names, query), names, query)
     if owner is not None:
         return shown[owner], {}
     matches = index.matcher.match(query).matches

@@ -284,7 +284,8 @@ def test_nightly_root_gives_the_latest_catalog_and_a_page_per_published_diff(
     assert [p.name for p in (site / "diffs").iterdir()] == [f"{v2}.html"]
     index = (site / "index.html").read_text()
     assert f'href="diffs/{v2}.html"' in index
-    assert "1 added, 1 removed, 1 reworded, 2 moved, 1 modified" in index
+    # The two checks whose lines shifted within their function are unchanged, not moved.
+    assert "1 added, 1 removed, 1 reworded, 1 modified" in index
     page = (site / "diffs" / f"{v2}.html").read_text()
     lines = lines_of(published["v2"])
     reworded, added = by_message(lines, "one or more"), by_message(lines, "hard limit")
