@@ -216,7 +216,8 @@ def test_what_killed_runs_left_and_no_index_names_is_removed(bare: Path, tmp_pat
     (out / "notes").mkdir()  # not a catalog folder: never touched
     second = move(bare, "v2")
     assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted([".nightly.lock", "index.json", "notes", first, second])
+    published = [".nightly.lock", "index.json", "history.json", "history.jsonl", "notes", first, second]
+    assert sorted(p.name for p in out.iterdir()) == sorted(published)
     assert not list(out.rglob("*.tmp"))
 
 
