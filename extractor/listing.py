@@ -11,7 +11,7 @@ import orjson
 from extractor.models import CatalogLine
 from extractor.suggest import close_to
 
-__all__ = ["Filters", "misses", "render_records", "render_summary", "select"]
+__all__ = ["Filters", "first_words", "misses", "render_records", "render_summary", "select"]
 
 _FIRST_WORDS = 60  # characters of a message shown in a table, cut at a word boundary
 
@@ -68,12 +68,13 @@ def misses(lines: Sequence[CatalogLine], filters: Filters) -> list[str]:
     return out
 
 
-def _first_words(message: str) -> str:
+def first_words(message: str, *, limit: int = _FIRST_WORDS, more: str = " ...") -> str:
+    """Return the message on one line, cut at a word boundary to at most `limit` characters, `more` marking a cut."""
     text = " ".join(message.split())
-    if len(text) <= _FIRST_WORDS:
+    if len(text) <= limit:
         return text
-    cut = text.rfind(" ", 0, _FIRST_WORDS)
-    return text[: cut if cut > 0 else _FIRST_WORDS] + " ..."
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > 0 else limit] + more
 
 
 def _cell(text: str) -> str:
@@ -86,7 +87,7 @@ def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
         keys = ("id", "slug", "errorClass", "filePath", "lineNumber", "errorMessage")
         return "".join(orjson.dumps({key: getattr(line.record, key) for key in keys}).decode() + "\n" for line in lines)
     rows = [
-        (f"{r.filePath}:{r.lineNumber}", r.errorClass, r.slug, _first_words(r.errorMessage))
+        (f"{r.filePath}:{r.lineNumber}", r.errorClass, r.slug, first_words(r.errorMessage))
         for r in (line.record for line in lines)
     ]
     header = ("file:line", "class", "slug", "message")

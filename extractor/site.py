@@ -23,6 +23,7 @@ from extractor.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
 from extractor.catalog import LoadedCatalog
 from extractor.errors import ExtractorError
 from extractor.explain import condition_in_words
+from extractor.listing import first_words
 from extractor.models import CatalogLine, Record
 from extractor.site_inputs import HistoryEvent, PublishedDiff
 
@@ -169,14 +170,6 @@ def _message(line: CatalogLine) -> Markup:
     return Markup("".join(out))
 
 
-def _first_words(message: str) -> str:
-    flat = " ".join(message.split())
-    if len(flat) <= _FIRST_WORDS:
-        return flat
-    cut = flat.rfind(" ", 0, _FIRST_WORDS)
-    return flat[: cut if cut > 0 else _FIRST_WORDS] + "…"
-
-
 def _haystack(line: CatalogLine) -> str:
     """The text the index's search box looks in: message, slug, id, file, class, fields and flags."""
     record = line.record
@@ -311,7 +304,7 @@ def render_site(
             site=site, root="../", diff=diff, document=diff.document, live=by_id.keys()
         ).encode()
 
-    rows = [_Row(line, _first_words(line.record.errorMessage)) for line in lines]
+    rows = [_Row(line, first_words(line.record.errorMessage, limit=_FIRST_WORDS, more="…")) for line in lines]
     names = {
         "file": sorted({line.record.filePath for line in lines}),
         "class": sorted({line.record.errorClass for line in lines}),
