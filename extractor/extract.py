@@ -69,6 +69,17 @@ class ExtractOptions:
 
         return ScanOptions(exceptions=self.exceptions, context=self.context)
 
+    @classmethod
+    def of_scope(cls, scope: Scope) -> ExtractOptions:
+        """Return the options a catalog of `scope` was extracted with (the inverse of `scope`)."""
+        return cls(
+            paths=tuple(scope.paths),
+            exceptions=tuple(scope.exceptions),
+            context=scope.context,
+            config_from=tuple(scope.configFrom),
+            flags_from=scope.flagsFrom,
+        )
+
     @property
     def scope(self) -> Scope:
         return Scope(

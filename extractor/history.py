@@ -15,7 +15,7 @@ from extractor.catalog import RELEASE_PREFIX, LoadedCatalog
 from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, extract_commit
-from extractor.git import Commit, open_repo, resolve
+from extractor.git import Commit, decode_name, open_repo, resolve
 from extractor.git import _git as _git_bytes
 from extractor.models import (
     CatalogLine,
@@ -178,7 +178,7 @@ def _tags(repo: str, pattern: str) -> list[Revision]:
 
 def _git(git_dir: Path, *args: str) -> str:
     """Run git and return its output as text (refs, ids and dates: ASCII)."""
-    return _git_bytes(git_dir, *args).decode("utf-8", "surrogateescape")
+    return decode_name(_git_bytes(git_dir, *args))
 
 
 # Lineages ----------------------------------------------------------------------------------------------------
@@ -466,14 +466,7 @@ def read_history(directory: Path, *, options: ExtractOptions | None = None) -> H
     scope = manifest.scope
     history = History(
         repo=manifest.repo,
-        options=options
-        or ExtractOptions(
-            paths=tuple(scope.paths),
-            exceptions=tuple(scope.exceptions),
-            context=scope.context,
-            config_from=tuple(scope.configFrom),
-            flags_from=scope.flagsFrom,
-        ),
+        options=options or ExtractOptions.of_scope(scope),
         revisions=list(manifest.revisions),
     )
     for lineage in lineages:
