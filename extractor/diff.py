@@ -8,13 +8,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rapidfuzz.distance import Indel
 
-from extractor.catalog import LoadedCatalog
 from extractor.models import CatalogLine
+
+if TYPE_CHECKING:  # a type only: importing catalog would bring in extract, git and write
+    from extractor.catalog import LoadedCatalog
 
 __all__ = ["ACROSS_FUNCTIONS", "WITHIN_FUNCTION", "CatalogDiff", "Change", "ChangeKind", "diff_catalogs", "similarity"]
 
