@@ -1,5 +1,5 @@
 # Cache: per-file scan results in one SQLite file, addressed by blob id and what shapes the results;
-# whole catalogs beside it.
+# whole catalogs beside it, each a file restamped with the run's time when read back.
 from __future__ import annotations
 
 import contextlib
@@ -10,13 +10,16 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
 from extractor._version import __version__
+from extractor.atomic import replace_bytes
+from extractor.models import Manifest
 
-__all__ = ["CACHE_FORMAT", "ScanCache", "wait_for_writes"]
+__all__ = ["CACHE_FORMAT", "ScanCache", "StoredCatalog", "wait_for_writes"]
 
 CACHE_FORMAT = 4
 # The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
@@ -63,7 +66,8 @@ def _modified(path: Path) -> float:
 def wait_for_writes() -> None:
     """Wait until every cache write started so far has landed (or failed: writes only cost time)."""
     while _writers:
-        _writers.pop().join()
+        _writers[-1].join()  # an interrupt while waiting leaves the thread listed, to be waited for again
+        _writers.pop()
 
 
 def _code_digest(names: Sequence[str] = _PRODUCERS) -> str:
@@ -211,8 +215,8 @@ class ScanCache:
         )
         return hashlib.sha256(key).hexdigest()
 
-    def catalog(self, key: str) -> bytes | None:
-        """Return a stored catalog (lines and manifest as written, before the run's timestamps)."""
+    def catalog(self, key: str, *, stamp: str, revision: str) -> StoredCatalog | None:
+        """Return a stored catalog as if this run made it: with its timestamp `stamp` and `revision`."""
         wait_for_writes()  # a catalog this process is still storing is found
         path = self.path.parent / _CATALOGS / key
         try:
@@ -221,23 +225,17 @@ class ScanCache:
             return None
         with contextlib.suppress(OSError):  # a cache it may not write to is still read
             os.utime(path)  # used now: pruning keeps the most recently used
-        return _unseal(stored)
+        data = _unseal(stored)
+        return _thaw(data, stamp=stamp, revision=revision) if data is not None else None
 
-    def store_catalog(self, key: str, data: bytes) -> None:
-        """Store a whole catalog (in the background, after the writes before it): written to a file of
-        its own and renamed into place, so that a reader finds all of it or none; the oldest beyond the
-        most recently used few are removed."""
+    def store_catalog(self, key: str, catalog: StoredCatalog) -> None:
+        """Store a whole catalog (in the background, after the writes before it): a file of its own,
+        replaced whole; the oldest beyond the most recently used few are removed."""
         folder = self.path.parent / _CATALOGS
 
         def write(_: sqlite3.Connection) -> None:
-            folder.mkdir(exist_ok=True)
-            partial = folder / f"{key}.{os.getpid()}.partial"
-            try:
-                partial.write_bytes(_seal(data))
-                partial.replace(folder / key)
-            finally:
-                partial.unlink(missing_ok=True)
-            stored = sorted(folder.iterdir(), key=_modified, reverse=True)
+            replace_bytes(folder / key, _seal(_freeze(catalog)), durable=False)  # it is sealed: checked when read
+            stored = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=_modified, reverse=True)
             for old in stored[_KEEP_CATALOGS:]:
                 old.unlink(missing_ok=True)
 
@@ -260,6 +258,8 @@ class ScanCache:
             while (job := jobs.get()) is not None:
                 with contextlib.suppress(sqlite3.DatabaseError, OSError):
                     job(db)
+        except KeyboardInterrupt:  # a stop signal came (a write does not publish after one): the rest is dropped
+            pass
         finally:
             db.close()
 
@@ -277,3 +277,60 @@ class ScanCache:
         elif self._db is not None:
             self._db.close()
             self._db = None
+
+
+# --- whole catalogs -------------------------------------------------------------------------------------
+
+
+class StoredCatalog(NamedTuple):
+    """A whole catalog as the cache keeps it: records.jsonl as written, its manifest, the run's warnings."""
+
+    encoded: bytes
+    manifest: Manifest
+    warnings: tuple[str, ...]
+
+
+class _Header(BaseModel):
+    """The first line of a stored catalog: its manifest, warnings, and where in records.jsonl the run's
+    timestamp stands (the start of each value of a record's analyzedAt and datasetVersion)."""
+
+    manifest: Manifest
+    warnings: list[str]
+    stamps: list[int]
+
+
+# The keys whose value in a record is the run's timestamp. Only a key's own value can read
+# `"analyzedAt":"...`: inside a string, the quotes are escaped.
+_STAMPED = (b'"analyzedAt":"', b'"datasetVersion":"')
+
+
+def _freeze(catalog: StoredCatalog) -> bytes:
+    """Serialize a catalog for the cache: a header line, then records.jsonl."""
+    stamp = catalog.manifest.analyzedAt.encode()
+    stamps: list[int] = []
+    for key in _STAMPED:
+        at = catalog.encoded.find(key + stamp)
+        while at >= 0:
+            stamps.append(at + len(key))
+            at = catalog.encoded.find(key + stamp, at + len(key))
+    header = _Header(manifest=catalog.manifest, warnings=list(catalog.warnings), stamps=sorted(stamps))
+    return header.model_dump_json().encode() + b"\n" + catalog.encoded
+
+
+def _thaw(data: bytes, *, stamp: str, revision: str) -> StoredCatalog | None:
+    """Read a frozen catalog back with this run's timestamp and revision; None if it does not hold
+    together (the cache hands back exactly the bytes `_freeze` made: the lines are not parsed here)."""
+    head, _, body = data.partition(b"\n")
+    try:
+        header = _Header.model_validate_json(head)
+    except ValidationError:
+        return None
+    old, new = header.manifest.analyzedAt.encode(), stamp.encode()
+    records = header.manifest.counts.records
+    if len(new) != len(old) or len(header.stamps) != len(_STAMPED) * records or body.count(b"\n") != records:
+        return None  # a timestamp of another shape (SOURCE_DATE_EPOCH far away) is not spliced in: extract anew
+    restamped = bytearray(body)
+    for at in header.stamps:
+        restamped[at : at + len(new)] = new
+    manifest = header.manifest.model_copy(update={"analyzedAt": stamp, "revision": revision})
+    return StoredCatalog(bytes(restamped), manifest, tuple(header.warnings))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
-from extractor.lifecycle import interruption, signals_as_interrupts, standard_streams
+from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
 
 if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
@@ -200,10 +201,6 @@ def _run_extract(argv: Sequence[str]) -> int:
     from extractor.write import default_root, write_catalog
 
     options = _options(args)
-    if _leaving:
-        from extractor.extract import linger
-
-        linger()
     if args.release is not None:
         from extractor.catalog import release_commit
 
@@ -745,34 +742,27 @@ def _unknown_command(word: str) -> ExtractorError:
     )
 
 
-_leaving = False  # whether this process leaves with os._exit (run), not by returning to a caller
-
-
 def run() -> NoReturn:
-    """The command line as a process: run, wait for background cache writes, flush, and leave.
-
-    Leaving with os._exit skips the interpreter's teardown (a last garbage collection over every
-    object the run made, and every module's cleanup): nothing is left to clean up by then, and a big
-    run would spend a tenth of a second on it. For the same reason, what an extraction leaves behind is
-    kept rather than freed.
-    """
-    global _leaving
-    _leaving = True
-    standard_streams()
-    with signals_as_interrupts():
+    """The command line as a process: run, wait for background cache writes, flush, and leave at once
+    (lifecycle.command_line_process: the process-wide tricks are switched on there, and only there)."""
+    with command_line_process():
         try:
             code = main()
         except SystemExit as exit:  # argparse after --help, --version or a usage error: stdout is flushed below
             code = exit.code if isinstance(exit.code, int) else ExitCode.OK if exit.code is None else ExitCode.TROUBLE
         try:
-            if "extractor.cache" in sys.modules:
-                sys.modules["extractor.cache"].wait_for_writes()
+            _finish_writes()
             sys.stdout.flush()
         except BaseException as error:  # the catalog is written; only the cache's last writes are given up
             code = _failed(error)
-        code = _swallowed(code)
-    sys.stderr.flush()
-    os._exit(code)
+            with contextlib.suppress(BaseException):  # a write under way ends (it publishes nothing after a
+                _finish_writes()  # stop signal) rather than leave its temporary file behind
+        raise SystemExit(_swallowed(code))
+
+
+def _finish_writes() -> None:
+    if "extractor.cache" in sys.modules:
+        sys.modules["extractor.cache"].wait_for_writes()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,28 +1,25 @@
 # Extract: the pipeline of one run, git -> scan -> records, returning a catalog in memory.
+# The revision is resolved, the blobs in scope listed, scanned (from the cache where it can: scheduler.py),
+# their fields and flags resolved, their records built, and the catalog made (whole catalogs: cache.py).
 from __future__ import annotations
 
-import gc
 import os
 import posixpath
 import re
-import signal
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import orjson
-from pydantic import ValidationError
 
 from extractor import git as git_stage
 from extractor._version import __version__
-from extractor.cache import ScanCache, wait_for_writes
+from extractor.cache import ScanCache, StoredCatalog
 from extractor.errors import ExtractorError, ScopeError
-from extractor.lifecycle import STOP_SIGNALS, die_with_parent
+from extractor.lifecycle import collector_paused, keep_until_exit
 from extractor.models import (
     CatalogLine,
     Counts,
@@ -34,15 +31,12 @@ from extractor.models import (
     construct,
 )
 from extractor.records import RunContext, SiteData, build_records
+from extractor.scheduler import scan_blobs
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
-
     from extractor.scan import ScanOptions
 
-__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "linger", "scope_path"]
-
-T = TypeVar("T")
+__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "scope_path"]
 
 
 @dataclass(frozen=True)
@@ -118,38 +112,10 @@ def analyzed_at() -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
-def _progress(items: Iterable[T], total: int, label: str, unit: str = "file") -> Iterator[T]:
-    """Show a progress bar on a terminal; stay quiet in pipes and CI."""
-    from extractor.progress import bar
-
-    return bar(items, total, label, unit=unit)
-
-
 def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
     """Extract the catalog of `revision` in `repo` for the given scope."""
     commit = git_stage.resolve(repo, revision)
     return extract_commit(commit, options=options)
-
-
-# What runs leave behind, kept rather than freed in a process that is to end without tearing down (the
-# command line leaves with os._exit): freeing a whole package's results and lines takes 20 ms for nothing.
-_lingering: list[object] | None = None
-
-
-def linger() -> None:
-    """Keep what extractions leave behind instead of freeing it (for a process about to os._exit)."""
-    global _lingering
-    _lingering = []
-
-
-# Below this much source to parse, starting worker processes costs more than it saves.
-_PARALLEL_BYTES = 256 * 1024
-# Work is handed to workers in batches of about this much source (or this many files), largest first.
-# A batch costs a round trip to git, a transaction and a result message: few and large batches are
-# cheaper, but there must be enough of them (about 8 per process) for the processes to end together.
-_BATCH_BYTES = 256 * 1024
-_BATCH_FILES = 256
-_BATCHES_PER_JOB = 8
 
 
 def scope_path(prefix: str) -> str:
@@ -160,244 +126,6 @@ def scope_path(prefix: str) -> str:
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(p == "." or path == p or path.startswith(p + "/") for p in prefixes)
-
-
-def _scan_blobs(
-    commit: git_stage.Commit,
-    blobs: Sequence[git_stage.Blob],
-    *,
-    options: ExtractOptions,
-    cache: ScanCache | None,
-    facts: set[str],
-) -> dict[str, dict[str, Any]]:
-    """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
-
-    Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
-    classes and flags, even if they hold no site.
-    """
-    unique = list({blob.oid: blob for blob in blobs}.values())
-    held = cache.held([blob.oid for blob in unique]) if cache is not None else set()
-    # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
-    results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
-    results = {oid: result for oid, result in results.items() if result.get("facts")}
-    missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
-    # Workers start before anything else is read from the cache: they import the parser meanwhile.
-    workers = _workers(missing, options)
-    pool = _start_pool(workers, cache) if workers else None
-    new: list[tuple[str, bytes]] = []
-    entries = held - facts  # the results read from the cache as they are
-    cached: dict[str, bytes] = {}
-
-    def read_cached() -> None:
-        cached.update(_read(cache, entries))
-
-    try:
-        if missing:
-            previous: dict[str, bytes] = {}
-            if cache is not None:
-                earlier = cache.previous_versions([blob.path for blob in missing])
-                stored = cache.get_many(sorted(set(earlier.values())))
-                previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
-            _scan_missing(
-                commit,
-                missing,
-                previous,
-                options=options,
-                facts=facts,
-                pool=pool,
-                workers=workers,
-                into=new,
-                idle=read_cached,
-            )
-        else:
-            read_cached()
-        # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
-        broken = [blob for blob in unique if blob.oid in entries and blob.oid not in cached]
-        if broken:
-            _scan_missing(
-                commit, broken, {}, options=options, facts=facts, pool=pool, workers=workers, into=new, idle=None
-            )
-    finally:
-        try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
-            if cache is not None and new:
-                cache.store_entries(new)
-        finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
-    if cache is not None:
-        cache.store_paths({blob.path: blob.oid for blob in blobs})
-    # The results are parsed only now: the scan above did not wait for them.
-    results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
-    return results
-
-
-def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
-    return cache.get_many(sorted(oids)) if cache is not None and oids else {}
-
-
-def _workers(missing: Sequence[git_stage.Blob], options: ExtractOptions) -> int:
-    """How many worker processes scan beside this one: none below _PARALLEL_BYTES of source."""
-    jobs = min(options.jobs or os.cpu_count() or 1, len(missing))
-    return jobs - 1 if jobs > 1 and sum(blob.size or 0 for blob in missing) >= _PARALLEL_BYTES else 0
-
-
-def _scan_missing(
-    commit: git_stage.Commit,
-    missing: list[git_stage.Blob],
-    previous: dict[str, bytes],
-    *,
-    options: ExtractOptions,
-    facts: set[str],
-    pool: ProcessPoolExecutor | None,
-    workers: int,
-    into: list[tuple[str, bytes]],
-    idle: Callable[[], None] | None,
-) -> None:
-    """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
-    serialized result to `into` as it comes. `idle` is work for this process, done once: the first time
-    it would otherwise wait for the workers, else once the scan is over."""
-    scan_options = options.scan_options
-    # Largest first, so the last batch handed out is a small one and workers finish together (a size
-    # git cannot tell goes first: reading that blob will say what is wrong).
-    ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
-    git_stage.prefetch(commit, ordered)
-    total = sum(blob.size or 0 for blob in ordered)
-    limit = min(_BATCH_BYTES, max(16 * 1024, total // ((workers + 1) * _BATCHES_PER_JOB)))
-    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
-    batches = _batches(items, ordered, limit)
-    try:
-        if pool is not None:
-            into.extend(_parallel(pool, workers, commit.git_dir, batches, scan_options, idle))
-            return
-        for batch in _progress(batches, len(batches), "scanning", unit="batch"):
-            into += _scan_read(commit.git_dir, batch, scan_options)
-        if idle is not None:
-            idle()
-    finally:
-        git_stage.close_readers()
-
-
-_RULED_OUT = b'{"kind":"ruled-out"}'
-# Blob id, the previous version's result, whether facts are wanted, a path it has (to name it in errors).
-_Item = tuple[str, bytes | None, bool, str]
-
-
-def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[_Item]]:
-    """Cut work into batches of about `limit` bytes of source (or _BATCH_FILES files), in order."""
-    batches: list[list[_Item]] = [[]]
-    size = 0
-    for item, blob in zip(items, blobs, strict=True):
-        if size >= limit or len(batches[-1]) >= _BATCH_FILES:
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += blob.size or 0
-    return batches
-
-
-def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions) -> list[tuple[str, bytes]]:
-    """Read blobs from git (this process's own reader) and scan those the prefilter lets through; what a
-    blob gives depends on its bytes and the options alone, whichever process scans it.
-
-    Workers read what they scan themselves: the main process does not send them blobs.
-    """
-    from extractor.scan import could_hold, scan_many
-
-    contents = git_stage.reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
-    out: list[tuple[str, bytes]] = []
-    to_parse = []
-    for (oid, previous, wanted, _), data in zip(items, contents, strict=True):
-        if wanted or could_hold(data, scan_options):
-            to_parse.append((oid, data, previous, wanted))
-        else:
-            out.append((oid, _RULED_OUT))
-    out += scan_many(to_parse, scan_options)
-    return out
-
-
-def _warm_up(parent: int) -> None:
-    # Ctrl-C reaches the whole process group: the main process alone handles it and stops the pool.
-    # TERM and HUP end a worker at once (the pool's own way to stop one), whatever the main process
-    # handles them with. A main process killed outright takes its workers with it: else they would
-    # wait forever for work, holding its stdout open.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for number in STOP_SIGNALS[1:]:
-        signal.signal(number, signal.SIG_DFL)
-    die_with_parent(parent)
-    # Forked while the main process runs without the cyclic collector, workers keep it off: scanning
-    # makes acyclic objects, the pool lives for one extraction, and collecting cost 2% of a whole-package
-    # run (peak memory, summed over the processes, stays near 225 MiB: scripts/bench.py measures it).
-    gc.disable()
-    import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
-
-
-def _start_pool(workers: int, cache: ScanCache | None) -> ProcessPoolExecutor:
-    """Start the worker processes: forked, they import the parser while this process reads the cache."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    if cache is not None:
-        cache.release()  # no SQLite connection may cross the fork
-    wait_for_writes()  # no thread of this process may hold a lock while it forks
-    context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up, initargs=(os.getpid(),))
-    for _ in range(workers):  # start every worker now rather than on first use
-        pool.submit(int)
-    return pool
-
-
-def _parallel(
-    pool: ProcessPoolExecutor,
-    workers: int,
-    git_dir: Path,
-    batches: list[list[_Item]],
-    scan_options: ScanOptions,
-    idle: Callable[[], None] | None = None,
-) -> Iterator[tuple[str, bytes]]:
-    """Scan in the worker processes and in this one; the caller orders results by path, so output does
-    not depend on timing.
-
-    Each worker is kept up to four batches ahead (the largest first); between handing out batches, this
-    process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
-    none is left, it takes back those handed out that no worker has started yet, then does `idle`,
-    and only then waits; `idle` is done once, at the end if never before.
-    """
-    from collections import deque
-    from concurrent.futures import FIRST_COMPLETED, Future, wait
-
-    pending = deque(batches)
-
-    def done() -> Iterator[list[tuple[str, bytes]]]:
-        running: dict[Future[list[tuple[str, bytes]]], list[_Item]] = {}  # in the order handed out
-        chore = idle
-        while pending or running:
-            while pending and len(running) < 4 * workers:
-                batch = pending.popleft()
-                running[pool.submit(_scan_read, git_dir, batch, scan_options)] = batch
-            if pending:
-                yield _scan_read(git_dir, pending.pop(), scan_options)
-            # Nothing left to hand out: take back the last batch handed out that no worker has started.
-            elif (taken := next((f for f in reversed(running) if f.cancel()), None)) is not None:
-                yield _scan_read(git_dir, running.pop(taken), scan_options)
-            elif chore is not None and not any(future.done() for future in running):
-                chore()
-                chore = None
-            else:
-                wait(running, return_when=FIRST_COMPLETED)
-            for future in [f for f in running if f.done()]:
-                del running[future]
-                yield future.result()
-        if chore is not None:
-            chore()
-
-    # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    try:
-        for results in _progress(done(), len(batches), "scanning", unit="batch"):
-            yield from results
-    finally:
-        sys.setswitchinterval(interval)
 
 
 # A raise statement naming a class (`raise Name`, `raise pkg.Name(...)`): the class's last part is the name.
@@ -452,48 +180,15 @@ def extract_commit(
                 "scope": options.scope.model_dump(),
             }
         )
-        stored = cache.catalog(key)
+        stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
         if stored is not None:
-            restored = _restore(stored, commit, analyzed_at())
-            if restored is not None:
-                return restored
+            return Catalog(encoded=stored.encoded, manifest=stored.manifest, warnings=stored.warnings)
         catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
         if keep:
-            cache.store_catalog(key, _freeze(catalog))
+            cache.store_catalog(key, StoredCatalog(catalog.encoded, catalog.manifest, catalog.warnings))
         return catalog
     finally:
         cache.close()  # what is queued is written in the background
-
-
-def _freeze(catalog: Catalog) -> bytes:
-    """Serialize a catalog for the cache: a header line (stamp, manifest, warnings), then records.jsonl."""
-    header = {
-        "stamp": catalog.manifest.analyzedAt,
-        "manifest": catalog.manifest.model_dump(mode="json"),
-        "warnings": list(catalog.warnings),
-    }
-    return orjson.dumps(header) + b"\n" + catalog.encoded
-
-
-def _restore(data: bytes, commit: git_stage.Commit, stamp: str) -> Catalog | None:
-    """Read a stored catalog back with this run's timestamp and revision; None if it does not validate.
-
-    The cache hands back exactly the bytes `_freeze` made (it checks them): the lines are not parsed
-    here, only when a caller asks for them.
-    """
-    try:
-        head, _, body = data.partition(b"\n")
-        header = orjson.loads(head)
-        old, new = orjson.dumps(header["stamp"]), orjson.dumps(stamp)
-        # Only a key's own value can read `"analyzedAt":"...`: inside a string the quotes are escaped.
-        body = body.replace(b'"analyzedAt":' + old, b'"analyzedAt":' + new)
-        body = body.replace(b'"datasetVersion":' + old, b'"datasetVersion":' + new)
-        manifest = Manifest.model_validate({**header["manifest"], "analyzedAt": stamp, "revision": commit.revision})
-        if body.count(b"\n") != manifest.counts.records:
-            return None
-        return Catalog(encoded=body, manifest=manifest, warnings=tuple(header["warnings"]))
-    except (orjson.JSONDecodeError, ValidationError, KeyError, TypeError, ValueError):
-        return None
 
 
 def _extract_commit(
@@ -526,10 +221,15 @@ def _extract_commit(
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
     auxiliary = [b for b in listed if b.oid in facts and not _under(b.path, options.paths)]
-    collecting = gc.isenabled()
-    gc.disable()  # many small acyclic objects: the cyclic collector would only slow the run down
-    try:
-        results = _scan_blobs(commit, [*regular, *auxiliary], options=options, cache=cache, facts=facts)
+    with collector_paused():
+        results = scan_blobs(
+            commit,
+            [*regular, *auxiliary],
+            scan_options=options.scan_options,
+            jobs=options.jobs,
+            cache=cache,
+            facts=facts,
+        )
         files: list[tuple[str, list[SiteData]]] = []
         skipped_sites: list[SkippedSite] = []
         parsed = 0
@@ -570,14 +270,6 @@ def _extract_commit(
         )
         lines = index.annotate(lines, reads)
         encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
-    finally:
-        # Woken now, the collector would walk every object made meanwhile, mostly alive and acyclic (some
-        # 90 ms on a whole package, for nothing). A process that is to leave without tearing down moves
-        # them out of its sight first; elsewhere freezing would keep any garbage cycle of the caller's.
-        if _lingering is not None:
-            gc.freeze()
-        if collecting:
-            gc.enable()
     manifest = Manifest(
         repo=run.repo_name,
         sha=run.sha,
@@ -599,6 +291,5 @@ def _extract_commit(
     warnings = []
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
-    if _lingering is not None:
-        _lingering.append((results, files, lines, reads))
+    keep_until_exit(results, files, lines, reads)  # a command line leaves without freeing them
     return Catalog(encoded=encoded, manifest=manifest, warnings=tuple(warnings))

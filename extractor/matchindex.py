@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from extractor._version import __version__
+from extractor.atomic import replace_bytes
 from extractor.errors import ReleaseError
 from extractor.git import cache_dir
 from extractor.match import Matcher, Site, Template, templates_of
@@ -168,11 +168,7 @@ def _write(path: Path, index: MatchIndex) -> None:
         template.compiled = None  # compiled patterns are made again on first use
     data = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".index.", dir=path.parent)
-        with os.fdopen(fd, "wb") as out:
-            out.write(hashlib.sha256(data).digest() + data)
-        os.replace(temporary, path)
+        replace_bytes(path, hashlib.sha256(data).digest() + data, durable=False)
         kept = sorted(path.parent.glob("[0-9a-f]*"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in kept[_KEEP:]:
             old.unlink(missing_ok=True)

@@ -1,6 +1,7 @@
 # Release: a vLLM release sdist from the package index (PEP 691/503, sha256-checked, cached) -> git commit.
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import html.parser
 import itertools
@@ -23,6 +24,7 @@ from typing import IO, Any
 from filelock import FileLock
 from packaging.version import InvalidVersion, Version
 
+from extractor.atomic import replace_bytes, replacing
 from extractor.errors import ReleaseError
 from extractor.git import cache_dir
 
@@ -149,23 +151,18 @@ def fetch_sdist(version: str) -> Sdist:
         if target.exists() and _sha256(target) == expected_hash:
             sidecar.write_text(expected_hash + "\n")
             return Sdist(version, target, expected_hash)
-        fd, temporary = tempfile.mkstemp(prefix=f".{filename}.", dir=directory)
         digest = hashlib.sha256()
         try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=600) as response:
+            with replacing(target, durable=False) as out, urllib.request.urlopen(url, timeout=600) as response:
                 for chunk in _download(response, filename):
                     digest.update(chunk)
                     out.write(chunk)
-            if digest.hexdigest() != expected_hash:
-                raise ReleaseError(
-                    f"{filename}: sha256 {digest.hexdigest()} does not match the index's {expected_hash}"
-                )
-            os.replace(temporary, target)
+                if digest.hexdigest() != expected_hash:
+                    raise ReleaseError(
+                        f"{filename}: sha256 {digest.hexdigest()} does not match the index's {expected_hash}"
+                    )
         except (urllib.error.URLError, OSError) as error:
             raise ReleaseError(f"cannot download {filename}: {getattr(error, 'reason', error)}") from None
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
         sidecar.write_text(expected_hash + "\n")
     return Sdist(version, target, expected_hash)
 
@@ -202,14 +199,8 @@ def release_versions(*, max_age: float = 3600.0) -> list[str]:
         pass
     found = dict(parsed for name in _project_files(index) if (parsed := _sdist_version(name)) is not None)
     versions = [found[version] for version in sorted(found)]
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=".versions.", dir=directory)
-        with os.fdopen(fd, "w") as out:
-            json.dump(versions, out)
-        os.replace(temporary, cached)
-    except OSError:  # a read-only cache only costs the next call a request
-        pass
+    with contextlib.suppress(OSError):  # a read-only cache only costs the next call a request
+        replace_bytes(cached, json.dumps(versions).encode(), durable=False)
     return versions
 
 

@@ -5,7 +5,6 @@ import ast
 import bisect
 import codecs
 import contextlib
-import gc
 import hashlib
 import io
 import re
@@ -286,24 +285,18 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
     Each item is (blob id, bytes, serialized result of the file's previous version or None, whether
     the file's facts are wanted).
     """
-    collecting = gc.isenabled()
-    gc.disable()  # parsing makes many short-lived acyclic objects; the cyclic collector only slows it
-    try:
-        out = []
-        for oid, data, previous, facts in batch:
-            earlier = None
-            if previous is not None:
-                with contextlib.suppress(orjson.JSONDecodeError):  # a corrupt previous entry costs a full parse
-                    earlier = orjson.loads(previous)
-            result = _scan(data, options, earlier if isinstance(earlier, dict) else None, facts)
-            if isinstance(result, FileResult):
-                out.append((oid, result.model_dump_json().encode()))
-            else:
-                out.append((oid, orjson.dumps(result)))
-        return out
-    finally:
-        if collecting:
-            gc.enable()
+    out = []
+    for oid, data, previous, facts in batch:
+        earlier = None
+        if previous is not None:
+            with contextlib.suppress(orjson.JSONDecodeError):  # a corrupt previous entry costs a full parse
+                earlier = orjson.loads(previous)
+        result = _scan(data, options, earlier if isinstance(earlier, dict) else None, facts)
+        if isinstance(result, FileResult):
+            out.append((oid, result.model_dump_json().encode()))
+        else:
+            out.append((oid, orjson.dumps(result)))
+    return out
 
 
 def scan(data: bytes, *, options: ScanOptions) -> FileScan:

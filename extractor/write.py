@@ -1,19 +1,16 @@
-# Write: catalog lines and manifest -> files published atomically (temporary file, fsync, rename).
+# Write: catalog lines and manifest -> files published atomically (extractor.atomic: temporary file, fsync, rename).
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
 from pydantic import BaseModel
 
+from extractor.atomic import replace_bytes
 from extractor.errors import ExtractorError
-from extractor.lifecycle import raise_if_interrupted
 from extractor.models import CatalogLine, Manifest
 
 __all__ = [
@@ -30,16 +27,6 @@ __all__ = [
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
-
-
-def _read_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# mkstemp makes files private; published files get the mode a plain open() would give them.
-_FILE_MODE = 0o666 & ~_read_umask()
 
 
 def dumps_line(line: CatalogLine) -> bytes:
@@ -71,37 +58,11 @@ def encode_lines(lines: Iterable[CatalogLine]) -> bytes:
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Make `path` hold `data`, whole or not at all, even if the process dies midway."""
-    raise_if_interrupted()
+    """Publish `data` at `path`, whole or not at all, even if the process or the machine dies midway."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as error:
+        replace_bytes(path, data)
+    except OSError as error:  # a full disk, or a directory where the file goes
         raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            os.fchmod(stream.fileno(), _FILE_MODE)
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        raise_if_interrupted()  # nothing is published after an interrupt, even one a library swallowed
-        os.replace(temporary, path)
-    except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(error, OSError):  # a full disk, or a directory where the file goes
-            raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def records_digest(records: bytes) -> str:

@@ -216,20 +216,20 @@ def test_entries_without_the_facts_now_wanted_are_scanned_with_the_rest(
 ) -> None:
     """Files first scanned for their sites alone, then wanted for their classes too, are scanned again
     in the one parallel pass (not one by one after it)."""
-    import extractor.extract
+    import extractor.scheduler
 
     output(repo, jobs=2)
-    real = extractor.extract._scan_missing
+    real = extractor.scheduler._scan_missing
     passes: list[tuple[list[str], int]] = []
 
     def spy(commit: Any, missing: list[Any], *args: Any, **kwargs: Any) -> None:
         passes.append((sorted(blob.path for blob in missing), kwargs["workers"]))
         real(commit, missing, *args, **kwargs)
 
-    monkeypatch.setattr(extractor.extract, "_scan_missing", spy)
+    monkeypatch.setattr(extractor.scheduler, "_scan_missing", spy)
     facts = output(repo, jobs=2, config_from=("pkg",))
     assert passes == [(sorted(SOURCES), 1)]
-    monkeypatch.setattr(extractor.extract, "_scan_missing", real)
+    monkeypatch.setattr(extractor.scheduler, "_scan_missing", real)
     assert facts == output(repo, jobs=2, config_from=("pkg",), cache=False)
 
 

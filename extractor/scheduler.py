@@ -1,0 +1,262 @@
+# Scheduler: blobs -> their scan results, from the cache where it holds them, else scanned in batches
+# shared between worker processes and this one.
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from extractor import git as git_stage
+from extractor.cache import ScanCache, wait_for_writes
+from extractor.lifecycle import become_worker, quick_switching
+from extractor.progress import bar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from extractor.scan import ScanOptions
+
+__all__ = ["scan_blobs"]
+
+# Below this much source to parse, starting worker processes costs more than it saves.
+_PARALLEL_BYTES = 256 * 1024
+# Work is handed to workers in batches of about this much source (or this many files), largest first.
+# A batch costs a round trip to git, a transaction and a result message: few and large batches are
+# cheaper, but there must be enough of them (about 8 per process) for the processes to end together.
+_BATCH_BYTES = 256 * 1024
+_BATCH_FILES = 256
+_BATCHES_PER_JOB = 8
+# Each worker is kept this many batches ahead.
+_AHEAD = 4
+
+_RULED_OUT = b'{"kind":"ruled-out"}'
+# Blob id, the previous version's result, whether facts are wanted, a path it has (to name it in errors).
+_Item = tuple[str, bytes | None, bool, str]
+# A blob id and its result, serialized.
+_Result = tuple[str, bytes]
+
+
+def scan_blobs(
+    commit: git_stage.Commit,
+    blobs: Sequence[git_stage.Blob],
+    *,
+    scan_options: ScanOptions,
+    jobs: int | None,
+    cache: ScanCache | None,
+    facts: set[str],
+) -> dict[str, dict[str, Any]]:
+    """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
+
+    Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
+    classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
+    included (None: one per core).
+    """
+    unique = list({blob.oid: blob for blob in blobs}.values())
+    held = cache.held([blob.oid for blob in unique]) if cache is not None else set()
+    # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
+    results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
+    results = {oid: result for oid, result in results.items() if result.get("facts")}
+    missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
+    # Workers start before anything else is read from the cache: they import the parser meanwhile.
+    workers = _workers(missing, jobs)
+    pool = _start_pool(workers, cache) if workers else None
+    new: list[_Result] = []
+    entries = held - facts  # the results read from the cache as they are
+    cached: dict[str, bytes] = {}
+
+    def read_cached() -> None:
+        cached.update(_read(cache, entries))
+
+    try:
+        if missing:
+            previous: dict[str, bytes] = {}
+            if cache is not None:
+                earlier = cache.previous_versions([blob.path for blob in missing])
+                stored = cache.get_many(sorted(set(earlier.values())))
+                previous = {b.oid: stored[earlier[b.path]] for b in missing if earlier.get(b.path) in stored}
+            _scan_missing(
+                commit,
+                missing,
+                previous,
+                options=scan_options,
+                pool=pool,
+                workers=workers,
+                facts=facts,
+                into=new,
+                idle=read_cached,
+            )
+        else:
+            read_cached()
+        # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
+        broken = [blob for blob in unique if blob.oid in entries and blob.oid not in cached]
+        if broken:
+            _scan_missing(
+                commit, broken, {}, options=scan_options, pool=pool, workers=workers, facts=facts, into=new, idle=None
+            )
+    finally:
+        try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
+            if cache is not None and new:
+                cache.store_entries(new)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+    if cache is not None:
+        cache.store_paths({blob.path: blob.oid for blob in blobs})
+    # The results are parsed only now: the scan above did not wait for them.
+    results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
+    return results
+
+
+def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
+    return cache.get_many(sorted(oids)) if cache is not None and oids else {}
+
+
+def _workers(missing: Sequence[git_stage.Blob], jobs: int | None) -> int:
+    """How many worker processes scan beside this one: none below _PARALLEL_BYTES of source."""
+    jobs = min(jobs or os.cpu_count() or 1, len(missing))
+    return jobs - 1 if jobs > 1 and sum(blob.size or 0 for blob in missing) >= _PARALLEL_BYTES else 0
+
+
+def _scan_missing(
+    commit: git_stage.Commit,
+    missing: list[git_stage.Blob],
+    previous: dict[str, bytes],
+    *,
+    options: ScanOptions,
+    pool: ProcessPoolExecutor | None,
+    workers: int,
+    facts: set[str],
+    into: list[_Result],
+    idle: Callable[[], None] | None,
+) -> None:
+    """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
+    serialized result to `into` as it comes (what was scanned before an interruption is kept). `idle`
+    is work for this process, done once: the first time it would otherwise wait for the workers, else
+    once the scan is over."""
+    # Largest first, so the last batch handed out is a small one and workers finish together (a size
+    # git cannot tell goes first: reading that blob will say what is wrong).
+    ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
+    git_stage.prefetch(commit, ordered)
+    total = sum(blob.size or 0 for blob in ordered)
+    limit = min(_BATCH_BYTES, max(16 * 1024, total // ((workers + 1) * _BATCHES_PER_JOB)))
+    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
+    batches = _batches(items, ordered, limit)
+    try:
+        done: Iterator[list[_Result]]
+        if pool is not None:
+            done = _shared(pool, workers, commit.git_dir, batches, options, idle)
+        else:
+            done = (_scan_read(commit.git_dir, batch, options) for batch in batches)
+        for results in bar(done, len(batches), "scanning", unit="batch"):
+            into += results
+        if pool is None and idle is not None:
+            idle()
+    finally:
+        git_stage.close_readers()
+
+
+def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[_Item]]:
+    """Cut work into batches of about `limit` bytes of source (or _BATCH_FILES files), in order."""
+    batches: list[list[_Item]] = [[]]
+    size = 0
+    for item, blob in zip(items, blobs, strict=True):
+        if size >= limit or len(batches[-1]) >= _BATCH_FILES:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += blob.size or 0
+    return batches
+
+
+def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions) -> list[_Result]:
+    """Read blobs from git (this process's own reader) and scan those the prefilter lets through; what a
+    blob gives depends on its bytes and the options alone, whichever process scans it.
+
+    Workers read what they scan themselves: the main process does not send them blobs.
+    """
+    from extractor.scan import could_hold, scan_many
+
+    contents = git_stage.reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
+    out: list[_Result] = []
+    to_parse = []
+    for (oid, previous, wanted, _), data in zip(items, contents, strict=True):
+        if wanted or could_hold(data, scan_options):
+            to_parse.append((oid, data, previous, wanted))
+        else:
+            out.append((oid, _RULED_OUT))
+    out += scan_many(to_parse, scan_options)
+    return out
+
+
+def _warm_up(parent: int) -> None:
+    become_worker(parent)
+    import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
+
+
+def _start_pool(workers: int, cache: ScanCache | None) -> ProcessPoolExecutor:
+    """Start the worker processes: forked, they import the parser while this process reads the cache."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if cache is not None:
+        cache.release()  # no SQLite connection may cross the fork
+    wait_for_writes()  # no thread of this process may hold a lock while it forks
+    context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up, initargs=(os.getpid(),))
+    for _ in range(workers):  # start every worker now rather than on first use
+        pool.submit(int)
+    return pool
+
+
+def _shared(
+    pool: ProcessPoolExecutor,
+    workers: int,
+    git_dir: Path,
+    batches: list[list[_Item]],
+    scan_options: ScanOptions,
+    idle: Callable[[], None] | None,
+) -> Iterator[list[_Result]]:
+    """Scan batches in the worker processes and in this one, yielding each batch's results as it is done
+    (the caller orders results by path, so output does not depend on timing).
+
+    Each worker is kept _AHEAD batches ahead (the largest first); between handing out batches, this
+    process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
+    none is left, it takes back those handed out that no worker has started yet, then does `idle`,
+    and only then waits; `idle` is done once, at the end if never before.
+    """
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    pending = deque(batches)
+    running: dict[Future[list[_Result]], list[_Item]] = {}  # in the order handed out
+    # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
+    with quick_switching():
+        while pending or running:
+            while pending and len(running) < _AHEAD * workers:
+                batch = pending.popleft()
+                running[pool.submit(_scan_read, git_dir, batch, scan_options)] = batch
+            if pending:
+                yield _scan_read(git_dir, pending.pop(), scan_options)
+            elif (taken := _take_back(running)) is not None:
+                yield _scan_read(git_dir, taken, scan_options)
+            elif idle is not None and not any(future.done() for future in running):
+                idle()
+                idle = None
+            else:
+                wait(running, return_when=FIRST_COMPLETED)
+            for future in [f for f in running if f.done()]:
+                del running[future]
+                yield future.result()
+    if idle is not None:
+        idle()
+
+
+def _take_back(running: dict[Future[list[_Result]], list[_Item]]) -> list[_Item] | None:
+    """Cancel the last batch handed out that no worker has started and return it (None: all have started)."""
+    for future in reversed(running):
+        if future.cancel():
+            return running.pop(future)
+    return None
