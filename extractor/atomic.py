@@ -3,24 +3,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-from collections.abc import Iterator
+import secrets
+import signal
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from extractor.lifecycle import raise_if_interrupted
+from extractor.lifecycle import STOP_SIGNALS, raise_if_interrupted
 
-__all__ = ["replace_bytes", "replacing"]
-
-
-def _read_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-# mkstemp makes files private; written files get the mode a plain open() would give them.
-_FILE_MODE = 0o666 & ~_read_umask()
+__all__ = ["replace_bytes", "replace_files", "replacing"]
 
 
 @contextlib.contextmanager
@@ -36,10 +28,9 @@ def replacing(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     """
     raise_if_interrupted()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = _temporary(path)
     try:
-        with os.fdopen(fd, "wb") as stream:
-            os.fchmod(stream.fileno(), _FILE_MODE)
+        with _create(temporary) as stream:
             yield stream
             if durable:
                 stream.flush()
@@ -54,10 +45,68 @@ def replacing(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
         _fsync_dir(path.parent)
 
 
+def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) -> None:
+    """Make each path hold its data (see `replacing`), the files replaced in order once all are written.
+
+    The renames happen with stop signals held back: one that comes meanwhile takes effect after the
+    last, so an interrupted run leaves each of these files old or new, and a set written together
+    (records, then the manifest that seals them) never half replaced.
+    """
+    raise_if_interrupted()
+    temporaries: list[Path] = []
+    try:
+        for path, data in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporaries.append(_temporary(path))
+            with _create(temporaries[-1]) as stream:
+                stream.write(data)
+                if durable:
+                    stream.flush()
+                    os.fsync(stream.fileno())
+        with _signals_held():
+            raise_if_interrupted()
+            for temporary, (path, _) in zip(temporaries, files, strict=True):
+                os.replace(temporary, path)
+    except BaseException:
+        for temporary in temporaries:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        raise
+    if durable:
+        for directory in dict.fromkeys(path.parent for path, _ in files):
+            _fsync_dir(directory)
+
+
 def replace_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Make `path` hold `data`, whole or not at all (see `replacing`)."""
-    with replacing(path, durable=durable) as stream:
-        stream.write(data)
+    replace_files([(path, data)], durable=durable)
+
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+
+def _create(temporary: Path) -> BinaryIO:
+    """Create a temporary file as open() would (0o666 less the umask), never one that exists. It is named
+    before it exists, so that an interrupt landing anywhere after its creation finds it to remove."""
+    return open(os.open(temporary, _CREATE, 0o666), "wb")
+
+
+def _temporary(path: Path) -> Path:
+    """A name for a temporary file beside `path`, hidden, and found by nobody else (128 random bits)."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(16)}.tmp")
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold stop signals back during the block (they are delivered after it); in the main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _fsync_dir(directory: Path) -> None:

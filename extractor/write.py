@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel
 
-from extractor.atomic import replace_bytes
+from extractor.atomic import replace_bytes, replace_files
 from extractor.errors import ExtractorError
 from extractor.models import CatalogLine, Manifest
 
@@ -76,7 +76,9 @@ def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
     for target in (directory / RECORDS, directory / MANIFEST):
         if target.is_dir():  # found before anything is written: never records without their manifest
             raise ExtractorError(f"cannot write {target}: a directory is in the way")
-    atomic_write(directory / RECORDS, records)
     sealed = manifest.model_copy(update={"recordsSha256": records_digest(records)})
-    atomic_write(directory / MANIFEST, dumps_model(sealed))
+    try:
+        replace_files([(directory / RECORDS, records), (directory / MANIFEST, dumps_model(sealed))])
+    except OSError as error:  # a full disk, or a folder that cannot be made
+        raise ExtractorError(f"cannot write {directory}: {error.strerror or error}") from None
     return directory

@@ -1,0 +1,203 @@
+"""The process-wide tricks belong to the command line alone; an interrupt is a result wherever it lands."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from extractor.cache import wait_for_writes
+from extractor.extract import ExtractOptions, extract
+from extractor.lifecycle import STOP_SIGNALS
+from tests.conftest import GitRepo
+
+# Eight files of 40 KB each: enough source for worker processes to be started (scheduler._PARALLEL_BYTES).
+BIG = {f"pkg/m{i}.py": f"raise ValueError('m{i}')\n" + "# padding\n" * 4000 for i in range(8)}
+
+
+def _interpreter() -> tuple[object, ...]:
+    return (
+        gc.isenabled(),
+        gc.get_freeze_count(),
+        sys.getswitchinterval(),
+        tuple(signal.getsignal(number) for number in (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE)),
+    )
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cache", "no-cache"])
+def test_a_library_extraction_never_changes_the_interpreter(
+    git_repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, cache: bool
+) -> None:
+    """Not after extract() returns, and not while it runs either (seen from the scan in this process):
+    the collector, the switch interval and the signal handlers are the caller's."""
+    import extractor.scan
+
+    git_repo.commit(BIG, tag="v1")
+    before = _interpreter()
+    seen: list[tuple[object, ...]] = []
+    real = extractor.scan.scan_many
+    main = os.getpid()
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        if os.getpid() == main:  # the batches this process scans beside the workers
+            seen.append(_interpreter())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(extractor.scan, "scan_many", spy)
+    options = ExtractOptions(paths=("pkg",), jobs=2, cache=cache)
+    first = extract(repo=str(git_repo.path), revision="v1", options=options)
+    again = extract(repo=str(git_repo.path), revision="v1", options=options)  # a stored catalog, with the cache
+    wait_for_writes()
+    assert first.manifest.counts.records == again.manifest.counts.records == 8
+    assert seen and set(seen) == {before}
+    assert _interpreter() == before
+    assert gc.get_freeze_count() == 0
+
+
+_TRICKS = """
+import gc, sys
+import extractor.scan
+real = extractor.scan.scan_many
+def spy(*args, **kwargs):
+    print("collector", gc.isenabled(), file=sys.__stderr__)
+    return real(*args, **kwargs)
+extractor.scan.scan_many = spy
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+
+
+def test_a_command_line_run_scans_without_the_collector(git_repo: GitRepo, tmp_path: Path) -> None:
+    """The command line keeps its saving: the collector paused while it scans (in one process, serial)."""
+    git_repo.commit({"pkg/a.py": "raise ValueError('a')\n"}, tag="v1")
+    args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--no-cache", "--jobs", "1", "--output", "-"]
+    result = subprocess.run([sys.executable, "-c", _TRICKS, *args], capture_output=True, text=True, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "collector False\n")
+    assert result.stdout.count("\n") == 1
+
+
+# Each probe makes a stop signal land at one point of a run: it is run by `python -c` before the command line.
+_PROBES = {
+    # A worker process's scan: Ctrl-C reaches the whole process group (workers leave it to the main process).
+    "worker": """
+import extractor.scan
+real = extractor.scan.scan_many
+def probe(*args, **kwargs):
+    if os.getpid() != MAIN:
+        os.killpg(0, signal.SIGINT)
+        time.sleep(1)
+    return real(*args, **kwargs)
+extractor.scan.scan_many = probe
+""",
+    # The background thread that stores the whole catalog in the cache, halfway through writing it, while
+    # the main process waits to write the catalog.
+    "cache writer": """
+import threading
+import extractor.atomic, extractor.cache, extractor.write
+landed = threading.Event()
+def probe(path, data, *, durable=True):
+    with extractor.atomic.replacing(path, durable=durable) as stream:
+        stream.write(data[: len(data) // 2])
+        os.kill(os.getpid(), signal.SIGINT)
+        landed.set()
+        time.sleep(0.5)
+        stream.write(data[len(data) // 2 :])
+extractor.cache.replace_bytes = probe
+real = extractor.write.write_catalog
+def later(*args):
+    landed.wait(30)
+    return real(*args)
+extractor.write.write_catalog = later
+""",
+    # The catalog writer, while records.jsonl is written (synced).
+    "catalog writer": """
+real = os.fsync
+def probe(fd):
+    os.kill(os.getpid(), signal.SIGINT)
+    return real(fd)
+os.fsync = probe
+""",
+    # pydantic's serializer (in the main process's scan), which wraps the KeyboardInterrupt in a
+    # PydanticSerializationError.
+    "pydantic": """
+from pydantic import BaseModel, field_serializer
+from extractor import models
+class Inside(BaseModel):
+    x: int = 0
+    @field_serializer("x")
+    def _x(self, value):
+        signal.raise_signal(signal.SIGINT)  # its handler runs here, inside pydantic's serializer
+        return value
+real = models.FileResult.model_dump_json
+def probe(self, **kwargs):
+    Inside().model_dump_json()
+    return real(self, **kwargs)
+models.FileResult.model_dump_json = probe
+""",
+}
+
+
+@pytest.mark.parametrize("point", list(_PROBES))
+def test_an_interrupt_anywhere_exits_130_and_leaves_no_file_behind(
+    git_repo: GitRepo, tmp_path: Path, point: str
+) -> None:
+    """Exit 130, one line on stderr (no traceback), no catalog, no temporary file in the output folder
+    nor in the cache, whichever point the stop signal lands at."""
+    git_repo.commit(BIG, tag="v1")
+    cache = tmp_path / "cache"
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    script = "import os, signal, sys, time\nMAIN = os.getpid()\n" + _PROBES[point]
+    script += 'sys.argv = ["extractor", *sys.argv[1:]]\nfrom extractor.cli import run\nrun()\n'
+    jobs = "1" if point == "pydantic" else "2"  # pydantic's point is in the main process's scan
+    args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--jobs", jobs, "--output", "out"]
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "XDG_CACHE_HOME": str(cache), "EXTRACTOR_DEBUG": ""},
+        start_new_session=True,  # the probe's Ctrl-C reaches this run's process group only
+        timeout=120,
+    )
+    assert (result.returncode, result.stderr) == (130, "extractor: interrupted\n")
+    assert [path for path in cwd.rglob("*") if path.is_file()] == []
+    assert [path.name for path in cache.rglob("*") if path.is_file() and path.name.endswith(".tmp")] == []
+    if point == "cache writer":  # the whole catalog it was storing is not published after the interrupt
+        assert list((cache / "extractor" / "catalogs").iterdir()) == []
+
+
+def test_an_interrupt_between_records_and_manifest_waits_for_both(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A stop signal that comes while the catalog's files are renamed into place takes effect after the
+    last one: exit 130 with a whole catalog (the manifest's checksum is that of the records), never
+    records without their manifest."""
+    git_repo.commit({"pkg/a.py": "raise ValueError('a')\n"}, tag="v1")
+    script = """
+import os, signal, sys
+import extractor.atomic
+real = os.replace
+def probe(source, target):
+    if str(target).endswith("records.jsonl"):
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(source, target)
+extractor.atomic.os.replace = probe
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+    args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--no-cache", "--output", "out"]
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (130, "extractor: interrupted\n")
+    (records,) = (tmp_path / "out").glob("*/records.jsonl")
+    manifest = orjson.loads((records.parent / "manifest.json").read_bytes())
+    assert manifest["recordsSha256"] == hashlib.sha256(records.read_bytes()).hexdigest()
+    assert sorted(path.name for path in records.parent.iterdir()) == ["manifest.json", "records.jsonl"]
