@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -34,6 +34,7 @@ from extractor.records import RunContext, SiteData, build_records
 from extractor.scheduler import scan_blobs
 
 if TYPE_CHECKING:
+    from extractor.fields import FieldIndex
     from extractor.scan import ScanOptions
 
 __all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "scope_path"]
@@ -198,6 +199,69 @@ def _extract_commit(
     pinned_sha: str | None,
     cache: ScanCache | None,
 ) -> Catalog:
+    scope = _list_scope(commit, options)
+    with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
+        results = scan_blobs(
+            commit,
+            [*scope.regular, *scope.auxiliary],
+            scan_options=options.scan_options,
+            jobs=options.jobs,
+            cache=cache,
+            facts=scope.facts,
+        )
+        found = _sites(scope, results)
+        stamp = analyzed_at()
+        run = RunContext(
+            repo_name=options.repo_name or commit.repo_name,
+            sha=pinned_sha or commit.sha,
+            revision=commit.revision,
+            committed_at=commit.committed_at,
+            analyzed_at=stamp,
+        )
+        lines, reads = build_records(found.files, run=run)
+        if not lines and "*" not in options.exceptions:
+            _check_raised(commit, scope.regular, options)
+        lines = _field_index(scope, results, options).annotate(lines, reads)
+        encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
+    skipped_files = [*scope.skipped_files, *found.skipped_files]
+    manifest = Manifest(
+        repo=run.repo_name,
+        sha=run.sha,
+        revision=commit.revision,
+        committedAt=commit.committed_at,
+        analyzedAt=stamp,
+        extractorVersion=__version__,
+        scope=options.scope,
+        counts=Counts(
+            filesInScope=len(scope.blobs),
+            filesParsed=found.parsed,
+            records=len(lines),
+            skippedFiles=len(skipped_files),
+            skippedSites=len(found.skipped_sites),
+        ),
+        skippedFiles=sorted(skipped_files, key=lambda s: s.path),
+        skippedSites=sorted(found.skipped_sites, key=lambda s: (s.path, s.line)),
+    )
+    warnings = []
+    if skipped_files:
+        warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
+    keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
+    return Catalog(encoded=encoded, manifest=manifest, warnings=tuple(warnings))
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The blobs of one extraction: those in scope, and those read for what records' fields mean."""
+
+    blobs: list[git_stage.Blob]  # every file in scope
+    regular: list[git_stage.Blob]  # those scanned for sites
+    auxiliary: list[git_stage.Blob]  # config classes and the CLI definition, out of scope
+    listed: list[git_stage.Blob]  # every file listed, its name UTF-8
+    facts: set[str]  # blob ids parsed whole for their classes and flags
+    skipped_files: list[SkippedFile]  # not scanned: a name that is not UTF-8, not a regular file
+
+
+def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     blobs = [blob for blob in every if _under(blob.path, options.paths)]
     if not blobs:
@@ -221,75 +285,52 @@ def _extract_commit(
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
     auxiliary = [b for b in listed if b.oid in facts and not _under(b.path, options.paths)]
-    with collector_paused():
-        results = scan_blobs(
-            commit,
-            [*regular, *auxiliary],
-            scan_options=options.scan_options,
-            jobs=options.jobs,
-            cache=cache,
-            facts=facts,
-        )
-        files: list[tuple[str, list[SiteData]]] = []
-        skipped_sites: list[SkippedSite] = []
-        parsed = 0
-        for blob in regular:
-            result = results[blob.oid]
-            if result["kind"] == "ruled-out" or (blob.oid not in facts and not result.get("couldHold", True)):
-                continue
-            parsed += 1
-            if result["kind"] == "skipped":
-                skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
-                continue
-            files.append((blob.path, result["sites"]))
-            skipped_sites += [construct(SkippedSite, **{**s, "path": blob.path}) for s in result["skippedSites"]]
-        stamp = analyzed_at()
-        run = RunContext(
-            repo_name=options.repo_name or commit.repo_name,
-            sha=pinned_sha or commit.sha,
-            revision=commit.revision,
-            committed_at=commit.committed_at,
-            analyzed_at=stamp,
-        )
-        lines, reads = build_records(files, run=run)
-        if not lines and "*" not in options.exceptions:
-            _check_raised(commit, regular, options)
-        from extractor.fields import FieldIndex
+    return _Scope(blobs, regular, auxiliary, listed, facts, skipped_files)
 
-        def facts_of(blob: git_stage.Blob) -> FileOutcome:
-            return FileOutcome.model_validate(results[blob.oid])
 
-        index = FieldIndex.build(
-            classes=[
-                c
-                for b in listed
-                if _under(b.path, options.config_from) and b.oid in facts and b.oid in results
-                for c in facts_of(b).classes
-            ],
-            flags=next((facts_of(b).flags for b in listed if b.path == options.flags_from and b.oid in results), None),
-        )
-        lines = index.annotate(lines, reads)
-        encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
-    manifest = Manifest(
-        repo=run.repo_name,
-        sha=run.sha,
-        revision=commit.revision,
-        committedAt=commit.committed_at,
-        analyzedAt=stamp,
-        extractorVersion=__version__,
-        scope=options.scope,
-        counts=Counts(
-            filesInScope=len(blobs),
-            filesParsed=parsed,
-            records=len(lines),
-            skippedFiles=len(skipped_files),
-            skippedSites=len(skipped_sites),
+@dataclass(frozen=True, slots=True)
+class _Sites:
+    """What the scan found in the files in scope."""
+
+    files: list[tuple[str, list[SiteData]]]  # each file's sites, by path
+    skipped_files: list[SkippedFile]  # parsed, but could not be scanned
+    skipped_sites: list[SkippedSite]
+    parsed: int  # files parsed (the prefilter ruled the others out)
+
+
+def _sites(scope: _Scope, results: dict[str, dict[str, Any]]) -> _Sites:
+    files: list[tuple[str, list[SiteData]]] = []
+    skipped_files: list[SkippedFile] = []
+    skipped_sites: list[SkippedSite] = []
+    parsed = 0
+    for blob in scope.regular:
+        result = results[blob.oid]
+        if result["kind"] == "ruled-out" or (blob.oid not in scope.facts and not result.get("couldHold", True)):
+            continue
+        parsed += 1
+        if result["kind"] == "skipped":
+            skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
+            continue
+        files.append((blob.path, result["sites"]))
+        skipped_sites += [construct(SkippedSite, **{**s, "path": blob.path}) for s in result["skippedSites"]]
+    return _Sites(files, skipped_files, skipped_sites, parsed)
+
+
+def _field_index(scope: _Scope, results: dict[str, dict[str, Any]], options: ExtractOptions) -> FieldIndex:
+    """Resolve what records' fields and flags mean from the config classes and the CLI definition."""
+    from extractor.fields import FieldIndex
+
+    def facts_of(blob: git_stage.Blob) -> FileOutcome:
+        return FileOutcome.model_validate(results[blob.oid])
+
+    return FieldIndex.build(
+        classes=[
+            c
+            for b in scope.listed
+            if _under(b.path, options.config_from) and b.oid in scope.facts and b.oid in results
+            for c in facts_of(b).classes
+        ],
+        flags=next(
+            (facts_of(b).flags for b in scope.listed if b.path == options.flags_from and b.oid in results), None
         ),
-        skippedFiles=sorted(skipped_files, key=lambda s: s.path),
-        skippedSites=sorted(skipped_sites, key=lambda s: (s.path, s.line)),
     )
-    warnings = []
-    if skipped_files:
-        warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
-    keep_until_exit(results, files, lines, reads)  # a command line leaves without freeing them
-    return Catalog(encoded=encoded, manifest=manifest, warnings=tuple(warnings))
