@@ -755,8 +755,10 @@ def run() -> NoReturn:
             sys.stdout.flush()
         except BaseException as error:  # the catalog is written; only the cache's last writes are given up
             code = _failed(error)
-            with contextlib.suppress(BaseException):  # a write under way ends (it publishes nothing after a
-                _finish_writes()  # stop signal) rather than leave its temporary file behind
+            # A cache write under way still ends (after a stop signal it publishes nothing) rather than be
+            # cut off by the exit, which would leave its temporary file behind.
+            with contextlib.suppress(BaseException):
+                _finish_writes()
         raise SystemExit(_swallowed(code))
 
 
