@@ -22,13 +22,12 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from extractor.models import FileResult, Piece
-from extractor.records import SiteData
-
-if TYPE_CHECKING:
-    from extractor.scan import ScanOptions
+from extractor.scanned import SiteData
+from extractor.source import ScanOptions, window
+from extractor.walk import visit
 
 __all__ = ["pieces_of", "rescan"]
 
@@ -82,8 +81,6 @@ def _collect(
 
 def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int) -> SiteData:
     """A reused site (as data) where its piece now stands: `delta` lines further, with its new window."""
-    from extractor.scan import window
-
     line = site["lineNumber"] + delta
     start, end, code = window(lines, line, context, site["extraction"]["column"])
     shifted = {**site, "lineNumber": line, "sourceCode": code, "sourceCodeStart": start, "sourceCodeEnd": end}
@@ -123,8 +120,6 @@ def rescan(
     their new lines, never validated or built as models again. `templates` are the old sites by their
     `templateKey`, for the raises parsed again.
     """
-    from extractor.scan import visit
-
     known: dict[str, list[Piece]] = {}
     for hash_, start, end, first, last, scope in previous["pieces"]:
         known.setdefault(first, []).append(Piece(hash_, start, end, first, last, tuple(scope)))

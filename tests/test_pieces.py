@@ -100,7 +100,7 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
     """A method that grew at its end starts with the old method's exact lines: taking them for the old
     piece would cut the method in two (and cost a parse that fails); the rest of the file is reused."""
     from extractor import pieces
-    from extractor.scan import decode, split_lines
+    from extractor.source import decode, split_lines
 
     new = GROWING.replace(
         'raise ValueError("big")\n',

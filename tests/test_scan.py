@@ -352,7 +352,7 @@ def test_prefilter_rules_out_only_files_without_a_possible_site() -> None:
 
 @given(st.lists(st.sampled_from(["", "x = 1", "raise E", "  raise E; raise F", "# raise", "\r", "raise"]), max_size=30))
 def test_lines_with_raise_counts_lines_as_the_file_is_split(parts: list[str]) -> None:
-    from extractor.scan import lines_with_raise, split_lines
+    from extractor.source import lines_with_raise, split_lines
 
     for separator in ("\n", "\r\n", "\r"):
         source = separator.join(parts)
