@@ -31,9 +31,9 @@ from extractor.models import (
     Scope,
     SkippedFile,
     SkippedSite,
-    construct,
 )
-from extractor.records import RunContext, SiteData, build_records
+from extractor.records import RunContext, build_records
+from extractor.scanned import SiteData
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -542,7 +542,7 @@ def _extract_commit(
                 skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
                 continue
             files.append((blob.path, result["sites"]))
-            skipped_sites += [construct(SkippedSite, **{**s, "path": blob.path}) for s in result["skippedSites"]]
+            skipped_sites += [SkippedSite(**{**s, "path": blob.path}) for s in result["skippedSites"]]
         stamp = analyzed_at()
         run = RunContext(
             repo_name=options.repo_name or commit.repo_name,

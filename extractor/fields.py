@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts, construct
+from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts
 from extractor.records import LineData
 
 __all__ = ["FieldIndex"]
@@ -23,22 +23,7 @@ class _Class:
 
 
 def _unresolved(chain: str, reason: str) -> FieldRef:
-    # Built without validation (and the deep copy of default lists it implies): thousands per catalog.
-    return construct(
-        FieldRef,
-        expression=chain,
-        class_=None,
-        field=None,
-        annotation=None,
-        default=None,
-        constraints=[],
-        doc=None,
-        flags=[],
-        via=None,
-        key=None,
-        resolved=False,
-        reason=reason,
-    )
+    return FieldRef(expression=chain, resolved=False, reason=reason)
 
 
 _UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
@@ -175,8 +160,7 @@ class FieldIndex:
                 reason = f"derived by vLLM: {derived}"
             elif parent_flags:
                 via, key = parent_flags[0], facts.name
-        return construct(
-            FieldRef,
+        return FieldRef(
             expression=chain,
             class_=owner,
             field=facts.name,

@@ -6,6 +6,7 @@ earlier version's unchanged defs and classes, and `source` decodes bytes into li
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,9 +15,9 @@ from typing import Any
 import orjson
 
 from extractor.facts import file_facts
-from extractor.models import ClassFacts, FileResult, FlagFacts, Site, SkippedSite, replace
+from extractor.models import FileResult, Site, SkippedSite
 from extractor.pieces import pieces_of, rescan
-from extractor.scanned import SiteData
+from extractor.scanned import Result, SiteData
 from extractor.source import ScanOptions, could_hold, decode, split_lines
 from extractor.walk import visit
 
@@ -51,32 +52,26 @@ def scan_blob(
     and CLI flags even if it holds no site: it is parsed whole.
     """
     earlier = orjson.loads(previous.model_dump_json()) if previous is not None else None
-    result = _scan(data, options, earlier, facts)
-    return result if isinstance(result, FileResult) else FileResult.model_validate(result)
+    return FileResult.model_validate_json(orjson.dumps(_scan(data, options, earlier, facts)))
 
 
-def _scan(
-    data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool
-) -> FileResult | dict[str, Any]:
-    """`scan_blob`, with the previous result as data (as the cache holds it); a rescan gives data too."""
+def _scan(data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool) -> Result:
+    """`scan_blob`, with the previous result as data (as the cache holds it)."""
     if could_hold(data, options):
         return _parse(data, options, previous, facts)
     if not facts:
-        return FileResult(kind="ruled-out")
-    read = _parse(data, options, None, facts)
-    assert isinstance(read, FileResult)  # read for its facts: parsed whole, never rescanned
-    return replace(read, couldHold=False)
+        return Result(kind="ruled-out")
+    # Read for its facts (parsed whole, never rescanned), and ruled out where they are not wanted.
+    return dataclasses.replace(_parse(data, options, None, facts), couldHold=False)
 
 
-def _parse(
-    data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool
-) -> FileResult | dict[str, Any]:
+def _parse(data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool) -> Result:
     try:
         text = decode(data)
     except (SyntaxError, LookupError) as error:
-        return FileResult(kind="skipped", reason=f"cannot decode: {error}")
+        return Result(kind="skipped", reason=f"cannot decode: {error}")
     except UnicodeDecodeError as error:
-        return FileResult(kind="skipped", reason=f"cannot decode: {error.reason} at byte {error.start}")
+        return Result(kind="skipped", reason=f"cannot decode: {error.reason} at byte {error.start}")
     lines = split_lines(text)
     # Whatever is parsed again takes the templates of the old sites made of the same text.
     templates: dict[str, SiteData] = {}
@@ -100,23 +95,25 @@ def _scan_text(
     *,
     facts: bool = False,
     templates: Mapping[str, SiteData] | None = None,
-) -> FileResult:
+) -> Result:
     visited = visit(text, lines, options, templates)
     if isinstance(visited, str):
-        return FileResult(kind="skipped", reason=visited)
+        return Result(kind="skipped", reason=visited)
     body, visitor = visited
-    classes: list[ClassFacts] = []
-    flags: FlagFacts | None = None
+    classes: list[dict[str, Any]] = []
+    flags: dict[str, Any] | None = None
     if facts:  # only the config and CLI files are asked for them
-        classes, flags = file_facts(body, visitor.segment, text)
-    return FileResult(
+        found, read = file_facts(body, visitor.segment, text)
+        classes = [facts_of.model_dump(mode="json") for facts_of in found]
+        flags = read.model_dump(mode="json") if read is not None else None
+    return Result(
         kind="scanned",
-        sites=visitor.sites,
-        skippedSites=visitor.skipped,
+        sites=list(visitor.sites),
+        skippedSites=list(visitor.skipped),
         classes=classes,
         flags=flags,
         facts=facts,
-        pieces=[] if visitor.globals_read else pieces_of(lines, body),
+        pieces=[] if visitor.globals_read else [piece[:] for piece in pieces_of(lines, body)],
     )
 
 
@@ -136,10 +133,7 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
                 with contextlib.suppress(orjson.JSONDecodeError):  # a corrupt previous entry costs a full parse
                     earlier = orjson.loads(previous)
             result = _scan(data, options, earlier if isinstance(earlier, dict) else None, facts)
-            if isinstance(result, FileResult):
-                out.append((oid, result.model_dump_json().encode()))
-            else:
-                out.append((oid, orjson.dumps(result)))
+            out.append((oid, orjson.dumps(result)))
         return out
     finally:
         if collecting:
@@ -157,4 +151,6 @@ def scan(data: bytes, *, options: ScanOptions) -> FileScan:
     result = _scan_text(text, split_lines(text), options)
     if result.kind == "skipped":
         return Skipped(result.reason or "")
-    return Scanned(tuple(result.sites), tuple(result.skippedSites))
+    # The published models, validated: a library caller gets what a catalog holds.
+    checked = FileResult.model_validate_json(orjson.dumps(result))
+    return Scanned(tuple(checked.sites), tuple(checked.skippedSites))

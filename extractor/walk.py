@@ -11,18 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from extractor.chains import reads
-from extractor.models import (
-    Condition,
-    ConditionKind,
-    Extraction,
-    MessageKind,
-    Placeholder,
-    Site,
-    SkippedSite,
-    construct,
-)
+from extractor.models import ConditionKind, MessageKind
 from extractor.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
-from extractor.scanned import SiteData
+from extractor.scanned import Condition, Extraction, Placeholder, Site, SiteData, SkippedSite
 from extractor.slugs import slug_stem
 from extractor.source import ScanOptions, lines_with_raise, window
 
@@ -162,7 +153,7 @@ class Visitor:
             items = ", ".join(self.one_line(item.context_expr) + _as(self, item.optional_vars) for item in node.items)
             self.block(
                 node.body,
-                state.enter(construct(Condition, kind=ConditionKind.WITH, test=items, line=node.lineno), node),
+                state.enter(Condition(kind=ConditionKind.WITH, test=items, negated=False, line=node.lineno), node),
             )
         elif isinstance(node, ast.Try | ast.TryStar):
             self.try_(node, state)
@@ -171,51 +162,55 @@ class Visitor:
 
     def if_(self, node: ast.If, state: _State, kind: ConditionKind) -> None:
         test = self.one_line(node.test)
-        self.block(node.body, state.enter(construct(Condition, kind=kind, test=test, line=node.lineno), node))
+        self.block(node.body, state.enter(Condition(kind=kind, test=test, negated=False, line=node.lineno), node))
         if not node.orelse:
             return
-        negated = state.enter(construct(Condition, kind=kind, test=test, negated=True, line=node.lineno), node)
+        negated = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
         first = node.orelse[0]
         if len(node.orelse) == 1 and isinstance(first, ast.If) and self._is_elif(first):
             chained = negated._replace(chain=(*negated.chain, (node.orelse, 0, node)))
             self.if_(first, chained, ConditionKind.ELIF)
             return
         line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
-        self.block(node.orelse, negated.enter(construct(Condition, kind=ConditionKind.ELSE, test="", line=line), node))
+        self.block(
+            node.orelse, negated.enter(Condition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node)
+        )
 
     def _is_elif(self, node: ast.If) -> bool:
         return self._line_bytes(node.lineno)[node.col_offset :].startswith(b"elif")
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, state: _State, kind: ConditionKind, test: str) -> None:
-        self.block(node.body, state.enter(construct(Condition, kind=kind, test=test, line=node.lineno), node))
+        self.block(node.body, state.enter(Condition(kind=kind, test=test, negated=False, line=node.lineno), node))
         if node.orelse:
-            exhausted = state.enter(construct(Condition, kind=kind, test=test, negated=True, line=node.lineno), node)
+            exhausted = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
             self.block(
                 node.orelse,
-                exhausted.enter(construct(Condition, kind=ConditionKind.ELSE, test="", line=line), node),
+                exhausted.enter(Condition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node),
             )
 
     def try_(self, node: ast.Try | ast.TryStar, state: _State) -> None:
-        attempt = state.enter(construct(Condition, kind=ConditionKind.TRY, test="", line=node.lineno), node)
+        attempt = state.enter(Condition(kind=ConditionKind.TRY, test="", negated=False, line=node.lineno), node)
         self.block(node.body, attempt)
         for handler in node.handlers:
             caught = self.one_line(handler.type) if handler.type is not None else ""
-            inner = state.enter(construct(Condition, kind=ConditionKind.EXCEPT, test=caught, line=handler.lineno), node)
+            inner = state.enter(
+                Condition(kind=ConditionKind.EXCEPT, test=caught, negated=False, line=handler.lineno), node
+            )
             if handler.name:
                 inner = inner._replace(caught=state.caught | {handler.name})
             self.block(handler.body, inner)
         if node.orelse:
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
             self.block(
-                node.orelse, attempt.enter(construct(Condition, kind=ConditionKind.ELSE, test="", line=line), node)
+                node.orelse, attempt.enter(Condition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node)
             )
         if node.finalbody:
             last = node.orelse or (node.handlers[-1].body if node.handlers else node.body)
             line = self.keyword_line("finally", node.finalbody, last[-1].end_lineno or node.lineno)
             self.block(
                 node.finalbody,
-                state.enter(construct(Condition, kind=ConditionKind.FINALLY, test="", line=line), node),
+                state.enter(Condition(kind=ConditionKind.FINALLY, test="", negated=False, line=line), node),
             )
 
     def match(self, node: ast.Match, state: _State) -> None:
@@ -228,11 +223,9 @@ class Visitor:
             line = case.pattern.lineno
             self.block(
                 case.body,
-                earlier.enter(construct(Condition, kind=ConditionKind.MATCH_CASE, test=test, line=line), node),
+                earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, negated=False, line=line), node),
             )
-            earlier = earlier.enter(
-                construct(Condition, kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node
-            )
+            earlier = earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node)
 
     # Sites ---------------------------------------------------------------------------------------
     def raise_(self, node: ast.Raise, state: _State) -> None:
@@ -272,8 +265,7 @@ class Visitor:
         column = self.column(node)
         start, end, code = window(self.lines, line, self.options.context, column)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
-        extraction = construct(
-            Extraction,
+        extraction = Extraction(
             placeholders=list(template.placeholders),
             conditions=list(state.conditions),
             function=qualname,
@@ -286,8 +278,7 @@ class Visitor:
         )
         texts = [c.test for c in extraction.conditions] + [p.expression for p in extraction.placeholders]
         self.sites.append(
-            construct(
-                Site,
+            Site(
                 errorClass=name,
                 errorMessage=template.message,
                 messagePattern=template.pattern,
@@ -428,7 +419,7 @@ def _template_of(site: SiteData) -> Template:
     return Template(
         site["errorMessage"],
         site["messagePattern"],
-        tuple(construct(Placeholder, **placeholder) for placeholder in extraction["placeholders"]),
+        tuple(Placeholder(**placeholder) for placeholder in extraction["placeholders"]),
         MessageKind(extraction["messageKind"]),
         tuple(extraction["warnings"]),
     )

@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "extractor"
 LAYERS: list[tuple[str, ...]] = [
     ("_version", "errors", "progress", "suggest", "housekeeping"),  # no import of the package
     ("models", "lifecycle", "git"),  # the record models; signals and exit; reading git objects
-    ("source", "scanned", "chains", "slugs", "resolve", "schema", "facts", "template"),  # what the walk uses
+    ("source", "scanned", "chains", "slugs", "resolve", "schema", "facts"),  # what the walk uses
+    ("template",),  # a message expression -> its template (libcst)
     ("walk",),  # the AST walk of one parsed file: sites, conditions, message resolution
     ("pieces",),  # incremental rescanning, on top of the walk
     ("scan",),  # the scan API: one blob's bytes -> its result, as the cache stores it
