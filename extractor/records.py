@@ -5,22 +5,28 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from extractor.models import ErrorType, Record
-from extractor.scanned import SiteData
+from extractor.scanned import ExtractionData, SiteData
 
 __all__ = [
     "ERROR_TYPES",
     "LineData",
     "RunContext",
-    "SiteData",
     "build_records",
     "error_type",
     "record_id",
 ]
 
-LineData = dict[str, Any]  # a CatalogLine as records.jsonl holds it
+
+class LineData(TypedDict):
+    """A CatalogLine as records.jsonl holds it (its record: every key of Record, in the model's order)."""
+
+    record: dict[str, Any]
+    extraction: ExtractionData
+    datasetVersion: str
+
 
 # errorType is decided by the raised class alone; the README shows this table.
 ERROR_TYPES: dict[str, ErrorType] = {
@@ -125,6 +131,6 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
             "analyzedSha": run.sha,
             "analyzedAt": run.analyzed_at,
         }
-        lines.append({"record": record, "extraction": dict(site["extraction"]), "datasetVersion": run.analyzed_at})
+        lines.append(LineData(record=record, extraction=site["extraction"].copy(), datasetVersion=run.analyzed_at))
         reads.append(site["reads"])
     return Records(lines, reads)
