@@ -17,6 +17,9 @@ from extractor.scanned import Condition, Extraction, Placeholder, Site, SiteData
 from extractor.slugs import slug_stem
 from extractor.source import ScanOptions, lines_with_raise, window
 
+# template.py imports libcst, a costly import: the walk imports it only once a file holds a raise to read,
+# inside the functions below, so a run whose files are all ruled out or cached never pays for it. The
+# imports are delayed only; template.py imports nothing of the walk (tests/test_imports.py).
 if TYPE_CHECKING:
     from extractor.template import Template
 
@@ -341,7 +344,7 @@ class Visitor:
 
     def template(self, exc: ast.expr, state: _State, name: str) -> tuple[Template, str | None]:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
-        from extractor.template import message_template  # libcst: imported only when a file is parsed
+        from extractor.template import message_template  # delayed: libcst (see the imports above)
 
         if not isinstance(exc, ast.Call):
             return message_template(), None

@@ -143,3 +143,18 @@ def test_function_level_and_type_checking_imports_count(tmp_path: Path) -> None:
     assert graph == {"a": {"b": 3}, "b": {"c": 2}, "c": {"a": 1}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert _backwards(graph, [("c",), ("b",), ("a",)]) == ["c.py:1 imports a (layer 0 -> 2)"]
+
+
+def test_the_cache_key_covers_all_the_code_a_scan_runs() -> None:
+    """A per-blob cache entry is keyed by a digest of the modules that make it: scan.py and every module
+    it imports, directly or not (an edit anywhere among them must not read old entries)."""
+    from extractor.cache import _PRODUCERS
+
+    graph = _graph(PACKAGE)
+    reached, todo = set(), ["scan"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo += graph[module]
+    assert sorted(_PRODUCERS) == sorted(f"{module}.py" for module in reached)
