@@ -11,7 +11,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extractor.errors import CatalogError
-from extractor.models import CatalogLine, Hex16, replace
+from extractor.models import CatalogLine, Hex16
 
 __all__ = [
     "ANALYSIS",
@@ -158,7 +158,7 @@ def overlay(lines: Iterable[CatalogLine], analysis: Mapping[str, AnalysisEntry])
     for line in lines:
         entry = analysis.get(line.record.id)
         if entry is not None and is_current(entry, line):
-            line = replace(line, record=replace(line.record, **entry.fields()))
+            line = line.model_copy(update={"record": line.record.model_copy(update=entry.fields())})
         out.append(line)
     return tuple(out)
 

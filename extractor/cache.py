@@ -22,8 +22,12 @@ from extractor.models import Manifest
 __all__ = ["CACHE_FORMAT", "ScanCache", "StoredCatalog", "wait_for_writes"]
 
 CACHE_FORMAT = 4
-# The modules whose code decides a file's result: any edit to them makes a new cache, even unreleased.
-_PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
+# The modules whose code decides a file's result (scan.py and all it imports, as tests/test_imports.py
+# checks): any edit to them makes a new cache, even unreleased.
+_PRODUCERS = (
+    *("scan.py", "walk.py", "resolve.py", "pieces.py", "source.py", "scanned.py", "chains.py", "slugs.py"),
+    *("template.py", "facts.py", "models.py"),
+)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL,
                                     PRIMARY KEY (scope, oid)) WITHOUT ROWID;

@@ -28,9 +28,9 @@ from extractor.models import (
     Scope,
     SkippedFile,
     SkippedSite,
-    construct,
 )
-from extractor.records import RunContext, SiteData, build_records
+from extractor.records import RunContext, build_records
+from extractor.scanned import SiteData
 from extractor.scheduler import scan_blobs
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ def _sites(scope: _Scope, results: dict[str, dict[str, Any]]) -> _Sites:
             skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
             continue
         files.append((blob.path, result["sites"]))
-        skipped_sites += [construct(SkippedSite, **{**s, "path": blob.path}) for s in result["skippedSites"]]
+        skipped_sites += [SkippedSite(**{**s, "path": blob.path}) for s in result["skippedSites"]]
     return _Sites(files, skipped_files, skipped_sites, parsed)
 
 

@@ -2,25 +2,17 @@
 from __future__ import annotations
 
 import bisect
-import builtins
-import keyword
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts, construct
+from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts
 from extractor.records import LineData
 
 __all__ = ["FieldIndex"]
 
-_STRING = re.compile(r"""(?:[rRbBuUfF]{0,2})(?:'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""", re.S)
-_CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)(\s*\()?")
 _ANNOTATION_NAME = re.compile(r"[A-Za-z_][\w.]*")
-# Bare names that are no field: keywords, self, and Python's builtins (str, len, isinstance, Exception...).
-# A local that shadows a builtin (`{format=}`) is dropped too: it could not be set from outside anyway.
-_SKIP_NAMES = set(keyword.kwlist) | {"self", "cls"} | {name for name in dir(builtins) if not name.startswith("_")}
 RELATED_LIMIT = 10
 
 
@@ -30,46 +22,8 @@ class _Class:
     fields: dict[str, FieldFacts] = field(default_factory=dict)
 
 
-def reads(texts: Iterable[str]) -> list[str]:
-    """The chains a record reads: those of its conditions' tests, then of its placeholders, once each."""
-    return list(dict.fromkeys(chain for text in texts for chain in chains(text)))
-
-
-@lru_cache(maxsize=8192)
-def chains(expression: str) -> tuple[str, ...]:
-    """List the attribute chains and bare names an expression reads, without the methods it calls."""
-    text = _STRING.sub('""', expression)
-    found = []
-    for match in _CHAIN.finditer(text):
-        chain = re.sub(r"\s+", "", match.group(1))
-        parts = chain.split(".")
-        if match.group(2):  # a call: the object it is called on is read, not the method
-            parts = parts[:-1]
-        if not parts or parts[0] in keyword.kwlist:
-            continue
-        if len(parts) == 1 and parts[0] in _SKIP_NAMES:
-            continue
-        found.append(".".join(parts))
-    return tuple(found)
-
-
 def _unresolved(chain: str, reason: str) -> FieldRef:
-    # Built without validation (and the deep copy of default lists it implies): thousands per catalog.
-    return construct(
-        FieldRef,
-        expression=chain,
-        class_=None,
-        field=None,
-        annotation=None,
-        default=None,
-        constraints=[],
-        doc=None,
-        flags=[],
-        via=None,
-        key=None,
-        resolved=False,
-        reason=reason,
-    )
+    return FieldRef(expression=chain, resolved=False, reason=reason)
 
 
 _UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
@@ -206,8 +160,7 @@ class FieldIndex:
                 reason = f"derived by vLLM: {derived}"
             elif parent_flags:
                 via, key = parent_flags[0], facts.name
-        return construct(
-            FieldRef,
+        return FieldRef(
             expression=chain,
             class_=owner,
             field=facts.name,

@@ -316,54 +316,9 @@ class FileResult(FileOutcome):
     pieces: list[Piece] = []
 
 
-# Building trusted models by the ten thousand: pydantic's model_construct looks up every field's
-# default on every call (about 10 us); these do the same with the defaults read once per class.
-_REQUIRED = object()
-
-
-class _Layout:
-    def __init__(self, cls: type[BaseModel]) -> None:
-        fields = cls.model_fields
-        self.template = {
-            name: _REQUIRED if info.is_required() else info.get_default(call_default_factory=True)
-            for name, info in fields.items()
-        }
-        self.required = frozenset(name for name, info in fields.items() if info.is_required())
-        self.mutable = tuple(name for name, value in self.template.items() if isinstance(value, list | dict))
-
-
-_LAYOUTS: dict[type[BaseModel], _Layout] = {}
-
-
-def _make(cls: type[M], state: dict[str, Any], fields_set: set[str]) -> M:
-    model = cls.__new__(cls)
-    object.__setattr__(model, "__dict__", state)
-    object.__setattr__(model, "__pydantic_fields_set__", fields_set)
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
-    return model
-
-
-def construct(cls: type[M], /, **values: Any) -> M:
-    """Build a model from trusted values, like `cls.model_construct(**values)` but faster and stricter.
-
-    Values are taken by field name (not alias), unvalidated; a missing field takes its default (a fresh
-    copy of a list or dict), and an unknown or missing required field is a TypeError. The written lines
-    are validated against the schema by the tests.
-    """
-    layout = _LAYOUTS.get(cls) or _LAYOUTS.setdefault(cls, _Layout(cls))
-    state = {**layout.template, **values}  # the fields' order, whatever the order of `values`
-    if len(state) != len(layout.template) or not values.keys() >= layout.required:
-        raise TypeError(f"{cls.__name__}: unknown or missing fields in {sorted(values)}")
-    for name in layout.mutable:
-        if name not in values:
-            state[name] = state[name].copy()
-    return _make(cls, state, set(values))
-
-
 def replace(model: M, /, **changes: Any) -> M:
-    """Return a copy of `model` with some fields changed, as `model.model_copy(update=changes)` does."""
-    return _make(type(model), {**model.__dict__, **changes}, model.__pydantic_fields_set__ | changes.keys())
+    """Return a copy of `model` with some fields changed (unvalidated, as `model.model_copy` does)."""
+    return model.model_copy(update=changes)
 
 
 # History: the life of each check across an ordered list of revisions (history.jsonl and history.json).

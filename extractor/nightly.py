@@ -11,20 +11,19 @@ from pathlib import Path
 
 import orjson
 from filelock import FileLock
-from pydantic import ValidationError
 
-from extractor.catalog import LoadedCatalog, first_problem, folder_name, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
 from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
 from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
+from extractor.published import INDEX, read_index
 from extractor.write import atomic_write, default_root, dumps_model, write_catalog
 
 __all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]
 
-INDEX = "index.json"
 LOCK = ".nightly.lock"
 _SHA_DIR = re.compile(r"^[0-9a-f]{7,40}(-[\w.+=-]+)?$")
 
@@ -35,22 +34,6 @@ class NightlyResult:
 
     sha: str
     published: bool
-
-
-def read_index(output: Path) -> NightlyIndex:
-    """Read DIR/index.json, or an empty index where there is none yet."""
-    path = output / INDEX
-    if not path.exists():
-        return NightlyIndex(latest=None, catalogs=[])
-    try:
-        return NightlyIndex.model_validate_json(path.read_bytes())
-    except OSError as error:
-        raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
-    except ValidationError as error:
-        raise CatalogError(
-            f"{path}: not a valid nightly index: {first_problem(error)}; restore it, or move it away to start "
-            "a new index (the catalogs beside it stay)"
-        ) from None
 
 
 def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:

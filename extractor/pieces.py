@@ -22,13 +22,12 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from extractor.models import FileResult, Piece
-from extractor.records import SiteData
-
-if TYPE_CHECKING:
-    from extractor.scan import ScanOptions
+from extractor.models import Piece
+from extractor.scanned import ConditionData, Result, Site, SiteData, SkippedSite, SkippedSiteData
+from extractor.source import ScanOptions, window
+from extractor.walk import visit
 
 __all__ = ["pieces_of", "rescan"]
 
@@ -82,17 +81,19 @@ def _collect(
 
 def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int) -> SiteData:
     """A reused site (as data) where its piece now stands: `delta` lines further, with its new window."""
-    from extractor.scan import window
-
     line = site["lineNumber"] + delta
     start, end, code = window(lines, line, context, site["extraction"]["column"])
-    shifted = {**site, "lineNumber": line, "sourceCode": code, "sourceCodeStart": start, "sourceCodeEnd": end}
+    shifted: SiteData = {**site, "lineNumber": line, "sourceCode": code, "sourceCodeStart": start, "sourceCodeEnd": end}
     if delta:
         extraction = site["extraction"]
+        conditions = [
+            ConditionData(kind=c["kind"], test=c["test"], negated=c["negated"], line=c["line"] + delta)
+            for c in extraction["conditions"]
+        ]
         shifted["extraction"] = {
             **extraction,
             "endLineNumber": extraction["endLineNumber"] + delta,
-            "conditions": [{**c, "line": c["line"] + delta} for c in extraction["conditions"]],
+            "conditions": conditions,
         }
     return shifted
 
@@ -116,15 +117,13 @@ def rescan(
     previous: Mapping[str, Any],
     options: ScanOptions,
     templates: Mapping[str, SiteData] | None = None,
-) -> dict[str, Any] | None:
+) -> Result | None:
     """Scan a new version of a file reusing the pieces it shares with `previous`; None means parse it all.
 
-    Both results are data, as the cache holds them (a FileResult's JSON): reused sites are copied with
-    their new lines, never validated or built as models again. `templates` are the old sites by their
+    `previous` is data, as the cache holds it (a FileResult's JSON): reused sites are copied as data
+    with their new lines, never validated or built again. `templates` are the old sites by their
     `templateKey`, for the raises parsed again.
     """
-    from extractor.scan import visit
-
     known: dict[str, list[Piece]] = {}
     for hash_, start, end, first, last, scope in previous["pieces"]:
         known.setdefault(first, []).append(Piece(hash_, start, end, first, last, tuple(scope)))
@@ -166,8 +165,8 @@ def rescan(
         for statement, scope in _statements(body)
         if isinstance(statement, ast.Pass)
     }
-    sites: list[SiteData] = [site.model_dump(mode="json") for site in visitor.sites]
-    skipped: list[dict[str, Any]] = [skip.model_dump(mode="json") for skip in visitor.skipped]
+    sites: list[Site | SiteData] = list(visitor.sites)
+    skipped: list[SkippedSite | SkippedSiteData] = list(visitor.skipped)
     pieces: list[Piece] = []
     for start, end, piece in matches:
         first = lines[start - 1]
@@ -180,17 +179,19 @@ def rescan(
             if piece.start <= site["lineNumber"] <= piece.end
         ]
         skipped += [
-            {**skip, "line": skip["line"] + delta}
+            SkippedSiteData(path=skip["path"], line=skip["line"] + delta, reason=skip["reason"])
             for skip in previous["skippedSites"]
             if piece.start <= skip["line"] <= piece.end
         ]
         pieces.append(piece._replace(start=start, end=end))
     pieces += pieces_of(lines, body, frozenset(start for start, _, _ in matches))
-    sites.sort(key=lambda site: (site["lineNumber"], site["extraction"]["column"]))
-    skipped.sort(key=lambda skip: skip["line"])
+    sites.sort(key=_site_order)
+    skipped.sort(key=lambda skip: skip.line if isinstance(skip, SkippedSite) else skip["line"])
     pieces.sort(key=lambda piece: piece.start)
-    return {**_SCANNED, "sites": sites, "skippedSites": skipped, "pieces": [tuple(piece) for piece in pieces]}
+    return Result(kind="scanned", sites=sites, skippedSites=skipped, pieces=[piece[:] for piece in pieces])
 
 
-# A scanned file's result as data, in the model's key order (a rescan never reads classes or flags).
-_SCANNED: dict[str, Any] = FileResult(kind="scanned").model_dump(mode="json")
+def _site_order(site: Site | SiteData) -> tuple[int, int]:
+    if isinstance(site, Site):
+        return site.lineNumber, site.extraction.column
+    return site["lineNumber"], site["extraction"]["column"]

@@ -2,30 +2,31 @@
 from __future__ import annotations
 
 import hashlib
-import re
-import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from extractor.models import ErrorType, Record
+from extractor.scanned import ExtractionData, SiteData
 
 __all__ = [
     "ERROR_TYPES",
     "LineData",
     "RunContext",
-    "SiteData",
     "build_records",
     "error_type",
     "record_id",
-    "slug_stem",
 ]
 
-SLUG_LIMIT = 50
 
-SiteData = dict[str, Any]  # a Site as the scanner serialized it (model_dump_json), read back by orjson
-LineData = dict[str, Any]  # a CatalogLine as records.jsonl holds it
+class LineData(TypedDict):
+    """A CatalogLine as records.jsonl holds it (its record: every key of Record, in the model's order)."""
+
+    record: dict[str, Any]
+    extraction: ExtractionData
+    datasetVersion: str
+
 
 # errorType is decided by the raised class alone; the README shows this table.
 ERROR_TYPES: dict[str, ErrorType] = {
@@ -73,29 +74,6 @@ def record_id(repo: str, path: str, error_class: str, template: str, occurrence:
     """Hash what identifies a check, never where it sits: no line, function, SHA or time."""
     key = "\0".join([repo, path, error_class, template] + ([str(occurrence)] if occurrence else []))
     return hashlib.sha256(key.encode()).hexdigest()[:16]
-
-
-def slug_stem(message: str, placeholders: Iterable[tuple[int, int]], error_class: str) -> str:
-    """Make the slug stem: the message's literal words (placeholders' spans left out), ASCII,
-    lowercased, cut at a word boundary; the class's name when there are none."""
-    literal = []
-    position = 0
-    for start, end in placeholders:
-        literal.append(message[position:start])
-        position = end
-    literal.append(message[position:])
-    text = " ".join(literal)
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
-    words = [w for w in re.split(r"[^a-z0-9]+", ascii_text.lower()) if w]
-    slug = ""
-    for word in words:
-        candidate = f"{slug}-{word}" if slug else word
-        if len(candidate) > SLUG_LIMIT:
-            break
-        slug = candidate
-    if not slug and words:
-        slug = words[0][:SLUG_LIMIT]
-    return slug or error_class.lower()
 
 
 # A record as written: every key of the model, in its order, the defaults where the extractor has
@@ -153,6 +131,6 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
             "analyzedSha": run.sha,
             "analyzedAt": run.analyzed_at,
         }
-        lines.append({"record": record, "extraction": dict(site["extraction"]), "datasetVersion": run.analyzed_at})
+        lines.append(LineData(record=record, extraction=site["extraction"].copy(), datasetVersion=run.analyzed_at))
         reads.append(site["reads"])
     return Records(lines, reads)

@@ -13,7 +13,7 @@ from extractor.catalog import LoadedCatalog, folder_name, load_catalog, open_cat
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
 from extractor.models import Record, Scope
-from extractor.nightly import INDEX, read_index
+from extractor.published import INDEX, read_index
 from extractor.write import MANIFEST, RECORDS
 
 __all__ = [

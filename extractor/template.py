@@ -15,7 +15,8 @@ from typing import Literal, cast
 
 import libcst as cst
 
-from extractor.models import MessageKind, Placeholder, construct
+from extractor.models import MessageKind
+from extractor.scanned import Placeholder
 
 __all__ = ["Template", "message_template", "pattern_for"]
 
@@ -104,8 +105,7 @@ def pattern_for(parts: Sequence[_Part]) -> tuple[str, str, tuple[Placeholder, ..
         text = part.text()
         group = f"p{len(placeholders)}"
         placeholders.append(
-            construct(
-                Placeholder,
+            Placeholder(
                 expression=part.expression,
                 conversion=cast(Conversion, part.conversion),
                 formatSpec=part.spec,

@@ -15,7 +15,7 @@ from extractor.catalog import LoadedCatalog, open_catalog
 from extractor.cli import main
 from extractor.diff import _similar_pairs, diff_catalogs, render_markdown, similarity
 from extractor.extract import ExtractOptions
-from extractor.models import CatalogLine, Extraction, Record, construct
+from extractor.models import CatalogLine, Extraction, Record
 from tests.conftest import GitRepo
 
 OPTIONS = ExtractOptions(paths=("pkg",))
@@ -168,8 +168,7 @@ def synthetic(entries: list[tuple[str, str, str]], *, sha: str = "a" * 40, revis
     """A catalog of (file, function, message) checks, built without extracting anything."""
     lines = []
     for number, (path, function, message) in enumerate(entries, start=1):
-        record = construct(
-            Record,
+        record = Record.model_construct(
             id=f"{hash((path, message)) & (2**64 - 1):016x}",
             repo="o/n",
             slug=f"s{number}",
@@ -186,8 +185,7 @@ def synthetic(entries: list[tuple[str, str, str]], *, sha: str = "a" * 40, revis
             analyzedSha=sha,
             analyzedAt="2026-01-01T00:00:00.000Z",
         )
-        extraction = construct(
-            Extraction,
+        extraction = Extraction.model_construct(
             placeholders=[],
             conditions=[],
             function=function,
@@ -198,7 +196,9 @@ def synthetic(entries: list[tuple[str, str, str]], *, sha: str = "a" * 40, revis
             endLineNumber=number,
             warnings=[],
         )
-        lines.append(construct(CatalogLine, record=record, extraction=extraction, datasetVersion=record.analyzedAt))
+        lines.append(
+            CatalogLine.model_construct(record=record, extraction=extraction, datasetVersion=record.analyzedAt)
+        )
     return LoadedCatalog(tuple(lines), None, sha, revision)
 
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from extractor.chains import chains
 from extractor.extract import ExtractOptions, extract
-from extractor.fields import chains
 from extractor.models import CatalogLine
 from tests.conftest import GitRepo
 

@@ -126,8 +126,8 @@ def probe(fd):
     return real(fd)
 os.fsync = probe
 """,
-    # pydantic's serializer (in the main process's scan), which wraps the KeyboardInterrupt in a
-    # PydanticSerializationError.
+    # pydantic's serializer (the scope the pipeline writes into the manifest), which wraps the
+    # KeyboardInterrupt in a PydanticSerializationError.
     "pydantic": """
 from pydantic import BaseModel, field_serializer
 from extractor import models
@@ -137,11 +137,11 @@ class Inside(BaseModel):
     def _x(self, value):
         signal.raise_signal(signal.SIGINT)  # its handler runs here, inside pydantic's serializer
         return value
-real = models.FileResult.model_dump_json
+real = models.Scope.model_dump
 def probe(self, **kwargs):
     Inside().model_dump_json()
     return real(self, **kwargs)
-models.FileResult.model_dump_json = probe
+models.Scope.model_dump = probe
 """,
 }
 
@@ -158,7 +158,7 @@ def test_an_interrupt_anywhere_exits_130_and_leaves_no_file_behind(
     cwd.mkdir()
     script = "import os, signal, sys, time\nMAIN = os.getpid()\n" + _PROBES[point]
     script += 'sys.argv = ["extractor", *sys.argv[1:]]\nfrom extractor.cli import run\nrun()\n'
-    jobs = "1" if point == "pydantic" else "2"  # pydantic's point is in the main process's scan
+    jobs = "2"
     args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--jobs", jobs, "--output", "out"]
     result = subprocess.run(
         [sys.executable, "-c", script, *args],

@@ -1,10 +1,16 @@
-"""`construct` and `replace` build the same models as pydantic's model_construct and model_copy."""
+"""The scan's typed values mirror the published models; `replace` copies a model as model_copy does."""
 
 from __future__ import annotations
 
-import pytest
+import dataclasses
+import typing
 
-from extractor.models import Condition, ConditionKind, ErrorType, FieldRef, Record, construct, replace
+import orjson
+import pytest
+from pydantic import BaseModel
+
+from extractor import models, scanned
+from extractor.models import ConditionKind, ErrorType, MessageKind, Record, replace
 
 RECORD = {
     "id": "0123456789abcdef",
@@ -24,39 +30,67 @@ RECORD = {
     "analyzedAt": "2026-01-01T00:00:00.000Z",
 }
 
+# Each typed value of the scan, the model it mirrors, and its TypedDict as read back from the cache.
+MIRRORS = [
+    (scanned.Placeholder, models.Placeholder, scanned.PlaceholderData),
+    (scanned.Condition, models.Condition, scanned.ConditionData),
+    (scanned.Extraction, models.Extraction, scanned.ExtractionData),
+    (scanned.Site, models.Site, scanned.SiteData),
+    (scanned.SkippedSite, models.SkippedSite, scanned.SkippedSiteData),
+    (scanned.Result, models.FileResult, None),
+]
 
-@pytest.mark.parametrize(
-    ("cls", "values"),
-    [
-        (Record, RECORD),
-        (Record, dict(reversed(RECORD.items()))),
-        (Condition, {"kind": ConditionKind.IF, "test": "x > 1", "line": 3}),
-        (FieldRef, {"expression": "self.a", "class_": "A", "flags": ["--a"]}),
-    ],
+
+@pytest.mark.parametrize(("fast", "model", "data"), MIRRORS, ids=[m[1].__name__ for m in MIRRORS])
+def test_each_typed_value_has_its_models_fields_in_its_order(
+    fast: type, model: type[BaseModel], data: type | None
+) -> None:
+    """The JSON the scan writes has the model's keys in the model's order (catalog lines keep that order)."""
+    names = [f.name for f in dataclasses.fields(fast)]
+    assert names == list(model.model_fields)
+    if data is not None:
+        assert list(typing.get_type_hints(data)) == names
+
+
+SITE = scanned.Site(
+    errorClass="ValueError",
+    errorMessage="n ({n}) too big",
+    messagePattern=r"n \((?P<p0>.*?)\) too big",
+    lineNumber=7,
+    sourceCode="raise ValueError(f'n ({n}) too big')",
+    sourceCodeStart=1,
+    sourceCodeEnd=9,
+    extraction=scanned.Extraction(
+        placeholders=[scanned.Placeholder("n", None, None, False, 3, 6, "p0")],
+        conditions=[scanned.Condition(ConditionKind.IF, "n > 3", False, 6)],
+        function="f",
+        cause=None,
+        messageKind=MessageKind.FSTRING,
+        messageSource="f'n ({n}) too big'",
+        column=8,
+        endLineNumber=7,
+        warnings=[],
+    ),
+    slugStem="n-too-big",
+    reads=["n"],
+    templateKey="0" * 24,
 )
-def test_construct_equals_model_construct(cls: type, values: dict[str, object]) -> None:
-    fast, slow = construct(cls, **values), cls.model_construct(**values)
-    assert fast == slow
-    assert fast.model_dump_json() == slow.model_dump_json()
-    assert list(fast.__dict__) == list(slow.__dict__) == list(cls.model_fields)
-    assert fast.model_fields_set == slow.model_fields_set
 
 
-def test_construct_gives_each_model_its_own_default_lists() -> None:
-    first, second = construct(FieldRef, expression="a"), construct(FieldRef, expression="b")
-    assert first.flags == second.flags == []
-    assert first.flags is not second.flags
-
-
-def test_construct_refuses_unknown_or_missing_fields() -> None:
-    with pytest.raises(TypeError, match="unknown or missing"):
-        construct(Condition, kind=ConditionKind.IF, test="x", line=1, typo=2)
-    with pytest.raises(TypeError, match="unknown or missing"):
-        construct(Condition, kind=ConditionKind.IF, test="x")
+def test_a_result_written_by_orjson_is_the_models_json() -> None:
+    """What the scan writes for the cache validates as a FileResult and dumps back to the same bytes."""
+    result = scanned.Result(
+        kind="scanned",
+        sites=[SITE],
+        skippedSites=[scanned.SkippedSite("", 9, "a bare raise")],
+        pieces=[models.Piece("h" * 24, 1, 9, "def f(n):", "    raise", ())[:]],
+    )
+    written = orjson.dumps(result)
+    assert models.FileResult.model_validate_json(written).model_dump_json().encode() == written
 
 
 def test_replace_equals_model_copy() -> None:
-    record = construct(Record, **RECORD)
+    record = Record(**RECORD)  # type: ignore[arg-type]
     fast, slow = (
         replace(record, slug="other", lineNumber=14),
         record.model_copy(update={"slug": "other", "lineNumber": 14}),

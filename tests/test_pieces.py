@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import textwrap
+import typing
 
 import orjson
 import pytest
+from pydantic import BaseModel
 
+from extractor import models
 from extractor.models import FileResult
 from extractor.scan import ScanOptions, scan_blob
 
@@ -100,7 +103,7 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
     """A method that grew at its end starts with the old method's exact lines: taking them for the old
     piece would cut the method in two (and cost a parse that fails); the rest of the file is reused."""
     from extractor import pieces
-    from extractor.scan import decode, split_lines
+    from extractor.source import decode, split_lines
 
     new = GROWING.replace(
         'raise ValueError("big")\n',
@@ -110,7 +113,7 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
     lines = split_lines(decode(new.encode()))
     data = pieces.rescan(lines, previous, OPTIONS)
     assert data is not None  # `keep` is reused; `grow` is parsed again, whole
-    reused = FileResult.model_validate(data)
+    reused = FileResult.model_validate_json(orjson.dumps(data))
     assert outcome(reused) == outcome(scan_blob(new.encode(), options=OPTIONS))
     assert [site.errorMessage for site in reused.sites] == ["big", "seven", "small"]
     monkeypatch.setattr(pieces, "_ends_at", lambda *args: True)
@@ -156,3 +159,83 @@ def test_a_file_parsed_whole_still_takes_the_old_templates(monkeypatch: pytest.M
     again = scan_blob(new.encode(), options=OPTIONS, previous=previous, facts=True)
     assert again == full and again.classes
     assert [args for args in calls if args] == []  # only `raise NotImplementedError`, no message, was made again
+
+
+# What a rescan does to each field of a reused site (nested models walked, a list by its items) when its
+# piece moves: a field that holds a line number is shifted, the source window is cut again, the rest
+# is the piece's text alone. A new field of Site must be placed here, and a line-bearing one shifted
+# by `pieces._shift` (or a reused site would point at its old line).
+SHIFTED = {"lineNumber", "sourceCodeStart", "sourceCodeEnd", "extraction.endLineNumber", "extraction.conditions.line"}
+REWINDOWED = {"sourceCode"}
+LINE_FREE = {
+    "errorClass",
+    "errorMessage",
+    "messagePattern",
+    "slugStem",
+    "reads",
+    "templateKey",
+    *(f"extraction.{name}" for name in ("function", "cause", "messageKind", "messageSource", "warnings")),
+    "extraction.column",  # within the raise's own line, which moves whole
+    *(f"extraction.placeholders.{name}" for name in models.Placeholder.model_fields),  # offsets in the message
+    *(f"extraction.conditions.{name}" for name in ("kind", "test", "negated")),
+    *(f"extraction.fields.{name}" for name in models.FieldRef.model_fields),  # filled at catalog time
+    "extraction.related",
+}
+# A skipped raise of a reused piece: its line is shifted where `rescan` copies it.
+SKIPPED_SHIFTED = {"line"}
+SKIPPED_LINE_FREE = {"path", "reason"}
+
+
+def leaves(model: type[BaseModel], prefix: str = "") -> set[str]:
+    """Every field of a model, a nested model's (or a list of them's) by its own fields."""
+    found: set[str] = set()
+    for name, info in model.model_fields.items():
+        inner = info.annotation
+        if typing.get_origin(inner) is list:
+            (inner,) = typing.get_args(inner)
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            found |= leaves(inner, f"{prefix}{name}.")
+        else:
+            found.add(prefix + name)
+    return found
+
+
+def test_every_field_of_a_site_is_shifted_or_declared_line_free() -> None:
+    for shifted, line_free in [(SHIFTED | REWINDOWED, LINE_FREE), (SKIPPED_SHIFTED, SKIPPED_LINE_FREE)]:
+        assert not shifted & line_free
+    assert leaves(models.Site) == SHIFTED | REWINDOWED | LINE_FREE
+    assert leaves(models.SkippedSite) == SKIPPED_SHIFTED | SKIPPED_LINE_FREE
+
+
+def value_at(data: object, path: str) -> object:
+    head, _, rest = path.partition(".")
+    assert isinstance(data, dict)
+    value = data[head]
+    if not rest:
+        return value
+    if isinstance(value, list):
+        return [value_at(item, rest) for item in value]
+    return value_at(value, rest)
+
+
+def test_shift_moves_exactly_the_fields_that_hold_lines() -> None:
+    """`_shift` on a real site: each SHIFTED field moves by the delta, each LINE_FREE one stays."""
+    from extractor.pieces import _shift
+    from extractor.source import split_lines, window
+
+    source = (
+        "def f(n, xs):\n    for x in xs:\n        if n > x:\n            raise ValueError(f'{n} > {x}')\n    pass\n"
+    )
+    site = scan_blob(source.encode(), options=OPTIONS).sites[0]
+    assert site.extraction.conditions and site.extraction.placeholders  # every kind of field has a value
+    old = orjson.loads(site.model_dump_json())
+    delta = 3
+    lines = [""] * delta + split_lines(source)
+    new = _shift(old, delta, lines, OPTIONS.context)
+
+    def moved(value: object) -> object:
+        return [moved(item) for item in value] if isinstance(value, list) else value + delta  # type: ignore[operator]
+
+    assert {path: value_at(new, path) for path in SHIFTED} == {path: moved(value_at(old, path)) for path in SHIFTED}
+    assert {path: value_at(new, path) for path in LINE_FREE} == {path: value_at(old, path) for path in LINE_FREE}
+    assert new["sourceCode"] == window(lines, site.lineNumber + delta, OPTIONS.context, site.extraction.column)[2]

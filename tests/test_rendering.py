@@ -293,6 +293,23 @@ def test_a_joined_list_inside_a_compound_statement(source: str, message: str) ->
         pytest.param("try:\n        pass\n    except E as msg:\n        pass", id="except"),
         pytest.param("if (msg := x):\n        pass", id="walrus"),
         pytest.param("global msg", id="global"),
+        # The same forms, spelled otherwise or nested.
+        pytest.param("match x:\n        case msg:\n            pass", id="match bare capture"),
+        pytest.param("match x:\n        case [1, *msg]:\n            pass", id="match star"),
+        pytest.param("match x:\n        case [1] as msg:\n            pass", id="match as"),
+        pytest.param("async def msg():\n        pass", id="async def"),
+        pytest.param("@cache\n    def msg():\n        pass", id="decorated def"),
+        pytest.param("import a.b as msg", id="import as"),
+        pytest.param("from m import y as msg", id="from import as"),
+        pytest.param("for msg, y in x:\n        pass", id="for, unpacking"),
+        pytest.param("with x as (msg, y):\n        pass", id="with, unpacking"),
+        pytest.param("try:\n        pass\n    except* E as msg:\n        pass", id="except star"),
+        pytest.param("y = [(msg := z) for z in x]", id="walrus in a comprehension"),
+        pytest.param("msg, y = x", id="unpacking"),
+        pytest.param("y, *msg = x", id="starred unpacking"),
+        pytest.param("del msg", id="del"),
+        pytest.param("if x:\n        class msg:\n            pass", id="class in a branch"),
+        pytest.param("with x:\n        import msg", id="import in a with block"),
     ],
 )
 def test_any_other_binding_between_assignment_and_raise_keeps_the_name_unresolved(binding: str) -> None:

@@ -400,7 +400,7 @@ class Probe(BaseModel):
         signal.raise_signal(signal.{name})  # its handler runs here, inside pydantic's serializer
         return value
 
-original = models.FileResult.model_dump_json
+original = models.ClassFacts.model_dump  # the scan dumps a config class's facts for the cache
 
 
 def probed(self, **kwargs):
@@ -412,7 +412,7 @@ def probed(self, **kwargs):
     return original(self, **kwargs)  # a library that swallows the error and goes on
 
 
-models.FileResult.model_dump_json = probed
+models.ClassFacts.model_dump = probed
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -427,9 +427,10 @@ def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
     """pydantic turns a KeyboardInterrupt raised in its serializer into a PydanticSerializationError;
     the run still ends as interrupted (exit 128 + the signal), with nothing written, even where a caller
     swallows that error."""
+    git_repo.commit({"vllm/config/b.py": "class C:\n    x: int = 1\n"}, tag="v2")  # a config class: facts
     probe = _PROBE.replace("{name}", stop.name).replace("{swallow}", str(swallow))
     result = subprocess.run(
-        [sys.executable, "-c", probe, "--repo", str(git_repo.path), "--sha", "v1", "--no-cache"],
+        [sys.executable, "-c", probe, "--repo", str(git_repo.path), "--sha", "v2", "--no-cache"],
         capture_output=True,
         text=True,
         cwd=place,

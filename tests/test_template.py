@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -60,7 +61,7 @@ def test_message_shapes(args: list[str], message: str, kind: MessageKind) -> Non
 
 def test_placeholders_record_expression_conversion_spec_debug_and_offsets() -> None:
     template = message_template(['f"Got {x=} and {y!r:>5}."'])
-    assert [p.model_dump() for p in template.placeholders] == [
+    assert [dataclasses.asdict(p) for p in template.placeholders] == [
         {"expression": "x", "conversion": None, "formatSpec": None, "debug": True, "start": 4, "end": 8, "group": "p0"},
         {
             "expression": "y",
