@@ -246,6 +246,49 @@ def test_bad_analysis_is_one_error_line_and_nothing_written(
     assert not (tmp_path / "site").exists()
 
 
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
+    published: dict[str, Any], tmp_path: Path
+) -> None:
+    """Forked workers take whole files each and write their pages themselves: the site is the same, byte for byte."""
+    from extractor.site import build_site, render_site
+
+    inputs = open_site_inputs_of(published["root"])
+    alone = build_site(inputs.catalog, output=tmp_path / "one", diffs=inputs.diffs, workers=1)
+    shared = build_site(inputs.catalog, output=tmp_path / "three", diffs=inputs.diffs, workers=3)
+    assert tree(tmp_path / "three") == tree(tmp_path / "one") == render_site(inputs.catalog, diffs=inputs.diffs)
+    assert shared == alone
+    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 6)
+    assert alone.bytes == sum(len(data) for data in tree(tmp_path / "one").values())
+
+
+def open_site_inputs_of(root: Path) -> Any:
+    from extractor.extract import ExtractOptions
+    from extractor.site_inputs import open_site_inputs
+
+    return open_site_inputs(str(root), repo=str(root), options=ExtractOptions(exceptions=("*",)))
+
+
+def test_highlighting_gives_a_line_of_html_per_line_the_same_when_its_tokens_were_met_before() -> None:
+    from extractor.site import _highlight
+
+    text = 'x = """a <b>\n\nc"""  # & done\nif x:\n    raise ValueError(x)\n'
+    expected = [
+        'x <span class="o">=</span> <span class="sd">"""a &lt;b&gt;</span>',
+        "",
+        '<span class="sd">c"""</span>  <span class="c1"># &amp; done</span>',
+        '<span class="k">if</span> x:',
+        '    <span class="k">raise</span> <span class="ne">ValueError</span>(x)',
+        "",
+    ]
+    assert _highlight("m.py", text) == expected
+    assert _highlight("other.py", text) == expected  # now from the HTML of the tokens met
+    assert _highlight("notes.txt", "a<\n\nb") == ["a&lt;", "", "b"]
+
+
 def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any], tmp_path: Path) -> None:
     precious = tmp_path / "home"
     precious.mkdir()
