@@ -689,3 +689,19 @@ def test_history_shows_each_records_lineage(published: dict[str, Any], tmp_path:
     assert result.stderr == (
         f"extractor: error: {tmp_path / 'history.jsonl'}:1: not a history line: events.0.revision: Field required\n"
     )
+
+
+def test_pinned_links_percent_encode_the_path_and_the_page_links_to_the_same(tmp_path: Path) -> None:
+    """A path with a blank, '#', '%' or a non-ASCII letter still makes a pinned link that names that file."""
+    repo = GitRepo(tmp_path / "repo")
+    sha = repo.commit({"vllm/config/odd dir/a#1%é.py": 'def f(x):\n    raise ValueError("odd")\n'})
+    assert main(["--repo", str(repo.path), "--sha", sha, "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    (catalog,) = (tmp_path / "out").iterdir()
+    (line,) = lines_of(catalog)
+    assert line.record.filePath == "vllm/config/odd dir/a#1%é.py"
+    assert line.record.githubUrl == (
+        f"https://github.com/vllm-project/vllm/blob/{sha}/vllm/config/odd%20dir/a%231%25%C3%A9.py#L1-L2"
+    )
+    build("--catalog", str(catalog), "--output", str(tmp_path / "site"))
+    page = (tmp_path / "site" / "errors" / f"{line.record.id}.html").read_text()
+    assert re.findall(r'class="pinned" href="([^"]*)"', page) == [line.record.githubUrl]
