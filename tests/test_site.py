@@ -645,50 +645,62 @@ def test_browser_lists_a_page_of_matches_at_a_time(browser: Any, published: dict
     page.close()
 
 
-def test_history_shows_each_records_lineage(published: dict[str, Any], tmp_path: Path) -> None:
-    """--history (history.jsonl lines, history.json beside them for dates) puts each record's events on its page."""
-    old, new = by_message(lines_of(published["v1"]), "at least 1"), by_message(lines_of(published["v2"]), "one or more")
-    sha1, sha2 = published["shas"]["v1"], published["shas"]["v2"]
+@pytest.fixture(scope="module")
+def history_run(published: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `history` writes of the published repository's tags v1 and v2."""
+    history = tmp_path_factory.mktemp("history") / "history"
+    assert main(["history", "v*", "--repo", str(published["bare"]), "--output", str(history), "--quiet", *SCOPE]) == 0
+    return history
 
-    def event(kind: str, revision: str, sha: str, line: CatalogLine, **more: Any) -> dict[str, Any]:
-        record = line.record
-        return {
-            "kind": kind, "revision": revision, "sha": sha, "id": record.id, "filePath": record.filePath,
-            "lineNumber": record.lineNumber, "function": line.extraction.function,
-            "errorMessage": record.errorMessage, "githubUrl": record.githubUrl, **more,
-        }  # fmt: skip
 
-    previous = {
-        "id": old.record.id, "filePath": old.record.filePath, "lineNumber": old.record.lineNumber,
-        "function": old.extraction.function, "errorMessage": old.record.errorMessage,
-    }  # fmt: skip
-    lineage = {
-        "lineage": old.record.id, "errorClass": "ValueError", "errorMessage": new.record.errorMessage,
-        "slug": new.record.slug, "firstSeen": "v1", "lastSeen": "v2", "present": True,
-        "events": [event("introduced", "v1", sha1, old), event("reworded", "v2", sha2, new, previous=previous)],
-    }  # fmt: skip
-    (tmp_path / "history.jsonl").write_text(json.dumps(lineage) + "\n")
-    (tmp_path / "history.json").write_text(
-        json.dumps({"revisions": [{"revision": "v1", "committedAt": "2026-01-01T00:00:00Z"}, {"revision": "v2"}]})
-    )
+def test_history_shows_each_records_lineage(published: dict[str, Any], history_run: Path, tmp_path: Path) -> None:
+    """--history (what `history` wrote; dates from history.json beside it) puts each record's events on its page."""
+    history = history_run
+    dates = {r["revision"]: r["committedAt"] for r in json.loads((history / "history.json").read_text())["revisions"]}
+    new = by_message(lines_of(published["v2"]), "one or more")
     site = tmp_path / "site"
-    build("--catalog", str(published["v2"]), "--history", str(tmp_path / "history.jsonl"), "--output", str(site))
-    page = (site / "errors" / f"{new.record.id}.html").read_text()
-    items = re.findall(r'<li><span class="kind">(.*?)</li>', re.search(r'class="history">(.*?)</ol>', page, re.S)[1])
-    assert items == [
-        "introduced</span> in <code>v1</code> (2026-01-01T00:00:00Z)",
-        "reworded</span> in <code>v2</code>: was “max_num_seqs ({self.max_num_seqs}) must be at least 1.”",
-    ]
-    other = by_message(lines_of(published["v2"]), "cannot load")
-    assert 'class="history"' not in (site / "errors" / f"{other.record.id}.html").read_text()
-
-    (tmp_path / "history.jsonl").write_text('{"events": [{"kind": "introduced"}]}\n')
-    result = run_cli("site", "--catalog", str(published["v2"]), "--history", str(tmp_path / "history.jsonl"),
-                     "--output", str(site))  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr == (
-        f"extractor: error: {tmp_path / 'history.jsonl'}:1: not a history line: events.0.revision: Field required\n"
+    for given in (history / "history.jsonl", history):  # the file, or the directory holding it
+        build("--catalog", str(published["v2"]), "--history", str(given), "--output", str(site))
+        page = (site / "errors" / f"{new.record.id}.html").read_text()
+        found = re.search(r'class="history">(.*?)</ol>', page, re.S)
+        assert found is not None
+        assert re.findall(r'<li><span class="kind">(.*?)</li>', found[1]) == [
+            f"introduced</span> in <code>v1</code> ({dates['v1']})",
+            f"reworded</span> in <code>v2</code> ({dates['v2']}): was “max_num_seqs ({{self.max_num_seqs}}) must be at"
+            " least 1.”",
+        ]
+    modified = by_message(lines_of(published["v2"]), "unsafe")
+    page = (site / "errors" / f"{modified.record.id}.html").read_text()
+    assert f"modified</span> in <code>v2</code> ({dates['v2']}): changed: conditions" in page
+    added = by_message(lines_of(published["v2"]), "hard limit")
+    assert (
+        f"introduced</span> in <code>v2</code> ({dates['v2']})</li>"
+        in (site / "errors" / f"{added.record.id}.html").read_text()
     )
+    build("--catalog", str(published["v2"]), "--output", str(site))  # no history given: none shown
+    assert 'class="history"' not in (site / "errors" / f"{new.record.id}.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"events": [{"kind": "introduced"}]}\n', "history.jsonl:1: not a history line: lineage: Field required"),
+        ("{not json\n", "history.jsonl:1: not a history line: the document: Invalid JSON"),
+        ('{"revisions": []}', "history.json: not a valid history manifest: repo: Field required"),
+    ],
+)
+def test_a_history_that_is_not_what_history_writes_is_one_error_line(
+    published: dict[str, Any], history_run: Path, tmp_path: Path, content: str, message: str
+) -> None:
+    history = shutil.copytree(history_run, tmp_path / "history")
+    name = message.split(":")[0]
+    (history / name).write_text(content)
+    result = run_cli("site", "--catalog", str(published["v2"]), "--history", str(history / "history.jsonl"),
+                     "--output", str(tmp_path / "site"))  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"extractor: error: {history / name}") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "site").exists()
 
 
 def test_pinned_links_percent_encode_the_path_and_the_page_links_to_the_same(tmp_path: Path) -> None:
