@@ -421,6 +421,9 @@ def test_nightly_site_is_switched_atomically_and_left_alone_when_current(
     site = root / "site"
     target = os.readlink(site)
     assert target.startswith(".site.") and (root / target / "index.html").exists()
+    reworded = by_message(lines_of(published["v2"]), "one or more")  # its page tells its history
+    page = (site / "errors" / f"{reworded.record.id}.html").read_text()
+    assert f"reworded</span> in <code>{published['shas']['v2'][:12]}</code>" in page
     before = (root / target / "index.html").stat().st_mtime_ns
     assert main(["nightly", "--repo", str(published["bare"]), "--output", str(root), "--quiet", *SCOPE, "--site"]) == 0
     assert os.readlink(site) == target and (root / target / "index.html").stat().st_mtime_ns == before
@@ -677,7 +680,12 @@ def test_history_shows_each_records_lineage(published: dict[str, Any], history_r
         f"introduced</span> in <code>v2</code> ({dates['v2']})</li>"
         in (site / "errors" / f"{added.record.id}.html").read_text()
     )
-    build("--catalog", str(published["v2"]), "--output", str(site))  # no history given: none shown
+    # Without --history, a catalog the nightly job published shows the rolling history beside its index.
+    build("--catalog", str(published["v2"]), "--output", str(site))
+    page = (site / "errors" / f"{new.record.id}.html").read_text()
+    assert f"reworded</span> in <code>{published['shas']['v2'][:12]}</code>" in page
+    alone = shutil.copytree(published["v2"], tmp_path / "alone")  # and a catalog on its own, none
+    build("--catalog", str(alone), "--output", str(site))
     assert 'class="history"' not in (site / "errors" / f"{new.record.id}.html").read_text()
 
 
