@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import gc
 import os
 import shutil
 import tempfile
@@ -576,5 +577,11 @@ def build_site(
     `link`). `workers`: processes that render record pages (default: up to 2, on large catalogs)."""
     pages = _pages(catalog, analysis, diffs, history)
     workers = _workers(len(pages.lines)) if workers is None else workers
-    files, size = _swap_in(output, lambda staging: _fill(pages, staging, workers), link=link)
+    collecting = gc.isenabled()
+    gc.disable()  # rendering makes strings by the million, few cycles: the collector would only slow it down
+    try:
+        files, size = _swap_in(output, lambda staging: _fill(pages, staging, workers), link=link)
+    finally:
+        if collecting:
+            gc.enable()
     return SiteSummary(records=len(pages.lines), diffs=len(diffs), files=files, bytes=size)
