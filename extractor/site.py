@@ -203,9 +203,10 @@ def _message(line: CatalogLine) -> Markup:
 
 
 def _haystack(line: CatalogLine) -> str:
-    """The text the index's search box looks in: message, slug, id, file, class, fields and flags."""
+    """The text the index's search box looks in, but for what the row holds already (its id, and its file and
+    class as positions in the names, which search.js adds back): message, slug, function, fields and flags."""
     record = line.record
-    parts = [record.errorMessage, record.slug, record.id, record.filePath, record.errorClass, line.extraction.function]
+    parts = [record.errorMessage, record.slug, line.extraction.function]
     for ref in line.extraction.fields:
         parts.append(ref.expression)
         if ref.class_ and ref.field:

@@ -494,7 +494,7 @@ def visible_rows(page: Any) -> list[str]:
 
 
 def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(
-    browser: Any, page: Any, site: Path, record_property: Any
+    browser: Any, page: Any, site: Path, published: dict[str, Any], record_property: Any
 ) -> None:
     page.goto((site / "index.html").as_uri())
     # Timings are reported (junit properties), not asserted: scripts/bench_site.py measures them at scale.
@@ -514,6 +514,19 @@ def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(
     page.fill("#q", "--max-num-seqs")  # a flag name
     assert visible_rows(page) == []
     assert page.is_visible("#empty")
+    # The id, file and class of a row are searched too (the page holds them once, beside the searched text).
+    lines = lines_of(published["v2"])
+    loader = by_message(lines, "cannot load")
+    for query, expected in [
+        (loader.record.id, [loader]),
+        ("CONFIG/other.py", [line for line in lines if line.record.filePath.endswith("other.py")]),
+        ("typeerror max_len", [by_message(lines, "unsafe")]),
+        ("valueerror scheduler.py hard", [by_message(lines, "hard limit")]),
+    ]:
+        page.fill("#q", query)
+        assert page.eval_on_selector_all("#results a", "links => links.map(a => a.getAttribute('href'))") == [
+            f"errors/{line.record.id}.html" for line in expected
+        ], query
     page.fill("#q", "")
     page.select_option("#f-class", "TypeError")
     assert [row.split()[0] for row in visible_rows(page)] == ["TypeError"]
