@@ -11,7 +11,7 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
-from extractor.catalog import RELEASE_PREFIX, LoadedCatalog
+from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem
 from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, extract_commit
@@ -506,7 +506,7 @@ def load_lineages(path: Path) -> list[Lineage]:
             try:
                 out.append(Lineage.model_validate_json(text))
             except ValidationError as error:
-                raise CatalogError(f"{target}:{number}: not a history line: {str(error).splitlines()[0]}") from None
+                raise CatalogError(f"{target}:{number}: not a history line: {first_problem(error)}") from None
     return out
 
 

@@ -289,5 +289,7 @@ def publish_site(root: Path, site: Path, options: ExtractOptions, log: Callable[
 
     step = time.monotonic()
     inputs = open_site_inputs(str(root), repo=str(root), options=options)
-    summary = build_site(inputs.catalog, output=site, analysis=inputs.analysis, diffs=inputs.diffs, link=True)
+    summary = build_site(
+        inputs.catalog, output=site, analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history, link=True
+    )
     log(f"site of {summary.records} records rebuilt in {site} ({time.monotonic() - step:.2f}s)")

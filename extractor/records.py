@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypedDict
+from urllib.parse import quote
 
 from extractor.models import ErrorType, Record
 from extractor.scanned import ExtractionData, SiteData
@@ -127,7 +128,7 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
             "sourceCode": site["sourceCode"],
             "sourceCodeStart": start,
             "sourceCodeEnd": end,
-            "githubUrl": f"https://github.com/{run.repo_name}/blob/{run.sha}/{path}#L{start}-L{end}",
+            "githubUrl": f"https://github.com/{run.repo_name}/blob/{run.sha}/{quote(path, safe='/')}#L{start}-L{end}",
             "analyzedSha": run.sha,
             "analyzedAt": run.analyzed_at,
         }

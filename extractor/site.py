@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import gc
 import os
 import shutil
 import tempfile
+import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -33,6 +35,7 @@ MARKER = ".extractor-site"  # names a directory this module built, so that repla
 _ASSETS = "site_assets"
 _FIRST_WORDS = 80
 _STYLE = "default"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -122,17 +125,46 @@ def _css_class(token_type: Any) -> str:
 
 def _highlight(path: str, text: str) -> list[str]:
     """Highlight `text` as the file `path` holds it, and return one line of HTML per line of text."""
-    lines: list[list[str]] = [[]]
+    lines: list[str] = []
+    parts: list[str] = []
     for _, token_type, value in _lexer(Path(path).suffix).get_tokens_unprocessed(text):
-        css = _css_class(token_type)
-        for i, part in enumerate(value.split("\n")):
-            if i:
-                lines.append([])
-            if part:
-                lines[-1].append(f'<span class="{css}">{escape(part, False)}</span>' if css else escape(part, False))
+        if value == "\n":
+            lines.append("".join(parts))
+            parts = []
+            continue
+        fragments = _FRAGMENTS.get(token_type)
+        if fragments is None:
+            fragments = _FRAGMENTS[token_type] = {}
+        html = fragments.get(value)
+        if html is None:
+            if "\n" in value:
+                first, *rest = value.split("\n")
+                parts.append(_fragment(token_type, first))
+                for part in rest:
+                    lines.append("".join(parts))
+                    parts = [_fragment(token_type, part)]
+                continue
+            html = _fragment(token_type, value)
+            if len(value) <= _FRAGMENT_CACHED:
+                fragments[value] = html
+        parts.append(html)
+    lines.append("".join(parts))
     want = text.count("\n") + 1
-    lines = lines[:want] + [[] for _ in range(want - len(lines))]
-    return ["".join(parts) for parts in lines]
+    return lines[:want] + ["" for _ in range(want - len(lines))]
+
+
+# The HTML of the short tokens met so far, by token type and text: most tokens are names, operators and
+# blanks that recur all over a package's source.
+_FRAGMENTS: dict[Any, dict[str, str]] = {}
+_FRAGMENT_CACHED = 64
+
+
+def _fragment(token_type: Any, value: str) -> str:
+    """A token (a part of one line) as HTML: a span of its class, or bare text where its class has no look."""
+    if not value:
+        return ""
+    css = _css_class(token_type)
+    return f'<span class="{css}">{escape(value, False)}</span>' if css else escape(value, False)
 
 
 def _code(text: str) -> Markup:
@@ -171,9 +203,10 @@ def _message(line: CatalogLine) -> Markup:
 
 
 def _haystack(line: CatalogLine) -> str:
-    """The text the index's search box looks in: message, slug, id, file, class, fields and flags."""
+    """The text the index's search box looks in, but for what the row holds already (its id, and its file and
+    class as positions in the names, which search.js adds back): message, slug, function, fields and flags."""
     record = line.record
-    parts = [record.errorMessage, record.slug, record.id, record.filePath, record.errorClass, line.extraction.function]
+    parts = [record.errorMessage, record.slug, line.extraction.function]
     for ref in line.extraction.fields:
         parts.append(ref.expression)
         if ref.class_ and ref.field:
@@ -209,6 +242,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        auto_reload=False,  # compiled once: no stat of the template files for each page
     )
     environment.filters["md"] = _md
     environment.filters["md_inline"] = _md_inline
@@ -261,47 +295,64 @@ def _stylesheet() -> bytes:
     return _static("site.css") + f"\n/* Pygments' {_STYLE} style */\n".encode() + "\n".join(rules).encode() + b"\n"
 
 
-def render_site(
-    catalog: LoadedCatalog,
-    *,
-    analysis: Mapping[str, AnalysisEntry] | None = None,
-    diffs: Sequence[PublishedDiff] = (),
-    history: Mapping[str, Sequence[HistoryEvent]] | None = None,
-) -> dict[str, bytes]:
-    """Render every page and asset of a catalog's site: {relative path: bytes}."""
-    lines = overlay(catalog.lines, analysis or {})
-    history = history or {}
-    environment = _environment()
-    repo = lines[0].record.repo if lines else (catalog.manifest.repo if catalog.manifest else "")
-    sha = catalog.sha
-    by_id = {line.record.id: line for line in lines}
-    site: dict[str, Any] = {"repo": repo, "sha": sha, "revision": catalog.revision, "records": len(lines)}
-    files: dict[str, bytes] = {}
+@dataclass(frozen=True)
+class _Pages:
+    """What the pages of a site are rendered from: the records (analysis overlaid), diffs and histories."""
 
+    lines: tuple[CatalogLine, ...]
+    diffs: Sequence[PublishedDiff]
+    history: Mapping[str, Sequence[HistoryEvent]]
+    site: dict[str, Any]
+    by_id: dict[str, CatalogLine]
+
+
+def _pages(
+    catalog: LoadedCatalog,
+    analysis: Mapping[str, AnalysisEntry] | None,
+    diffs: Sequence[PublishedDiff],
+    history: Mapping[str, Sequence[HistoryEvent]] | None,
+) -> _Pages:
+    lines = overlay(catalog.lines, analysis or {})
+    repo = lines[0].record.repo if lines else (catalog.manifest.repo if catalog.manifest else "")
+    site = {"repo": repo, "sha": catalog.sha, "revision": catalog.revision, "records": len(lines)}
+    return _Pages(lines, diffs, history or {}, site, {line.record.id: line for line in lines})
+
+
+def _record_pages(pages: _Pages, lines: Sequence[CatalogLine]) -> Iterator[tuple[str, bytes]]:
+    """Render the pages of these records (each file's windows highlighted once, for all its records)."""
     highlighter = _Highlighter()
     highlighter.add(lines)
-    record_page = environment.get_template("record.html")
+    record_page = _environment().get_template("record.html")
     for line in lines:
         record = line.record
-        files[f"errors/{record.id}.html"] = record_page.render(
-            site=site,
-            root="../",
-            line=line,
-            record=record,
-            message=_message(line),
-            condition=condition_in_words(line),
-            source=highlighter.window(record, range(record.lineNumber, line.extraction.endLineNumber + 1)),
-            resolved=[f for f in line.extraction.fields if f.resolved],
-            unresolved=[f for f in line.extraction.fields if not f.resolved],
-            related=[by_id[i] for i in line.extraction.related if i in by_id],
-            history=history.get(record.id, ()),
-            analysed=any(getattr(record, name) is not None for name in ANALYSIS_FIELDS),
-        ).encode()
+        yield (
+            f"errors/{record.id}.html",
+            record_page.render(
+                site=pages.site,
+                root="../",
+                line=line,
+                record=record,
+                message=_message(line),
+                condition=condition_in_words(line),
+                source=highlighter.window(record, range(record.lineNumber, line.extraction.endLineNumber + 1)),
+                resolved=[f for f in line.extraction.fields if f.resolved],
+                unresolved=[f for f in line.extraction.fields if not f.resolved],
+                related=[pages.by_id[i] for i in line.extraction.related if i in pages.by_id],
+                history=pages.history.get(record.id, ()),
+                analysed=any(getattr(record, name) is not None for name in ANALYSIS_FIELDS),
+            ).encode(),
+        )
 
+
+def _other_pages(pages: _Pages) -> dict[str, bytes]:
+    """Render the diff pages, the index, the list of all errors and the assets."""
+    environment = _environment()
+    lines, site, diffs = pages.lines, pages.site, pages.diffs
+    files: dict[str, bytes] = {}
     diff_page = environment.get_template("diff.html")
     for diff in diffs:
         files[f"diffs/{diff.sha}.html"] = diff_page.render(
-            site=site, root="../", diff=diff, document=diff.document, live=by_id.keys()
+            site=site, root="../", diff=diff, document=diff.document, live=pages.by_id.keys()
         ).encode()
 
     rows = [_Row(line, first_words(line.record.errorMessage, limit=_FIRST_WORDS, more="…")) for line in lines]
@@ -349,16 +400,44 @@ def render_site(
     files["all.html"] = environment.get_template("all.html").render(site=site, root="", rows=rows).encode()
     files["assets/site.css"] = _stylesheet()
     files["assets/search.js"] = _static("search.js")
-    files[MARKER] = orjson.dumps({"repo": repo, "sha": sha, "records": len(lines), "diffs": len(diffs)}) + b"\n"
+    marker = {"repo": site["repo"], "sha": site["sha"], "records": len(lines), "diffs": len(diffs)}
+    files[MARKER] = orjson.dumps(marker) + b"\n"
     return files
 
 
-def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:
-    """Write a site into `output` whole: build it aside, then swap it in, so no reader sees half a site.
+def render_site(
+    catalog: LoadedCatalog,
+    *,
+    analysis: Mapping[str, AnalysisEntry] | None = None,
+    diffs: Sequence[PublishedDiff] = (),
+    history: Mapping[str, Sequence[HistoryEvent]] | None = None,
+) -> dict[str, bytes]:
+    """Render every page and asset of a catalog's site: {relative path: bytes}."""
+    pages = _pages(catalog, analysis, diffs, history)
+    return {**dict(_record_pages(pages, pages.lines)), **_other_pages(pages)}
+
+
+def _write_files(staging: Path, files: Iterable[tuple[str, bytes]]) -> tuple[int, int]:
+    """Write files into the staging directory; return how many and their bytes."""
+    count = size = 0
+    made: set[Path] = set()
+    for name, data in files:
+        directory = (staging / name).parent
+        if directory not in made:
+            directory.mkdir(parents=True, exist_ok=True)
+            made.add(directory)
+        with open(staging / name, "wb") as stream:
+            stream.write(data)
+        count, size = count + 1, size + len(data)
+    return count, size
+
+
+def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
+    """Have `fill` write a site into a new directory beside `output`, then swap it in; return what it returned.
 
     `output` may be missing, empty, a site built here (it holds MARKER), or a symlink to one. A symlink
-    (and with `link`, a missing `output`) is switched atomically to a new sibling directory; a directory
-    is replaced by two renames, between which it is missing for an instant but never half written.
+    (and with `link`, a missing `output`) is switched atomically to the new directory; a directory is
+    replaced by two renames, between which it is missing for an instant but never half written.
     """
     if output.is_symlink():
         target = output.resolve()
@@ -374,11 +453,7 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
         raise ExtractorError(f"cannot write {output}: {error.strerror or error}") from None
     try:
         try:
-            for directory in sorted({(staging / name).parent for name in files}):
-                directory.mkdir(parents=True, exist_ok=True)
-            for name, data in files.items():
-                with open(staging / name, "wb") as stream:
-                    stream.write(data)
+            result = fill(staging)
             staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
         except OSError as error:
             raise ExtractorError(f"cannot write the site beside {output}: {error.strerror or error}") from None
@@ -391,7 +466,7 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
             os.replace(pointer, output)
             if old is not None and old != staging:
                 shutil.rmtree(old, ignore_errors=True)
-            return
+            return result
         if output.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".old", dir=parent))
             os.replace(output, trash / "site")
@@ -399,9 +474,94 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.replace(staging, output)
+        return result
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:
+    """Write a site into `output` whole: build it aside, then swap it in, so no reader sees half a site.
+
+    See `_swap_in` for what `output` may be and for `link`.
+    """
+    _swap_in(output, lambda staging: _write_files(staging, files.items()), link=link)
+
+
+# Record pages are rendered by a few processes, forked once the records are read: each takes whole files
+# (so a file's source is highlighted once) and writes its pages itself. A record page costs about 1 ms.
+_WORKERS = 2
+_PARALLEL_FROM = 400  # records; fewer are done in this process, sooner than a process starts
+_PAGE_WORK = 40  # rendering a page costs about what highlighting 40 lines of source does
+_forked: tuple[_Pages, list[list[CatalogLine]]] | None = None  # what the forked workers render
+
+
+def _shares(lines: Sequence[CatalogLine], count: int) -> list[list[CatalogLine]]:
+    """Split records into `count` shares of about equal work, keeping each file's records together, in order."""
+    by_file: dict[str, list[CatalogLine]] = {}
+    for line in lines:
+        by_file.setdefault(line.record.filePath, []).append(line)
+    # A page's work: rendering it, and highlighting its window (lines a file's windows share count once).
+    work = {
+        path: sum(_PAGE_WORK + line.record.sourceCodeEnd - line.record.sourceCodeStart + 1 for line in group)
+        for path, group in by_file.items()
+    }
+    shares: list[list[CatalogLine]] = [[] for _ in range(count)]
+    loads = [0] * count
+    for path in sorted(by_file, key=lambda p: (-work[p], p)):
+        lightest = loads.index(min(loads))
+        shares[lightest].extend(by_file[path])
+        loads[lightest] += work[path]
+    return shares
+
+
+def _write_share(staging: Path, index: int) -> tuple[int, int]:
+    """In a forked worker: render and write the record pages of one share."""
+    assert _forked is not None
+    pages, shares = _forked
+    return _write_files(staging, _record_pages(pages, shares[index]))
+
+
+def _start_worker(parent: int) -> None:
+    import signal
+
+    from extractor.lifecycle import STOP_SIGNALS, die_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles ^C, and ends the pool
+    for number in STOP_SIGNALS[1:]:
+        signal.signal(number, signal.SIG_DFL)
+    die_with_parent(parent)
+
+
+def _workers(records: int) -> int:
+    """How many processes render record pages: one below _PARALLEL_FROM records, or while this process
+    runs other threads (a fork would copy whatever locks they hold)."""
+    if records < _PARALLEL_FROM or threading.active_count() > 1:
+        return 1
+    return max(1, min(_WORKERS, len(os.sched_getaffinity(0))))
+
+
+def _fill(pages: _Pages, staging: Path, workers: int) -> tuple[int, int]:
+    """Write every page of a site into `staging`, the record pages shared among `workers` processes."""
+    global _forked
+    if workers <= 1:
+        counts = [_write_files(staging, _record_pages(pages, pages.lines))]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        _forked = (pages, _shares(pages.lines, workers))
+        try:
+            context = multiprocessing.get_context("fork")
+            with ProcessPoolExecutor(
+                workers - 1, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+            ) as pool:
+                futures = [pool.submit(_write_share, staging, index) for index in range(1, workers)]
+                counts = [_write_share(staging, 0)] + [future.result() for future in futures]
+        finally:
+            _forked = None
+    counts.append(_write_files(staging, _other_pages(pages).items()))
+    return sum(count for count, _ in counts), sum(size for _, size in counts)
 
 
 def build_site(
@@ -412,13 +572,17 @@ def build_site(
     diffs: Sequence[PublishedDiff] = (),
     history: Mapping[str, Sequence[HistoryEvent]] | None = None,
     link: bool = False,
+    workers: int | None = None,
 ) -> SiteSummary:
-    """Render a catalog's site and swap it into `output` (see `write_site` for `link`)."""
-    files = render_site(catalog, analysis=analysis, diffs=diffs, history=history)
-    write_site(files, output, link=link)
-    return SiteSummary(
-        records=len(catalog.lines),
-        diffs=len(diffs),
-        files=len(files),
-        bytes=sum(len(data) for data in files.values()),
-    )
+    """Render a catalog's site straight into a new directory and swap it into `output` (see `_swap_in` for
+    `link`). `workers`: processes that render record pages (default: up to 2, on large catalogs)."""
+    pages = _pages(catalog, analysis, diffs, history)
+    workers = _workers(len(pages.lines)) if workers is None else workers
+    collecting = gc.isenabled()
+    gc.disable()  # rendering makes strings by the million, few cycles: the collector would only slow it down
+    try:
+        files, size = _swap_in(output, lambda staging: _fill(pages, staging, workers), link=link)
+    finally:
+        if collecting:
+            gc.enable()
+    return SiteSummary(records=len(pages.lines), diffs=len(diffs), files=files, bytes=size)

@@ -1,7 +1,6 @@
 # Site inputs: what a site is built from (a catalog, its analysis, the published diffs, the histories), read from disk.
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,15 +8,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
-from extractor.catalog import LoadedCatalog, folder_name, load_catalog, open_catalog
+from extractor.catalog import LoadedCatalog, first_problem, folder_name, load_catalog, open_catalog
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
-from extractor.models import Record, Scope
+from extractor.history import HISTORY, HISTORY_MANIFEST, load_lineages
+from extractor.models import EventKind, HistoryManifest, LineageEvent, Record, Scope
 from extractor.published import INDEX, read_index
 from extractor.write import MANIFEST, RECORDS
 
 __all__ = [
-    "HISTORY",
     "HistoryEvent",
     "PublishedDiff",
     "SiteInputs",
@@ -26,8 +25,6 @@ __all__ = [
     "read_history",
     "read_published_diffs",
 ]
-
-HISTORY = "history.jsonl"
 
 
 class _DiffSide(BaseModel):
@@ -160,81 +157,35 @@ def open_site_inputs(
     )
 
 
-class _Previous(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    filePath: str = ""
-    lineNumber: int = 0
-    errorMessage: str = ""
-
-
-class _LineageEvent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    kind: str
-    revision: str
-    id: str
-    previous: _Previous | None = None
-    fields: list[str] = []
-
-
-class _Lineage(BaseModel):
-    """A line of history.jsonl as far as a page shows it (the history command's Lineage, read leniently)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    events: list[_LineageEvent]
-
-
-class _HistoryRevision(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    revision: str
-    committedAt: str | None = None
-
-
-class _HistoryManifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    revisions: list[_HistoryRevision] = []
-
-
-def _event_detail(event: _LineageEvent) -> str:
+def _event_detail(event: LineageEvent) -> str:
     previous = event.previous
-    if event.kind == "reworded" and previous is not None:
+    if event.kind is EventKind.REWORDED and previous is not None:
         return f"was “{previous.errorMessage}”"
-    if event.kind == "moved" and previous is not None:
+    if event.kind is EventKind.MOVED and previous is not None:
         return f"from {previous.filePath}:{previous.lineNumber}"
-    if event.kind == "modified" and event.fields:
+    if event.kind is EventKind.MODIFIED and event.fields:
         return "changed: " + ", ".join(event.fields)
     return ""
 
 
 def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
-    """Read history.jsonl (one lineage a line, events oldest first) into the events of each id it ever had.
-
-    Dates come from history.json beside it, when there is one.
-    """
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise CatalogError(f"cannot read history {path}: {error.strerror or error}") from None
+    """Read history.jsonl (or the directory holding it), as the history command writes it, into the events of
+    each id a check ever had. Dates come from history.json beside it, when there is one."""
+    lineages = load_lineages(path)
+    manifest_path = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
     dates: dict[str, str | None] = {}
-    with contextlib.suppress(OSError, ValidationError):
-        manifest = _HistoryManifest.model_validate_json(path.with_name("history.json").read_bytes())
+    if manifest_path.exists():
+        try:
+            manifest = HistoryManifest.model_validate_json(manifest_path.read_bytes())
+        except OSError as error:
+            raise CatalogError(f"cannot read {manifest_path}: {error.strerror or error}") from None
+        except ValidationError as error:
+            raise CatalogError(f"{manifest_path}: not a valid history manifest: {first_problem(error)}") from None
         dates = {revision.revision: revision.committedAt for revision in manifest.revisions}
     history: dict[str, list[HistoryEvent]] = {}
-    for number, text in enumerate(raw.splitlines(), start=1):
-        if not text.strip():
-            continue
-        try:
-            lineage = _Lineage.model_validate_json(text)
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "line"
-            raise CatalogError(f"{path}:{number}: not a history line: {where}: {first['msg']}") from None
+    for lineage in lineages:
         events = [
-            HistoryEvent(event.revision, dates.get(event.revision), event.kind, _event_detail(event))
+            HistoryEvent(event.revision, dates.get(event.revision), event.kind.value, _event_detail(event))
             for event in lineage.events
         ]
         for event in lineage.events:

@@ -56,13 +56,12 @@ _EXCEPTIONS = frozenset(
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - _EXCEPTIONS - _CONSTANTS
 
 
-def _name(word: str, previous: str) -> _TokenType:
-    if previous == ".":
-        return Name
-    if previous == "def":
-        return Name.Function
-    if previous == "class":
-        return Name.Class
+# A name's type depends on the token before it only after these; else on the name alone (memoized in _NAMES).
+_AFTER = {".": Name, "def": Name.Function, "class": Name.Class}
+_NAMES: dict[str, _TokenType] = {}
+
+
+def _name(word: str) -> _TokenType:
     if word in _KEYWORDS:
         return Keyword.Namespace if word in _NAMESPACE else Keyword
     if word in _CONSTANTS:
@@ -102,8 +101,13 @@ class FastPythonLexer(Lexer):  # type: ignore[misc]
         for match in _TOKEN.finditer(text):
             kind = match.lastgroup
             value = match.group()
-            if kind == "name":
-                yield match.start(), _name(value, previous), value
+            if kind == "ws":
+                yield match.start(), Text, value
+            elif kind == "name":
+                token_type = _AFTER.get(previous) or _NAMES.get(value)
+                if token_type is None:
+                    token_type = _NAMES[value] = _name(value)
+                yield match.start(), token_type, value
                 previous = value
             elif kind == "string":
                 body = value.lstrip("rRbBuUfFtT")
@@ -112,5 +116,4 @@ class FastPythonLexer(Lexer):  # type: ignore[misc]
             else:
                 assert kind is not None
                 yield match.start(), _SIMPLE[kind], value
-                if kind != "ws":
-                    previous = value
+                previous = value

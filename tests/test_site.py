@@ -246,6 +246,49 @@ def test_bad_analysis_is_one_error_line_and_nothing_written(
     assert not (tmp_path / "site").exists()
 
 
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
+    published: dict[str, Any], tmp_path: Path
+) -> None:
+    """Forked workers take whole files each and write their pages themselves: the site is the same, byte for byte."""
+    from extractor.site import build_site, render_site
+
+    inputs = open_site_inputs_of(published["root"])
+    alone = build_site(inputs.catalog, output=tmp_path / "one", diffs=inputs.diffs, workers=1)
+    shared = build_site(inputs.catalog, output=tmp_path / "three", diffs=inputs.diffs, workers=3)
+    assert tree(tmp_path / "three") == tree(tmp_path / "one") == render_site(inputs.catalog, diffs=inputs.diffs)
+    assert shared == alone
+    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 6)
+    assert alone.bytes == sum(len(data) for data in tree(tmp_path / "one").values())
+
+
+def open_site_inputs_of(root: Path) -> Any:
+    from extractor.extract import ExtractOptions
+    from extractor.site_inputs import open_site_inputs
+
+    return open_site_inputs(str(root), repo=str(root), options=ExtractOptions(exceptions=("*",)))
+
+
+def test_highlighting_gives_a_line_of_html_per_line_the_same_when_its_tokens_were_met_before() -> None:
+    from extractor.site import _highlight
+
+    text = 'x = """a <b>\n\nc"""  # & done\nif x:\n    raise ValueError(x)\n'
+    expected = [
+        'x <span class="o">=</span> <span class="sd">"""a &lt;b&gt;</span>',
+        "",
+        '<span class="sd">c"""</span>  <span class="c1"># &amp; done</span>',
+        '<span class="k">if</span> x:',
+        '    <span class="k">raise</span> <span class="ne">ValueError</span>(x)',
+        "",
+    ]
+    assert _highlight("m.py", text) == expected
+    assert _highlight("other.py", text) == expected  # now from the HTML of the tokens met
+    assert _highlight("notes.txt", "a<\n\nb") == ["a&lt;", "", "b"]
+
+
 def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any], tmp_path: Path) -> None:
     precious = tmp_path / "home"
     precious.mkdir()
@@ -378,6 +421,9 @@ def test_nightly_site_is_switched_atomically_and_left_alone_when_current(
     site = root / "site"
     target = os.readlink(site)
     assert target.startswith(".site.") and (root / target / "index.html").exists()
+    reworded = by_message(lines_of(published["v2"]), "one or more")  # its page tells its history
+    page = (site / "errors" / f"{reworded.record.id}.html").read_text()
+    assert f"reworded</span> in <code>{published['shas']['v2'][:12]}</code>" in page
     before = (root / target / "index.html").stat().st_mtime_ns
     assert main(["nightly", "--repo", str(published["bare"]), "--output", str(root), "--quiet", *SCOPE, "--site"]) == 0
     assert os.readlink(site) == target and (root / target / "index.html").stat().st_mtime_ns == before
@@ -448,7 +494,7 @@ def visible_rows(page: Any) -> list[str]:
 
 
 def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(
-    browser: Any, page: Any, site: Path, record_property: Any
+    browser: Any, page: Any, site: Path, published: dict[str, Any], record_property: Any
 ) -> None:
     page.goto((site / "index.html").as_uri())
     # Timings are reported (junit properties), not asserted: scripts/bench_site.py measures them at scale.
@@ -468,6 +514,19 @@ def test_browser_typing_filters_the_index_and_the_url_keeps_the_query(
     page.fill("#q", "--max-num-seqs")  # a flag name
     assert visible_rows(page) == []
     assert page.is_visible("#empty")
+    # The id, file and class of a row are searched too (the page holds them once, beside the searched text).
+    lines = lines_of(published["v2"])
+    loader = by_message(lines, "cannot load")
+    for query, expected in [
+        (loader.record.id, [loader]),
+        ("CONFIG/other.py", [line for line in lines if line.record.filePath.endswith("other.py")]),
+        ("typeerror max_len", [by_message(lines, "unsafe")]),
+        ("valueerror scheduler.py hard", [by_message(lines, "hard limit")]),
+    ]:
+        page.fill("#q", query)
+        assert page.eval_on_selector_all("#results a", "links => links.map(a => a.getAttribute('href'))") == [
+            f"errors/{line.record.id}.html" for line in expected
+        ], query
     page.fill("#q", "")
     page.select_option("#f-class", "TypeError")
     assert [row.split()[0] for row in visible_rows(page)] == ["TypeError"]
@@ -602,47 +661,80 @@ def test_browser_lists_a_page_of_matches_at_a_time(browser: Any, published: dict
     page.close()
 
 
-def test_history_shows_each_records_lineage(published: dict[str, Any], tmp_path: Path) -> None:
-    """--history (history.jsonl lines, history.json beside them for dates) puts each record's events on its page."""
-    old, new = by_message(lines_of(published["v1"]), "at least 1"), by_message(lines_of(published["v2"]), "one or more")
-    sha1, sha2 = published["shas"]["v1"], published["shas"]["v2"]
+@pytest.fixture(scope="module")
+def history_run(published: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `history` writes of the published repository's tags v1 and v2."""
+    history = tmp_path_factory.mktemp("history") / "history"
+    assert main(["history", "v*", "--repo", str(published["bare"]), "--output", str(history), "--quiet", *SCOPE]) == 0
+    return history
 
-    def event(kind: str, revision: str, sha: str, line: CatalogLine, **more: Any) -> dict[str, Any]:
-        record = line.record
-        return {
-            "kind": kind, "revision": revision, "sha": sha, "id": record.id, "filePath": record.filePath,
-            "lineNumber": record.lineNumber, "function": line.extraction.function,
-            "errorMessage": record.errorMessage, "githubUrl": record.githubUrl, **more,
-        }  # fmt: skip
 
-    previous = {
-        "id": old.record.id, "filePath": old.record.filePath, "lineNumber": old.record.lineNumber,
-        "function": old.extraction.function, "errorMessage": old.record.errorMessage,
-    }  # fmt: skip
-    lineage = {
-        "lineage": old.record.id, "errorClass": "ValueError", "errorMessage": new.record.errorMessage,
-        "slug": new.record.slug, "firstSeen": "v1", "lastSeen": "v2", "present": True,
-        "events": [event("introduced", "v1", sha1, old), event("reworded", "v2", sha2, new, previous=previous)],
-    }  # fmt: skip
-    (tmp_path / "history.jsonl").write_text(json.dumps(lineage) + "\n")
-    (tmp_path / "history.json").write_text(
-        json.dumps({"revisions": [{"revision": "v1", "committedAt": "2026-01-01T00:00:00Z"}, {"revision": "v2"}]})
-    )
+def test_history_shows_each_records_lineage(published: dict[str, Any], history_run: Path, tmp_path: Path) -> None:
+    """--history (what `history` wrote; dates from history.json beside it) puts each record's events on its page."""
+    history = history_run
+    dates = {r["revision"]: r["committedAt"] for r in json.loads((history / "history.json").read_text())["revisions"]}
+    new = by_message(lines_of(published["v2"]), "one or more")
     site = tmp_path / "site"
-    build("--catalog", str(published["v2"]), "--history", str(tmp_path / "history.jsonl"), "--output", str(site))
-    page = (site / "errors" / f"{new.record.id}.html").read_text()
-    items = re.findall(r'<li><span class="kind">(.*?)</li>', re.search(r'class="history">(.*?)</ol>', page, re.S)[1])
-    assert items == [
-        "introduced</span> in <code>v1</code> (2026-01-01T00:00:00Z)",
-        "reworded</span> in <code>v2</code>: was “max_num_seqs ({self.max_num_seqs}) must be at least 1.”",
-    ]
-    other = by_message(lines_of(published["v2"]), "cannot load")
-    assert 'class="history"' not in (site / "errors" / f"{other.record.id}.html").read_text()
-
-    (tmp_path / "history.jsonl").write_text('{"events": [{"kind": "introduced"}]}\n')
-    result = run_cli("site", "--catalog", str(published["v2"]), "--history", str(tmp_path / "history.jsonl"),
-                     "--output", str(site))  # fmt: skip
-    assert result.returncode == 2
-    assert result.stderr == (
-        f"extractor: error: {tmp_path / 'history.jsonl'}:1: not a history line: events.0.revision: Field required\n"
+    for given in (history / "history.jsonl", history):  # the file, or the directory holding it
+        build("--catalog", str(published["v2"]), "--history", str(given), "--output", str(site))
+        page = (site / "errors" / f"{new.record.id}.html").read_text()
+        found = re.search(r'class="history">(.*?)</ol>', page, re.S)
+        assert found is not None
+        assert re.findall(r'<li><span class="kind">(.*?)</li>', found[1]) == [
+            f"introduced</span> in <code>v1</code> ({dates['v1']})",
+            f"reworded</span> in <code>v2</code> ({dates['v2']}): was “max_num_seqs ({{self.max_num_seqs}}) must be at"
+            " least 1.”",
+        ]
+    modified = by_message(lines_of(published["v2"]), "unsafe")
+    page = (site / "errors" / f"{modified.record.id}.html").read_text()
+    assert f"modified</span> in <code>v2</code> ({dates['v2']}): changed: conditions" in page
+    added = by_message(lines_of(published["v2"]), "hard limit")
+    assert (
+        f"introduced</span> in <code>v2</code> ({dates['v2']})</li>"
+        in (site / "errors" / f"{added.record.id}.html").read_text()
     )
+    # Without --history, a catalog the nightly job published shows the rolling history beside its index.
+    build("--catalog", str(published["v2"]), "--output", str(site))
+    page = (site / "errors" / f"{new.record.id}.html").read_text()
+    assert f"reworded</span> in <code>{published['shas']['v2'][:12]}</code>" in page
+    alone = shutil.copytree(published["v2"], tmp_path / "alone")  # and a catalog on its own, none
+    build("--catalog", str(alone), "--output", str(site))
+    assert 'class="history"' not in (site / "errors" / f"{new.record.id}.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"events": [{"kind": "introduced"}]}\n', "history.jsonl:1: not a history line: lineage: Field required"),
+        ("{not json\n", "history.jsonl:1: not a history line: the document: Invalid JSON"),
+        ('{"revisions": []}', "history.json: not a valid history manifest: repo: Field required"),
+    ],
+)
+def test_a_history_that_is_not_what_history_writes_is_one_error_line(
+    published: dict[str, Any], history_run: Path, tmp_path: Path, content: str, message: str
+) -> None:
+    history = shutil.copytree(history_run, tmp_path / "history")
+    name = message.split(":")[0]
+    (history / name).write_text(content)
+    result = run_cli("site", "--catalog", str(published["v2"]), "--history", str(history / "history.jsonl"),
+                     "--output", str(tmp_path / "site"))  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"extractor: error: {history / name}") and message in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "site").exists()
+
+
+def test_pinned_links_percent_encode_the_path_and_the_page_links_to_the_same(tmp_path: Path) -> None:
+    """A path with a blank, '#', '%' or a non-ASCII letter still makes a pinned link that names that file."""
+    repo = GitRepo(tmp_path / "repo")
+    sha = repo.commit({"vllm/config/odd dir/a#1%é.py": 'def f(x):\n    raise ValueError("odd")\n'})
+    assert main(["--repo", str(repo.path), "--sha", sha, "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    (catalog,) = (tmp_path / "out").iterdir()
+    (line,) = lines_of(catalog)
+    assert line.record.filePath == "vllm/config/odd dir/a#1%é.py"
+    assert line.record.githubUrl == (
+        f"https://github.com/vllm-project/vllm/blob/{sha}/vllm/config/odd%20dir/a%231%25%C3%A9.py#L1-L2"
+    )
+    build("--catalog", str(catalog), "--output", str(tmp_path / "site"))
+    page = (tmp_path / "site" / "errors" / f"{line.record.id}.html").read_text()
+    assert re.findall(r'class="pinned" href="([^"]*)"', page) == [line.record.githubUrl]

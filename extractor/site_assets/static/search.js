@@ -6,6 +6,12 @@
   var PAGE = 100;
   var data = JSON.parse(document.getElementById("search-data").textContent);
   var rows = data.rows; // [id, first words, file, class, type, line, searched text]
+  // What a query is looked for in: the searched text, the id, the file and the class (kept once in the page).
+  var lower = { file: data.names.file.map(function (n) { return n.toLowerCase(); }),
+                "class": data.names["class"].map(function (n) { return n.toLowerCase(); }) };
+  var texts = rows.map(function (row) {
+    return row[6] + " " + row[0] + " " + lower.file[row[2]] + " " + lower["class"][row[3]];
+  });
   var list = document.getElementById("results");
   var box = document.getElementById("q");
   var selects = { "class": document.getElementById("f-class"), type: document.getElementById("f-type"), file: document.getElementById("f-file") };
@@ -49,7 +55,7 @@
       var row = rows[i];
       var ok = (wanted.file < 0 || row[2] === wanted.file) && (wanted["class"] < 0 || row[3] === wanted["class"]) &&
         (wanted.type < 0 || row[4] === wanted.type);
-      for (var w = 0; ok && w < words.length; w++) ok = row[6].indexOf(words[w]) >= 0;
+      for (var w = 0; ok && w < words.length; w++) ok = texts[i].indexOf(words[w]) >= 0;
       if (ok) matches.push(i);
     }
     list.textContent = "";
