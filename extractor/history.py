@@ -11,7 +11,7 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
-from extractor.catalog import RELEASE_PREFIX, LoadedCatalog
+from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, scope_label
 from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, extract_commit
@@ -25,6 +25,7 @@ from extractor.models import (
     Lineage,
     LineageEvent,
     Previous,
+    Scope,
 )
 from extractor.write import atomic_write
 
@@ -36,6 +37,7 @@ __all__ = [
     "advance",
     "build_history",
     "find_lineage",
+    "folder_name",
     "following",
     "lineage_sentence",
     "list_revisions",
@@ -71,6 +73,22 @@ def following(paths: Sequence[str]) -> tuple[str, ...]:
         stem = path.strip("/").removesuffix(".py")
         out += [stem, f"{stem}.py"] if stem else [path]
     return tuple(dict.fromkeys(out))
+
+
+def folder_name(options: ExtractOptions) -> str:
+    """Name a history's default folder: `history`, then, for any scope but the default one, which paths
+    and classes it holds (`history-vllm-all`), as extraction names catalogs' folders: histories of
+    different scopes live side by side. A path followed as module and package is named once."""
+
+    def named(scope: Scope) -> Scope:
+        stems = [*dict.fromkeys(path.removesuffix(".py") for path in scope.paths)]
+        config = [*dict.fromkeys(path.removesuffix(".py") for path in scope.configFrom)]
+        return scope.model_copy(update={"paths": stems, "configFrom": config})
+
+    default = ExtractOptions()
+    default = replace(default, paths=following(default.paths), config_from=following(default.config_from))
+    label = scope_label(named(options.scope), default=named(default.scope))
+    return f"history-{label}" if label else "history"
 
 
 # Revisions ---------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from extractor.extract import ExtractOptions
-from extractor.history import build_history, following, lineage_sentence, list_revisions
+from extractor.history import build_history, folder_name, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
 from tests.conftest import GitRepo, git, run_cli
 
@@ -121,6 +121,41 @@ def test_cli_writes_history_files_that_validate_and_prints_them(history_repo: Gi
         ("v6", 2),
     ]
     assert "6 revisions" in result.stderr.splitlines()[-1]
+
+
+def test_default_folder_names_the_scope() -> None:
+    """As extraction's folders: the default scope (followed as module and package) is `history`, any other
+    names its paths and classes, a path followed both ways once."""
+
+    def name(paths: tuple[str, ...], exceptions: tuple[str, ...] = ("ValueError",)) -> str:
+        return folder_name(
+            ExtractOptions(paths=following(paths), exceptions=exceptions, config_from=following(("vllm/config",)))
+        )
+
+    assert name(("vllm/config",)) == "history"
+    assert name(("vllm/config", "vllm/config.py")) == "history"
+    assert name(("vllm",), ("*",)) == "history-vllm-all"
+    assert (
+        name(("vllm/config", "vllm/engine"), ("ValueError", "TypeError"))
+        == "history-vllm.config+vllm.engine-ValueError+TypeError"
+    )
+    other = ExtractOptions(paths=following(("vllm/config",)), context=3, config_from=following(("vllm/config",)))
+    assert folder_name(other).startswith("history-vllm.config-ValueError-")
+
+
+def test_cli_histories_of_two_scopes_live_side_by_side(history_repo: GitRepo, tmp_path: Path) -> None:
+    """Without --output, each scope has its own folder: the second history does not overwrite the first."""
+    common = ["history", "v1..v3", "--repo", str(history_repo.path), "--quiet"]
+    assert run_cli(*common, "--path", "pkg/config", cwd=tmp_path).returncode == 0
+    assert run_cli(*common, "--path", "pkg", "--exception", "*", cwd=tmp_path).returncode == 0
+    folders = sorted(p.parent for p in tmp_path.glob("output/*/*/*/history.json"))
+    assert [p.name for p in folders] == ["history-pkg-all", "history-pkg.config-ValueError"]
+    scopes = [json.loads((p / "history.json").read_text())["scope"] for p in folders]
+    assert [(s["paths"], s["exceptions"]) for s in scopes] == [
+        (["pkg", "pkg.py"], ["*"]),
+        (["pkg/config", "pkg/config.py"], ["ValueError"]),
+    ]
+    assert [len((p / "history.jsonl").read_text().splitlines()) for p in folders] == [3, 2]
 
 
 def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path: Path) -> None:
