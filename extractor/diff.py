@@ -113,17 +113,18 @@ def _differing(old: CatalogLine, new: CatalogLine) -> list[str]:
         fields.append("filePath")
     if old.record.lineNumber != new.record.lineNumber:
         fields.append("lineNumber")
-    if old.extraction.function != new.extraction.function:
+    same = old.extraction is new.extraction  # one line copied with another SHA (a history's revisions)
+    if not same and old.extraction.function != new.extraction.function:
         fields.append("function")
     if old.record.errorMessage != new.record.errorMessage:
         fields.append("errorMessage")
-    if _conditions(old) != _conditions(new):
+    if not same and _conditions(old) != _conditions(new):
         fields.append("conditions")
-    if old.extraction.cause != new.extraction.cause:
+    if not same and old.extraction.cause != new.extraction.cause:
         fields.append("cause")
     if old.record.errorType != new.record.errorType:
         fields.append("errorType")
-    if _fields(old) != _fields(new):
+    if not same and _fields(old) != _fields(new):
         fields.append("fields")
     return fields
 

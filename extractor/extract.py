@@ -9,6 +9,7 @@ import signal
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -40,7 +41,16 @@ if TYPE_CHECKING:
 
     from extractor.scan import ScanOptions
 
-__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "linger", "scope_path"]
+__all__ = [
+    "Catalog",
+    "ExtractOptions",
+    "analyzed_at",
+    "carrying_results",
+    "extract",
+    "extract_commit",
+    "linger",
+    "scope_path",
+]
 
 T = TypeVar("T")
 
@@ -162,7 +172,51 @@ def _under(path: str, prefixes: Sequence[str]) -> bool:
     return any(p == "." or path == p or path.startswith(p + "/") for p in prefixes)
 
 
+# Per-file results carried from one extraction to the next, in a process that extracts revision after
+# revision (a history): by scan options, the results of the last extraction's blobs, by blob id.
+_carried: dict[tuple[tuple[str, ...], int], dict[str, dict[str, Any]]] | None = None
+
+
+@contextmanager
+def carrying_results() -> Iterator[None]:
+    """Within this, each extraction takes the per-file results of the blobs the previous one had from
+    memory rather than from the cache (the same data: a result depends on the blob and the options alone)."""
+    global _carried
+    _carried = {}
+    try:
+        yield
+    finally:
+        _carried = None
+
+
 def _scan_blobs(
+    commit: git_stage.Commit,
+    blobs: Sequence[git_stage.Blob],
+    *,
+    options: ExtractOptions,
+    cache: ScanCache | None,
+    facts: set[str],
+) -> dict[str, dict[str, Any]]:
+    """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
+    results are carried (see carrying_results)."""
+    if _carried is None:
+        return _scan_new(commit, blobs, options=options, cache=cache, facts=facts)
+    key = (options.exceptions, options.context)
+    before = _carried.get(key, {})
+    # A config or CLI file's result must hold its facts: one scanned for its sites alone is not taken.
+    results = {
+        blob.oid: found
+        for blob in blobs
+        if (found := before.get(blob.oid)) is not None and (blob.oid not in facts or found.get("facts"))
+    }
+    rest = [blob for blob in blobs if blob.oid not in results]
+    if rest:
+        results.update(_scan_new(commit, rest, options=options, cache=cache, facts=facts))
+    _carried[key] = results
+    return results
+
+
+def _scan_new(
     commit: git_stage.Commit,
     blobs: Sequence[git_stage.Blob],
     *,

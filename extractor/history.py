@@ -14,7 +14,7 @@ from extractor._version import __version__
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, scope_label
 from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
-from extractor.extract import ExtractOptions, analyzed_at, extract_commit
+from extractor.extract import ExtractOptions, analyzed_at, carrying_results, extract_commit
 from extractor.git import Commit, decode_name, open_repo, resolve
 from extractor.git import _git as _git_bytes
 from extractor.models import (
@@ -399,7 +399,46 @@ def advance(
     return history
 
 
-def _catalog(revision: Revision, options: ExtractOptions) -> LoadedCatalog:
+class _Lines:
+    """Read catalogs' lines revision after revision, validating each line once while it stays the same: a
+    line is known by its bytes less the revision's SHA (in `githubUrl` and `analyzedSha`), and one known
+    from the previous revision is copied with this revision's SHA rather than validated again. Only the
+    previous revision's lines are kept."""
+
+    def __init__(self) -> None:
+        self.previous: dict[bytes, CatalogLine] = {}
+
+    def read(self, encoded: bytes, *, repo: str, sha: str) -> tuple[CatalogLine, ...]:
+        # Only a key's own value can read `"githubUrl":"...`: inside a string the quotes are escaped.
+        url = f"https://github.com/{repo}/blob/{sha}/"
+        url_key, sha_key = f'"githubUrl":"{url}'.encode(), f'"analyzedSha":"{sha}"'.encode()
+        current: dict[bytes, CatalogLine] = {}
+        out = []
+        for raw in encoded.splitlines():
+            key = raw.replace(url_key, b'"githubUrl":"\0').replace(sha_key, b'"analyzedSha":"\0"')
+            known = self.previous.get(key)
+            line = _restamped(known, url, sha) if known is not None else None
+            if line is None:
+                line = CatalogLine.model_validate_json(raw)
+            current[key] = line
+            out.append(line)
+        self.previous = current
+        return tuple(out)
+
+
+def _restamped(line: CatalogLine, url: str, sha: str) -> CatalogLine | None:
+    """A copy of a line pinned to `sha` (None if its permalink is not of the usual form). Always a copy: two
+    catalogs a diff compares never share a line."""
+    record = line.record
+    before = f"/blob/{record.analyzedSha}/"
+    head, found, rest = record.githubUrl.partition(before)
+    if not found or not url.startswith(head + "/blob/"):
+        return None
+    update = {"githubUrl": url + rest, "analyzedSha": sha}
+    return line.model_copy(update={"record": record.model_copy(update=update)})
+
+
+def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines) -> LoadedCatalog:
     """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
 
     Only per-file results are kept in the cache, not each revision's whole catalog."""
@@ -408,7 +447,10 @@ def _catalog(revision: Revision, options: ExtractOptions) -> LoadedCatalog:
         catalog = extract_commit(revision.commit, options=options, pinned_sha=revision.pinned, keep=False)
     except ScopeError:
         return LoadedCatalog((), None, sha, revision.commit.revision)
-    return LoadedCatalog(catalog.lines, catalog.manifest, sha, revision.commit.revision)
+    manifest = catalog.manifest
+    return LoadedCatalog(
+        lines.read(catalog.encoded, repo=manifest.repo, sha=manifest.sha), manifest, sha, revision.commit.revision
+    )
 
 
 def build_history(
@@ -421,13 +463,15 @@ def build_history(
     repo = options.repo_name or (revisions[0].commit.repo_name if revisions else "")
     history = History(repo=repo, options=options)
     previous: LoadedCatalog | None = None
-    for number, revision in enumerate(revisions, start=1):
-        catalog = _catalog(revision, options)
-        advance(history, previous, catalog, revision.label)
-        summary = history.revisions[-1].summary
-        changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
-        log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
-        previous = catalog
+    lines = _Lines()
+    with carrying_results():
+        for number, revision in enumerate(revisions, start=1):
+            catalog = _catalog(revision, options, lines)
+            advance(history, previous, catalog, revision.label)
+            summary = history.revisions[-1].summary
+            changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
+            log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
+            previous = catalog
     return history
 
 
