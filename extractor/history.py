@@ -27,6 +27,7 @@ from extractor.models import (
     Previous,
     Scope,
 )
+from extractor.models import replace as replace_model
 from extractor.write import atomic_write
 
 __all__ = [
@@ -434,8 +435,7 @@ def _restamped(line: CatalogLine, url: str, sha: str) -> CatalogLine | None:
     head, found, rest = record.githubUrl.partition(before)
     if not found or not url.startswith(head + "/blob/"):
         return None
-    update = {"githubUrl": url + rest, "analyzedSha": sha}
-    return line.model_copy(update={"record": record.model_copy(update=update)})
+    return replace_model(line, record=replace_model(record, githubUrl=url + rest, analyzedSha=sha))
 
 
 def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines) -> LoadedCatalog:
