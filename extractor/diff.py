@@ -321,6 +321,8 @@ class _Group:
             return None
         columns = self._candidates([row])
         columns = columns[~taken[columns]]
+        if not len(columns):
+            return None
         limit = 4 * candidates.limit
         found = self._best(row, columns, self._scores([row], columns)[0], limit)
         return found if len(found.columns) else None
