@@ -402,23 +402,30 @@ def advance(
 
 class _Lines:
     """Read catalogs' lines revision after revision, validating each line once while it stays the same: a
-    line is known by its bytes less the revision's SHA (in `githubUrl` and `analyzedSha`), and one known
-    from the previous revision is copied with this revision's SHA rather than validated again. Only the
-    previous revision's lines are kept."""
+    line is known by its bytes less the revision's SHA (in `githubUrl` and `analyzedSha`) and the run's
+    timestamp (`analyzedAt`, `datasetVersion`), and one known from the previous revision is copied with
+    this revision's rather than validated again. Only the previous revision's lines are kept."""
 
     def __init__(self) -> None:
         self.previous: dict[bytes, CatalogLine] = {}
 
-    def read(self, encoded: bytes, *, repo: str, sha: str) -> tuple[CatalogLine, ...]:
+    def read(self, encoded: bytes, *, repo: str, sha: str, stamp: str) -> tuple[CatalogLine, ...]:
         # Only a key's own value can read `"githubUrl":"...`: inside a string the quotes are escaped.
         url = f"https://github.com/{repo}/blob/{sha}/"
-        url_key, sha_key = f'"githubUrl":"{url}'.encode(), f'"analyzedSha":"{sha}"'.encode()
+        marks = [
+            (f'"githubUrl":"{url}'.encode(), b'"githubUrl":"\0'),
+            (f'"analyzedSha":"{sha}"'.encode(), b'"analyzedSha":"\0"'),
+            (f'"analyzedAt":"{stamp}"'.encode(), b'"analyzedAt":"\0"'),
+            (f'"datasetVersion":"{stamp}"'.encode(), b'"datasetVersion":"\0"'),
+        ]
         current: dict[bytes, CatalogLine] = {}
         out = []
         for raw in encoded.splitlines():
-            key = raw.replace(url_key, b'"githubUrl":"\0').replace(sha_key, b'"analyzedSha":"\0"')
+            key = raw
+            for mark, placeholder in marks:
+                key = key.replace(mark, placeholder)
             known = self.previous.get(key)
-            line = _restamped(known, url, sha) if known is not None else None
+            line = _restamped(known, url, sha, stamp) if known is not None else None
             if line is None:
                 line = CatalogLine.model_validate_json(raw)
             current[key] = line
@@ -427,15 +434,15 @@ class _Lines:
         return tuple(out)
 
 
-def _restamped(line: CatalogLine, url: str, sha: str) -> CatalogLine | None:
-    """A copy of a line pinned to `sha` (None if its permalink is not of the usual form). Always a copy: two
-    catalogs a diff compares never share a line."""
+def _restamped(line: CatalogLine, url: str, sha: str, stamp: str) -> CatalogLine | None:
+    """A copy of a line pinned to `sha` and stamped `stamp` (None if its permalink is not of the usual
+    form). Always a copy: two catalogs a diff compares never share a line."""
     record = line.record
-    before = f"/blob/{record.analyzedSha}/"
-    head, found, rest = record.githubUrl.partition(before)
+    head, found, rest = record.githubUrl.partition(f"/blob/{record.analyzedSha}/")
     if not found or not url.startswith(head + "/blob/"):
         return None
-    return replace_model(line, record=replace_model(record, githubUrl=url + rest, analyzedSha=sha))
+    restamped = replace_model(record, githubUrl=url + rest, analyzedSha=sha, analyzedAt=stamp)
+    return replace_model(line, record=restamped, datasetVersion=stamp)
 
 
 def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines) -> LoadedCatalog:
@@ -448,9 +455,8 @@ def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines) -> Load
     except ScopeError:
         return LoadedCatalog((), None, sha, revision.commit.revision)
     manifest = catalog.manifest
-    return LoadedCatalog(
-        lines.read(catalog.encoded, repo=manifest.repo, sha=manifest.sha), manifest, sha, revision.commit.revision
-    )
+    read = lines.read(catalog.encoded, repo=manifest.repo, sha=manifest.sha, stamp=manifest.analyzedAt)
+    return LoadedCatalog(read, manifest, sha, revision.commit.revision)
 
 
 def build_history(

@@ -265,3 +265,37 @@ def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> No
     assert sum(lineage.present for lineage in history.lineages) == history.revisions[-1].records == 314
     (check,) = [lineage for lineage in history.lineages if lineage.slug.startswith("max-num-batched-tokens-is-smaller")]
     assert (check.filePath, check.lineNumber, check.lastSeen) == ("vllm/config/scheduler.py", 322, "0.33.0")
+
+
+def test_lines_unchanged_between_revisions_are_carried_with_the_new_sha(history_repo: GitRepo) -> None:
+    """A line whose bytes, less the SHA and the run's timestamp, are the previous revision's is a copy of it
+    restamped (its extraction shared), equal to the line validated from its own bytes; a changed line is
+    read anew. Each extraction here has its own timestamp (no SOURCE_DATE_EPOCH)."""
+    from extractor.extract import extract_commit
+    from extractor.git import resolve
+    from extractor.history import _Lines
+    from extractor.models import CatalogLine
+
+    options = ExtractOptions(paths=following(("pkg/config",)))
+    reader = _Lines()
+    read = []
+    for tag in ("v5", "v6"):  # v6 shifts every line: nothing is carried; v6 again (another SHA): all are
+        catalog = extract_commit(resolve(str(history_repo.path), tag), options=options, keep=False)
+        read.append(
+            (
+                catalog.encoded,
+                reader.read(
+                    catalog.encoded,
+                    repo=catalog.manifest.repo,
+                    sha=catalog.manifest.sha,
+                    stamp=catalog.manifest.analyzedAt,
+                ),
+            )
+        )
+    again = extract_commit(resolve(str(history_repo.path), "v6"), options=options, keep=False, pinned_sha="f" * 40)
+    lines = reader.read(again.encoded, repo=again.manifest.repo, sha="f" * 40, stamp=again.manifest.analyzedAt)
+    for encoded, got in [*read, (again.encoded, lines)]:
+        assert list(got) == [CatalogLine.model_validate_json(raw) for raw in encoded.splitlines()]
+    assert [a.extraction is b.extraction for a, b in zip(read[0][1], read[1][1], strict=True)] == [False, False]
+    assert [a.extraction is b.extraction for a, b in zip(read[1][1], lines, strict=True)] == [True, True]
+    assert [line.record.githubUrl.split("/")[6] for line in lines] == ["f" * 40] * 2
