@@ -206,13 +206,20 @@ def folder_name(*, sha: str, revision: str, scope: Scope) -> str:
         base = "release-" + re.sub(r"[^\w.+-]", "_", revision.removeprefix(RELEASE_PREFIX))
     else:
         base = sha
-    if scope == _DEFAULT_SCOPE:
-        return base
+    label = scope_label(scope, default=_DEFAULT_SCOPE)
+    return f"{base}-{label}" if label else base
+
+
+def scope_label(scope: Scope, *, default: Scope) -> str:
+    """Say which paths and classes a scope holds (`vllm-all`), for a folder's name; '' for `default`. A
+    scope that differs from `default` in other options too adds a digest of the whole scope."""
+    if scope == default:
+        return ""
     paths = "+".join(path.strip("/").replace("/", ".") or "." for path in scope.paths)
     classes = "all" if "*" in scope.exceptions else "+".join(scope.exceptions)
     label = re.sub(r"[^\w.+=-]", "_", f"{paths}-{classes}")
-    others = scope.model_copy(update={"paths": _DEFAULT_SCOPE.paths, "exceptions": _DEFAULT_SCOPE.exceptions})
-    if others != _DEFAULT_SCOPE or len(label) > _LABEL_LIMIT:
+    others = scope.model_copy(update={"paths": default.paths, "exceptions": default.exceptions})
+    if others != default or len(label) > _LABEL_LIMIT:
         digest = hashlib.sha256(orjson.dumps(scope.model_dump(mode="json"))).hexdigest()[:8]
         label = f"{label[:_LABEL_LIMIT]}-{digest}"
-    return f"{base}-{label}"
+    return label

@@ -487,7 +487,12 @@ def _history_parser() -> argparse.ArgumentParser:
     _add_repo(parser)
     _add_scope(parser)
     parser.add_argument("--format", choices=["json", "markdown"], default="json", help="output format (default: json)")
-    parser.add_argument("--output", metavar="DIR", help="where the files go (default: output/<owner>/<name>/history)")
+    parser.add_argument(
+        "--output",
+        metavar="DIR",
+        help="where the files go (default: output/<owner>/<name>/history, then -PATHS-CLASSES for a scope "
+        "other than the default)",
+    )
     _add_run(parser)
     return parser
 
@@ -531,7 +536,7 @@ def _run_history(argv: Sequence[str]) -> int:
     args = _parse(_history_parser(), argv)
     from dataclasses import replace
 
-    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, following, list_revisions
+    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, following, list_revisions
     from extractor.write import atomic_write, default_root
 
     specs = [*args.revisions, *(args.more or [])]
@@ -545,7 +550,7 @@ def _run_history(argv: Sequence[str]) -> int:
             print(f"{PROG} history: {line}", file=sys.stderr, flush=True)
 
     history = build_history(list_revisions(specs, repo=args.repo), options=options, log=log)
-    root = Path(args.output) if args.output else default_root(history.repo) / "history"
+    root = Path(args.output) if args.output else default_root(history.repo) / folder_name(options)
     lines, manifest = history.encode()
     atomic_write(root / HISTORY, lines)
     atomic_write(root / HISTORY_MANIFEST, manifest)

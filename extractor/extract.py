@@ -31,13 +31,21 @@ from extractor.models import (
 )
 from extractor.records import RunContext, build_records
 from extractor.scanned import SiteData
-from extractor.scheduler import scan_blobs
+from extractor.scheduler import carrying_results, scan_blobs
 
 if TYPE_CHECKING:
     from extractor.fields import FieldIndex
     from extractor.scan import ScanOptions
 
-__all__ = ["Catalog", "ExtractOptions", "analyzed_at", "extract", "extract_commit", "scope_path"]
+__all__ = [
+    "Catalog",
+    "ExtractOptions",
+    "analyzed_at",
+    "carrying_results",
+    "extract",
+    "extract_commit",
+    "scope_path",
+]
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
-from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem
+from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, scope_label
 from extractor.diff import Change, ChangeKind, diff_catalogs
 from extractor.errors import CatalogError, RevisionError, ScopeError
-from extractor.extract import ExtractOptions, analyzed_at, extract_commit
+from extractor.extract import ExtractOptions, analyzed_at, carrying_results, extract_commit
 from extractor.git import Commit, decode_name, open_repo, resolve
 from extractor.git import _git as _git_bytes
 from extractor.models import (
@@ -25,7 +25,9 @@ from extractor.models import (
     Lineage,
     LineageEvent,
     Previous,
+    Scope,
 )
+from extractor.models import replace as replace_model
 from extractor.write import atomic_write
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "advance",
     "build_history",
     "find_lineage",
+    "folder_name",
     "following",
     "lineage_sentence",
     "list_revisions",
@@ -71,6 +74,22 @@ def following(paths: Sequence[str]) -> tuple[str, ...]:
         stem = path.strip("/").removesuffix(".py")
         out += [stem, f"{stem}.py"] if stem else [path]
     return tuple(dict.fromkeys(out))
+
+
+def folder_name(options: ExtractOptions) -> str:
+    """Name a history's default folder: `history`, then, for any scope but the default one, which paths
+    and classes it holds (`history-vllm-all`), as extraction names catalogs' folders: histories of
+    different scopes live side by side. A path followed as module and package is named once."""
+
+    def named(scope: Scope) -> Scope:
+        stems = [*dict.fromkeys(path.removesuffix(".py") for path in scope.paths)]
+        config = [*dict.fromkeys(path.removesuffix(".py") for path in scope.configFrom)]
+        return scope.model_copy(update={"paths": stems, "configFrom": config})
+
+    default = ExtractOptions()
+    default = replace(default, paths=following(default.paths), config_from=following(default.config_from))
+    label = scope_label(named(options.scope), default=named(default.scope))
+    return f"history-{label}" if label else "history"
 
 
 # Revisions ---------------------------------------------------------------------------------------------------
@@ -381,7 +400,52 @@ def advance(
     return history
 
 
-def _catalog(revision: Revision, options: ExtractOptions) -> LoadedCatalog:
+class _Lines:
+    """Read catalogs' lines revision after revision, validating each line once while it stays the same: a
+    line is known by its bytes less the revision's SHA (in `githubUrl` and `analyzedSha`) and the run's
+    timestamp (`analyzedAt`, `datasetVersion`), and one known from the previous revision is copied with
+    this revision's rather than validated again. Only the previous revision's lines are kept."""
+
+    def __init__(self) -> None:
+        self.previous: dict[bytes, CatalogLine] = {}
+
+    def read(self, encoded: bytes, *, repo: str, sha: str, stamp: str) -> tuple[CatalogLine, ...]:
+        # Only a key's own value can read `"githubUrl":"...`: inside a string the quotes are escaped.
+        url = f"https://github.com/{repo}/blob/{sha}/"
+        marks = [
+            (f'"githubUrl":"{url}'.encode(), b'"githubUrl":"\0'),
+            (f'"analyzedSha":"{sha}"'.encode(), b'"analyzedSha":"\0"'),
+            (f'"analyzedAt":"{stamp}"'.encode(), b'"analyzedAt":"\0"'),
+            (f'"datasetVersion":"{stamp}"'.encode(), b'"datasetVersion":"\0"'),
+        ]
+        current: dict[bytes, CatalogLine] = {}
+        out = []
+        for raw in encoded.splitlines():
+            key = raw
+            for mark, placeholder in marks:
+                key = key.replace(mark, placeholder)
+            known = self.previous.get(key)
+            line = _restamped(known, url, sha, stamp) if known is not None else None
+            if line is None:
+                line = CatalogLine.model_validate_json(raw)
+            current[key] = line
+            out.append(line)
+        self.previous = current
+        return tuple(out)
+
+
+def _restamped(line: CatalogLine, url: str, sha: str, stamp: str) -> CatalogLine | None:
+    """A copy of a line pinned to `sha` and stamped `stamp` (None if its permalink is not of the usual
+    form). Always a copy: two catalogs a diff compares never share a line."""
+    record = line.record
+    head, found, rest = record.githubUrl.partition(f"/blob/{record.analyzedSha}/")
+    if not found or not url.startswith(head + "/blob/"):
+        return None
+    restamped = replace_model(record, githubUrl=url + rest, analyzedSha=sha, analyzedAt=stamp)
+    return replace_model(line, record=restamped, datasetVersion=stamp)
+
+
+def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines) -> LoadedCatalog:
     """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
 
     Only per-file results are kept in the cache, not each revision's whole catalog."""
@@ -390,7 +454,9 @@ def _catalog(revision: Revision, options: ExtractOptions) -> LoadedCatalog:
         catalog = extract_commit(revision.commit, options=options, pinned_sha=revision.pinned, keep=False)
     except ScopeError:
         return LoadedCatalog((), None, sha, revision.commit.revision)
-    return LoadedCatalog(catalog.lines, catalog.manifest, sha, revision.commit.revision)
+    manifest = catalog.manifest
+    read = lines.read(catalog.encoded, repo=manifest.repo, sha=manifest.sha, stamp=manifest.analyzedAt)
+    return LoadedCatalog(read, manifest, sha, revision.commit.revision)
 
 
 def build_history(
@@ -403,13 +469,15 @@ def build_history(
     repo = options.repo_name or (revisions[0].commit.repo_name if revisions else "")
     history = History(repo=repo, options=options)
     previous: LoadedCatalog | None = None
-    for number, revision in enumerate(revisions, start=1):
-        catalog = _catalog(revision, options)
-        advance(history, previous, catalog, revision.label)
-        summary = history.revisions[-1].summary
-        changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
-        log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
-        previous = catalog
+    lines = _Lines()
+    with carrying_results():
+        for number, revision in enumerate(revisions, start=1):
+            catalog = _catalog(revision, options, lines)
+            advance(history, previous, catalog, revision.label)
+            summary = history.revisions[-1].summary
+            changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
+            log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
+            previous = catalog
     return history
 
 

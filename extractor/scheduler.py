@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,51 @@ _Item = tuple[str, bytes | None, bool, str]
 _Result = tuple[str, bytes]
 
 
+# Per-file results carried from one extraction to the next, in a process that extracts revision after
+# revision (a history): by scan options, the results of the last extraction's blobs, by blob id.
+_carried: dict[ScanOptions, dict[str, dict[str, Any]]] | None = None
+
+
+@contextmanager
+def carrying_results() -> Iterator[None]:
+    """Within this, each extraction takes the per-file results of the blobs the previous one had from
+    memory rather than from the cache (the same data: a result depends on the blob and the options alone)."""
+    global _carried
+    _carried = {}
+    try:
+        yield
+    finally:
+        _carried = None
+
+
 def scan_blobs(
+    commit: git_stage.Commit,
+    blobs: Sequence[git_stage.Blob],
+    *,
+    scan_options: ScanOptions,
+    jobs: int | None,
+    cache: ScanCache | None,
+    facts: set[str],
+) -> dict[str, dict[str, Any]]:
+    """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
+    results are carried (see carrying_results)."""
+    if _carried is None:
+        return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)
+    before = _carried.get(scan_options, {})
+    # A config or CLI file's result must hold its facts: one scanned for its sites alone is not taken.
+    results = {
+        blob.oid: found
+        for blob in blobs
+        if (found := before.get(blob.oid)) is not None and (blob.oid not in facts or found.get("facts"))
+    }
+    rest = [blob for blob in blobs if blob.oid not in results]
+    if rest:
+        results.update(_scan_new(commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts))
+    _carried[scan_options] = results
+    return results
+
+
+def _scan_new(
     commit: git_stage.Commit,
     blobs: Sequence[git_stage.Blob],
     *,

@@ -28,9 +28,16 @@ from extractor.git import cache_dir
 from extractor.release import fetch_sdist, release_repo, resolve_releases
 
 
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(args: list[str], cache: Path) -> tuple[float, int]:
-    """Run the extractor; return (seconds, peak RSS in MiB of the largest process it started)."""
+    """Run the extractor; return (seconds, peak RSS in MiB of the largest process it started), and print
+    the CPU time it took (user + system, all its processes): on a shared machine, the figure to quote."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    cpu = _cpu()
     started = time.monotonic()
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     result = subprocess.run([sys.executable, "-m", "extractor", *args], env=env, capture_output=True, text=True)
@@ -38,6 +45,7 @@ def _run(args: list[str], cache: Path) -> tuple[float, int]:
     if result.returncode != 0:
         raise SystemExit(f"extractor {' '.join(args)} failed: {result.stderr[-500:]}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(f"  ({args[0]} {args[1]}: {seconds:.1f} s wall, {_cpu() - cpu:.1f} s CPU)", flush=True)
     return seconds, max(peak, before) // 1024
 
 

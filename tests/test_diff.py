@@ -11,9 +11,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from extractor import diff as diff_module
 from extractor.catalog import LoadedCatalog, open_catalog
 from extractor.cli import main
-from extractor.diff import _similar_pairs, diff_catalogs, render_markdown, similarity
+from extractor.diff import ACROSS_FUNCTIONS, WITHIN_FUNCTION, _reworded, diff_catalogs, render_markdown, similarity
 from extractor.extract import ExtractOptions
 from extractor.models import CatalogLine, Extraction, Record
 from tests.conftest import GitRepo
@@ -164,10 +165,14 @@ def test_corrupt_catalog_is_one_line_naming_file_and_line(repo: GitRepo, tmp_pat
     assert len(result.stderr.splitlines()) == 1
 
 
-def synthetic(entries: list[tuple[str, str, str]], *, sha: str = "a" * 40, revision: str = "r") -> LoadedCatalog:
-    """A catalog of (file, function, message) checks, built without extracting anything."""
-    lines = []
-    for number, (path, function, message) in enumerate(entries, start=1):
+def synthetic(
+    entries: list[tuple[str, str, str]], *, sha: str = "a" * 40, revision: str = "r", lines: list[int] | None = None
+) -> LoadedCatalog:
+    """A catalog of (file, function, message) checks, built without extracting anything; each on its own
+    line, or on the line `lines` gives."""
+    numbers = lines or list(range(1, len(entries) + 1))
+    out = []
+    for number, (path, function, message) in zip(numbers, entries, strict=True):
         record = Record.model_construct(
             id=f"{hash((path, message)) & (2**64 - 1):016x}",
             repo="o/n",
@@ -196,55 +201,90 @@ def synthetic(entries: list[tuple[str, str, str]], *, sha: str = "a" * 40, revis
             endLineNumber=number,
             warnings=[],
         )
-        lines.append(
-            CatalogLine.model_construct(record=record, extraction=extraction, datasetVersion=record.analyzedAt)
-        )
-    return LoadedCatalog(tuple(lines), None, sha, revision)
+        out.append(CatalogLine.model_construct(record=record, extraction=extraction, datasetVersion=record.analyzedAt))
+    return LoadedCatalog(tuple(out), None, sha, revision)
 
 
-def test_reworded_pairs_are_found_through_an_index_in_seconds() -> None:
-    """24,000 checks, every one reworded, ten to a file: pairing them is not quadratic (it took hours)."""
-    import time
-
+def test_every_check_reworded_in_few_files_pairs_each_with_its_own() -> None:
+    """8,000 checks, 400 to a file, every one reworded: each old message shares half its words with every
+    new one of its file (160,000 pairs of a file can score 0.5), yet each pairs with its own rewording.
+    Scoring and sorting every such pair took minutes (24,000 such checks: over 15 minutes and a gigabyte)."""
+    count = 8_000
     old = synthetic(
         [
-            (f"pkg/m{i // 10}.py", "f", f"option opt{i} of the engine must be set when mode{i} is on")
-            for i in range(24_000)
+            (f"pkg/m{i // 400}.py", "f", f"option opt{i} of the engine must be set when mode{i} is on")
+            for i in range(count)
         ]
     )
     new = synthetic(
-        [(f"pkg/m{i // 10}.py", "f", f"the engine requires opt{i} when mode{i} is on") for i in range(24_000)]
+        [(f"pkg/m{i // 400}.py", "f", f"the engine requires opt{i} when mode{i} is on") for i in range(count)]
     )
-    started = time.monotonic()
+    assert similarity(old.lines[0].record.errorMessage, new.lines[1].record.errorMessage) == 0.5
     diff = diff_catalogs(old, new)
-    assert time.monotonic() - started < 30  # 4 s here, on a 2-core machine shared with five other jobs
-    assert diff.summary["reworded"] == 24_000
-    assert all(
-        c.old and c.new and c.old.record.errorMessage.split()[1] == c.new.record.errorMessage.split()[3]
+    assert diff.summary["reworded"] == count
+    pairs = {
+        (c.old.record.errorMessage.split()[1], c.new.record.errorMessage.split()[3])
         for c in diff.changes
-    )
+        if c.old and c.new
+    }
+    assert pairs == {(f"opt{i}", f"opt{i}") for i in range(count)}
 
 
-def test_indexed_pairs_are_exactly_the_pairs_that_can_score() -> None:
-    """The word index finds every pair of the same file and class scoring WITHIN_FUNCTION or more."""
+def _greedy(old: LoadedCatalog, new: LoadedCatalog) -> set[tuple[int, int]]:
+    """The pairing by its definition: every pair of one file and class scored, sorted best first (score,
+    old line, new line, positions), taken where neither side is taken yet."""
+    scored = []
+    for i, a in enumerate(old.lines):
+        for j, b in enumerate(new.lines):
+            if (a.record.filePath, a.record.errorClass) != (b.record.filePath, b.record.errorClass):
+                continue
+            score = similarity(a.record.errorMessage, b.record.errorMessage)
+            same = a.extraction.function == b.extraction.function
+            if score >= (WITHIN_FUNCTION if same else ACROSS_FUNCTIONS):
+                scored.append((-score, a.record.lineNumber, b.record.lineNumber, i, j))
+    return _taken(scored)
+
+
+def _taken(scored: list[tuple[float, int, int, int, int]]) -> set[tuple[int, int]]:
+    taken_old: set[int] = set()
+    taken_new: set[int] = set()
+    out = set()
+    for _, _, _, i, j in sorted(scored):
+        if i not in taken_old and j not in taken_new:
+            taken_old.add(i)
+            taken_new.add(j)
+            out.add((i, j))
+    return out
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_rewording_pairs_are_those_of_scoring_every_pair(dense: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group by group, with few candidates kept per check (so they run out and are scored again), the
+    pairing is exactly the greedy one over every scored pair; a large group (here every group) finds its
+    candidates through the index of rarest words instead of scoring every pair."""
     import random
 
+    monkeypatch.setattr(diff_module, "_KEPT", 2)
+    if not dense:
+        monkeypatch.setattr(diff_module, "_DENSE_CELLS", 0)
     chance = random.Random(18)
     vocabulary = ["a", "b", "c", "d", "e", "f", "g", "h"]
 
     def message() -> str:
         return " ".join(chance.choice(vocabulary) for _ in range(chance.randint(0, 7)))
 
-    old = synthetic([(f"p{chance.randint(0, 2)}.py", "f", message()) for _ in range(150)])
-    new = synthetic([(f"p{chance.randint(0, 2)}.py", "f", message()) for _ in range(150)])
-    found = {(id(a), id(b)) for a, b, score in _similar_pairs(old.lines, new.lines) if score >= 0.5}
-    expected = {
-        (id(a), id(b))
-        for a in old.lines
-        for b in new.lines
-        if a.record.filePath == b.record.filePath and similarity(a.record.errorMessage, b.record.errorMessage) >= 0.5
-    }
-    assert found == expected and len(expected) > 500
+    def checks() -> LoadedCatalog:
+        rows = [
+            (f"p{chance.randint(0, 2)}.py", chance.choice("fg"), message(), chance.randint(1, 30)) for _ in range(150)
+        ]
+        return synthetic([(path, function, text) for path, function, text, _ in rows], lines=[n for *_, n in rows])
+
+    for _ in range(4):
+        old, new = checks(), checks()
+        position_old = {id(line): i for i, line in enumerate(old.lines)}
+        position_new = {id(line): j for j, line in enumerate(new.lines)}
+        found = {(position_old[id(a)], position_new[id(b)]) for a, b in _reworded(old.lines, new.lines)}
+        assert found == _greedy(old, new) and len(found) > 60
 
 
 def test_markdown_titles_two_nights_of_one_branch_by_their_shas() -> None:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from extractor.extract import ExtractOptions
-from extractor.history import build_history, following, lineage_sentence, list_revisions
+from extractor.history import build_history, folder_name, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
 from tests.conftest import GitRepo, git, run_cli
 
@@ -123,6 +123,41 @@ def test_cli_writes_history_files_that_validate_and_prints_them(history_repo: Gi
     assert "6 revisions" in result.stderr.splitlines()[-1]
 
 
+def test_default_folder_names_the_scope() -> None:
+    """As extraction's folders: the default scope (followed as module and package) is `history`, any other
+    names its paths and classes, a path followed both ways once."""
+
+    def name(paths: tuple[str, ...], exceptions: tuple[str, ...] = ("ValueError",)) -> str:
+        return folder_name(
+            ExtractOptions(paths=following(paths), exceptions=exceptions, config_from=following(("vllm/config",)))
+        )
+
+    assert name(("vllm/config",)) == "history"
+    assert name(("vllm/config", "vllm/config.py")) == "history"
+    assert name(("vllm",), ("*",)) == "history-vllm-all"
+    assert (
+        name(("vllm/config", "vllm/engine"), ("ValueError", "TypeError"))
+        == "history-vllm.config+vllm.engine-ValueError+TypeError"
+    )
+    other = ExtractOptions(paths=following(("vllm/config",)), context=3, config_from=following(("vllm/config",)))
+    assert folder_name(other).startswith("history-vllm.config-ValueError-")
+
+
+def test_cli_histories_of_two_scopes_live_side_by_side(history_repo: GitRepo, tmp_path: Path) -> None:
+    """Without --output, each scope has its own folder: the second history does not overwrite the first."""
+    common = ["history", "v1..v3", "--repo", str(history_repo.path), "--quiet"]
+    assert run_cli(*common, "--path", "pkg/config", cwd=tmp_path).returncode == 0
+    assert run_cli(*common, "--path", "pkg", "--exception", "*", cwd=tmp_path).returncode == 0
+    folders = sorted(p.parent for p in tmp_path.glob("output/*/*/*/history.json"))
+    assert [p.name for p in folders] == ["history-pkg-all", "history-pkg.config-ValueError"]
+    scopes = [json.loads((p / "history.json").read_text())["scope"] for p in folders]
+    assert [(s["paths"], s["exceptions"]) for s in scopes] == [
+        (["pkg", "pkg.py"], ["*"]),
+        (["pkg/config", "pkg/config.py"], ["ValueError"]),
+    ]
+    assert [len((p / "history.jsonl").read_text().splitlines()) for p in folders] == [3, 2]
+
+
 def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path: Path) -> None:
     out = tmp_path / "h"
     args = ["history", "v1", "v2", "--revisions", "v3", "--revisions", "v4", "--repo", str(history_repo.path)]
@@ -230,3 +265,37 @@ def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> No
     assert sum(lineage.present for lineage in history.lineages) == history.revisions[-1].records == 314
     (check,) = [lineage for lineage in history.lineages if lineage.slug.startswith("max-num-batched-tokens-is-smaller")]
     assert (check.filePath, check.lineNumber, check.lastSeen) == ("vllm/config/scheduler.py", 322, "0.33.0")
+
+
+def test_lines_unchanged_between_revisions_are_carried_with_the_new_sha(history_repo: GitRepo) -> None:
+    """A line whose bytes, less the SHA and the run's timestamp, are the previous revision's is a copy of it
+    restamped (its extraction shared), equal to the line validated from its own bytes; a changed line is
+    read anew. Each extraction here has its own timestamp (no SOURCE_DATE_EPOCH)."""
+    from extractor.extract import extract_commit
+    from extractor.git import resolve
+    from extractor.history import _Lines
+    from extractor.models import CatalogLine
+
+    options = ExtractOptions(paths=following(("pkg/config",)))
+    reader = _Lines()
+    read = []
+    for tag in ("v5", "v6"):  # v6 shifts every line: nothing is carried; v6 again (another SHA): all are
+        catalog = extract_commit(resolve(str(history_repo.path), tag), options=options, keep=False)
+        read.append(
+            (
+                catalog.encoded,
+                reader.read(
+                    catalog.encoded,
+                    repo=catalog.manifest.repo,
+                    sha=catalog.manifest.sha,
+                    stamp=catalog.manifest.analyzedAt,
+                ),
+            )
+        )
+    again = extract_commit(resolve(str(history_repo.path), "v6"), options=options, keep=False, pinned_sha="f" * 40)
+    lines = reader.read(again.encoded, repo=again.manifest.repo, sha="f" * 40, stamp=again.manifest.analyzedAt)
+    for encoded, got in [*read, (again.encoded, lines)]:
+        assert list(got) == [CatalogLine.model_validate_json(raw) for raw in encoded.splitlines()]
+    assert [a.extraction is b.extraction for a, b in zip(read[0][1], read[1][1], strict=True)] == [False, False]
+    assert [a.extraction is b.extraction for a, b in zip(read[1][1], lines, strict=True)] == [True, True]
+    assert [line.record.githubUrl.split("/")[6] for line in lines] == ["f" * 40] * 2
