@@ -1,14 +1,26 @@
-"""Shared fixtures: temporary git repositories with tagged commits, and real vLLM releases."""
+"""Shared fixtures: temporary git repositories with tagged commits, and real vLLM releases.
+
+The suite is self-contained: every test session (and every process it starts, xdist workers and the
+`python -m extractor` subprocesses alike, through the environment) uses a temporary user cache
+(XDG_CACHE_HOME), removed at the end. The one exception is the release store: vLLM's release sdists
+and the git repository the tests build from them are kept between sessions, deliberately, in
+`EXTRACTOR_TEST_RELEASES` (default: the extractor's own user cache directory): DIR/sdists is where the
+extractor keeps the sdists it downloads (shared with `--release`), DIR/test-releases/vllm.git holds
+only the releases the tests ask for. The temporary cache reaches both through symbolic links.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 GIT_ENV = {
@@ -43,6 +55,38 @@ def git(cwd: Path, *args: str, input: str | None = None) -> str:
         env={**os.environ, **GIT_ENV},
     )
     return result.stdout.strip()
+
+
+RELEASES_VARIABLE = "EXTRACTOR_TEST_RELEASES"
+_SESSION_CACHE = pytest.StashKey[Path]()
+
+
+def release_store() -> Path:
+    """The folder whose sdists/ and test-releases/ outlive a test session (see the module's docstring)."""
+    configured = os.environ.get(RELEASES_VARIABLE)
+    return Path(configured) if configured else Path(platformdirs.user_cache_dir("extractor", appauthor=False))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the user cache at a temporary folder for the whole session (done once, by the process that
+    runs the session: xdist workers and subprocesses inherit the environment)."""
+    if hasattr(config, "workerinput"):
+        return
+    store = release_store()  # read before XDG_CACHE_HOME moves
+    session = Path(tempfile.mkdtemp(prefix="extractor-tests-"))
+    (session / "extractor").mkdir()
+    for part, target in (("sdists", store / "sdists"), ("releases", store / "test-releases")):
+        target.mkdir(parents=True, exist_ok=True)
+        (session / "extractor" / part).symlink_to(target, target_is_directory=True)
+    os.environ[RELEASES_VARIABLE] = str(store)
+    os.environ["XDG_CACHE_HOME"] = str(session)
+    config.stash[_SESSION_CACHE] = session
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION_CACHE, None)
+    if session is not None:
+        shutil.rmtree(session, ignore_errors=True)
 
 
 class GitRepo:
