@@ -141,9 +141,51 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+# The releases the tests read: 0.27.1 too, because the README's `release:0.27.0..0.28.0` holds it.
+RELEASES = ["0.27.0", "0.27.1", "0.28.0", "0.33.0"]
+
+
 @pytest.fixture(scope="session")
 def vllm_repo() -> Path:
-    """A bare repository holding vLLM 0.27.0, 0.28.0 and 0.33.0 (from their sdists), tagged vX.Y.Z."""
+    """A bare repository holding vLLM 0.27.0, 0.27.1, 0.28.0 and 0.33.0 (from their sdists), tagged vX.Y.Z."""
     from extractor.release import release_repo
 
-    return release_repo(["0.27.0", "0.28.0", "0.33.0"])
+    return release_repo(RELEASES)
+
+
+WHOLE_PACKAGE = ["0.27.0", "0.27.1", "0.28.0"]
+
+
+@pytest.fixture(scope="session")
+def whole_package_cache(vllm_repo: Path) -> Path:
+    """A user cache that scanned the whole vllm/ package for every class at 0.27.0 (cold), then 0.27.1 and
+    0.28.0 (each rescanning what changed from pieces of the one before), built once per session by
+    whichever worker asks first. Beside its `extractor/`, `incremental.json` holds the 0.28.0 catalog
+    those rescans made (lines and manifest as plain data, SOURCE_DATE_EPOCH fixed)."""
+    import json
+
+    from filelock import FileLock
+
+    from extractor.extract import ExtractOptions, extract
+
+    root = Path(os.environ["XDG_CACHE_HOME"]) / "whole-package"
+    done = root / "incremental.json"
+    with FileLock(str(root) + ".lock"):
+        if done.exists():
+            return root
+        root.mkdir(exist_ok=True)
+        options = ExtractOptions(paths=("vllm",), exceptions=("*",))
+        saved = {key: os.environ.get(key) for key in ("XDG_CACHE_HOME", "SOURCE_DATE_EPOCH")}
+        os.environ.update(XDG_CACHE_HOME=str(root), SOURCE_DATE_EPOCH="1767225600")
+        try:
+            for version in WHOLE_PACKAGE:
+                catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=options)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        lines = [line.model_dump(mode="json") for line in catalog.lines]
+        done.write_text(json.dumps({"lines": lines, "manifest": catalog.manifest.model_dump(mode="json")}))
+    return root
