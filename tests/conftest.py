@@ -1,14 +1,26 @@
-"""Shared fixtures: temporary git repositories with tagged commits, and real vLLM releases."""
+"""Shared fixtures: temporary git repositories with tagged commits, and real vLLM releases.
+
+The suite is self-contained: every test session (and every process it starts, xdist workers and the
+`python -m extractor` subprocesses alike, through the environment) uses a temporary user cache
+(XDG_CACHE_HOME), removed at the end. The one exception is the release store: vLLM's release sdists
+and the git repository the tests build from them are kept between sessions, deliberately, in
+`EXTRACTOR_TEST_RELEASES` (default: the extractor's own user cache directory): DIR/sdists is where the
+extractor keeps the sdists it downloads (shared with `--release`), DIR/test-releases/vllm.git holds
+only the releases the tests ask for. The temporary cache reaches both through symbolic links.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 GIT_ENV = {
@@ -43,6 +55,38 @@ def git(cwd: Path, *args: str, input: str | None = None) -> str:
         env={**os.environ, **GIT_ENV},
     )
     return result.stdout.strip()
+
+
+RELEASES_VARIABLE = "EXTRACTOR_TEST_RELEASES"
+_SESSION_CACHE = pytest.StashKey[Path]()
+
+
+def release_store() -> Path:
+    """The folder whose sdists/ and test-releases/ outlive a test session (see the module's docstring)."""
+    configured = os.environ.get(RELEASES_VARIABLE)
+    return Path(configured) if configured else Path(platformdirs.user_cache_dir("extractor", appauthor=False))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the user cache at a temporary folder for the whole session (done once, by the process that
+    runs the session: xdist workers and subprocesses inherit the environment)."""
+    if hasattr(config, "workerinput"):
+        return
+    store = release_store()  # read before XDG_CACHE_HOME moves
+    session = Path(tempfile.mkdtemp(prefix="extractor-tests-"))
+    (session / "extractor").mkdir()
+    for part, target in (("sdists", store / "sdists"), ("releases", store / "test-releases")):
+        target.mkdir(parents=True, exist_ok=True)
+        (session / "extractor" / part).symlink_to(target, target_is_directory=True)
+    os.environ[RELEASES_VARIABLE] = str(store)
+    os.environ["XDG_CACHE_HOME"] = str(session)
+    config.stash[_SESSION_CACHE] = session
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION_CACHE, None)
+    if session is not None:
+        shutil.rmtree(session, ignore_errors=True)
 
 
 class GitRepo:
@@ -97,9 +141,51 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
+# The releases the tests read: 0.27.1 too, because the README's `release:0.27.0..0.28.0` holds it.
+RELEASES = ["0.27.0", "0.27.1", "0.28.0", "0.33.0"]
+
+
 @pytest.fixture(scope="session")
 def vllm_repo() -> Path:
-    """A bare repository holding vLLM 0.27.0, 0.28.0 and 0.33.0 (from their sdists), tagged vX.Y.Z."""
+    """A bare repository holding vLLM 0.27.0, 0.27.1, 0.28.0 and 0.33.0 (from their sdists), tagged vX.Y.Z."""
     from extractor.release import release_repo
 
-    return release_repo(["0.27.0", "0.28.0", "0.33.0"])
+    return release_repo(RELEASES)
+
+
+WHOLE_PACKAGE = ["0.27.0", "0.27.1", "0.28.0"]
+
+
+@pytest.fixture(scope="session")
+def whole_package_cache(vllm_repo: Path) -> Path:
+    """A user cache that scanned the whole vllm/ package for every class at 0.27.0 (cold), then 0.27.1 and
+    0.28.0 (each rescanning what changed from pieces of the one before), built once per session by
+    whichever worker asks first. Beside its `extractor/`, `incremental.json` holds the 0.28.0 catalog
+    those rescans made (lines and manifest as plain data, SOURCE_DATE_EPOCH fixed)."""
+    import json
+
+    from filelock import FileLock
+
+    from extractor.extract import ExtractOptions, extract
+
+    root = Path(os.environ["XDG_CACHE_HOME"]) / "whole-package"
+    done = root / "incremental.json"
+    with FileLock(str(root) + ".lock"):
+        if done.exists():
+            return root
+        root.mkdir(exist_ok=True)
+        options = ExtractOptions(paths=("vllm",), exceptions=("*",))
+        saved = {key: os.environ.get(key) for key in ("XDG_CACHE_HOME", "SOURCE_DATE_EPOCH")}
+        os.environ.update(XDG_CACHE_HOME=str(root), SOURCE_DATE_EPOCH="1767225600")
+        try:
+            for version in WHOLE_PACKAGE:
+                catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=options)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        lines = [line.model_dump(mode="json") for line in catalog.lines]
+        done.write_text(json.dumps({"lines": lines, "manifest": catalog.manifest.model_dump(mode="json")}))
+    return root

@@ -434,7 +434,9 @@ def test_help_groups_scope_apart_from_run_options_and_every_command_has_quiet(co
     if command != ["cache"]:
         assert "--jobs" in by_title["run"] and "--no-cache" in by_title["run"]
         assert "--path" in by_title["scope"] and "--jobs" not in by_title["scope"]
-    for option in re.findall(r"^  (--[\w-]+)", result.stdout, re.M):  # every option says what it does
+    options = re.findall(r"^  (--[\w-]+)", result.stdout, re.M)
+    assert "--quiet" in options
+    for option in options:  # every option says what it does
         assert re.search(rf"^  {option}(?: \S+)*  +\S", result.stdout, re.M) or re.search(
             rf"^  {option}[^\n]*\n {{10,}}\S", result.stdout, re.M
         ), option

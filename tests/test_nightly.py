@@ -169,6 +169,8 @@ def test_killed_runs_leave_the_published_state_whole(
     for line in run.stderr:
         if line.split(": ", 1)[-1].startswith(marker):
             break
+    else:
+        pytest.fail(f"the run never logged {marker!r}: the kill would land after it ended")
     time.sleep(delay)
     os.kill(run.pid, signal.SIGKILL)
     run.wait()

@@ -5,8 +5,13 @@ tracked and untracked files, as a fresh clone with these edits would): the insta
 every later command runs with `.venv/bin` first on PATH, as in the shell the install line activated. Only
 the package index and a local repository are reachable: `~/src/vllm` (HOME is a temporary directory) is a
 clone of the vLLM releases built from their sdists, with a `main` branch, and git may use no network
-protocol at all. The user cache is a temporary one, seeded with the release sdists already downloaded (hard
-links: no download, and `cache clear` touches nothing else).
+protocol at all. The user cache is a temporary one, seeded with the release sdists already downloaded and
+the tests' release repository (hard links: no download, no rebuild, and `cache clear` touches nothing else).
+
+The install line alone takes minutes (pip installs some fifty packages), so its `.venv` is kept, on
+purpose, in the repository's `.test-cache/readme/` (ignored by git), where the copy is made each time: it
+runs again whenever pyproject.toml, the line itself or the Python it runs with change (EXTRACTOR_TEST_FRESH_VENV=1
+runs it always).
 
 Labels, in a command's trailing comment: `needs GitHub` leaves it out, `exits N` expects exit status N
 (else 0). A `pytest` command is only collected: running the suite inside itself would never end.
@@ -14,17 +19,20 @@ Labels, in a command's trailing comment: `needs GitHub` leaves it out, `exits N`
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
-from extractor.git import cache_dir
-from tests.conftest import git
+from tests.conftest import git, release_store
 
 pytestmark = pytest.mark.release
 
@@ -130,9 +138,22 @@ def _copy_repository(target: Path) -> None:
             shutil.copy2(source, target / name)
 
 
-def _seed_cache(cache: Path) -> None:
-    """Hard-link the release sdists already downloaded (with their checked sha256) into a fresh cache."""
-    sdists = cache_dir() / "sdists"
+WORK = ROOT / ".test-cache" / "readme"
+
+
+def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
+    """Hard-link the release sdists already downloaded (with their checked sha256) into a fresh cache, clone
+    the tests' release repository there (its objects hard-linked too), and copy the session's scans of the
+    whole package (so `--path vllm --exception '*'` over releases reads them: test_vllm scans cold)."""
+    (cache / "extractor" / "releases").mkdir(parents=True)
+    git(cache, "clone", "--quiet", "--bare", str(repository), str(cache / "extractor" / "releases" / "vllm.git"))
+    source, copy = (
+        sqlite3.connect(scans / "extractor" / "scan.sqlite3"),
+        sqlite3.connect(cache / "extractor" / "scan.sqlite3"),
+    )
+    with contextlib.closing(source), contextlib.closing(copy):
+        source.backup(copy)
+    sdists = release_store() / "sdists"
     target = cache / "extractor" / "sdists"
     target.mkdir(parents=True)
     for sidecar in sdists.glob("vllm-*.tar.gz.sha256"):
@@ -161,13 +182,49 @@ def _run(command: Command, cwd: Path, env: dict[str, str]) -> subprocess.Complet
     )
 
 
-def test_every_readme_command_works_as_written(vllm_repo: Path, tmp_path: Path) -> None:
-    commands = readme_commands((ROOT / "README.md").read_text())
-    assert len(commands) >= 10
-    home, cwd, cache = tmp_path / "home", tmp_path / "repo", tmp_path / "cache"
-    cwd.mkdir()
+def _is_install(command: Command) -> bool:
+    return "venv .venv" in command.text
+
+
+def _venv_stamp(commands: list[Command]) -> str:
+    """What the kept `.venv` depends on: pyproject.toml, the install line, the Python that runs it."""
+    python = subprocess.run(["python3", "--version"], capture_output=True, text=True).stdout
+    parts = [(ROOT / "pyproject.toml").read_text(), python, *(c.text for c in commands if _is_install(c))]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _fresh_copy(cwd: Path, stamp: str) -> bool:
+    """Make `cwd` a fresh copy of the repository, keeping its `.venv` when made for `stamp`; say whether."""
+    keep = not os.environ.get("EXTRACTOR_TEST_FRESH_VENV") and (cwd.parent / "venv.stamp").is_file()
+    keep = keep and (cwd.parent / "venv.stamp").read_text() == stamp and (cwd / ".venv" / "bin").is_dir()
+    if cwd.exists():
+        for entry in cwd.iterdir():
+            if entry.name == ".venv" and keep:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    cwd.mkdir(parents=True, exist_ok=True)
     _copy_repository(cwd)
-    _seed_cache(cache)
+    return keep
+
+
+def test_every_readme_command_works_as_written(vllm_repo: Path, whole_package_cache: Path, tmp_path: Path) -> None:
+    commands = readme_commands((ROOT / "README.md").read_text())
+    assert len(commands) >= 10 and sum(map(_is_install, commands)) == 1
+    WORK.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(WORK / ".lock")):  # two sessions of this work tree take turns
+        _run_every_command(commands, vllm_repo, whole_package_cache, tmp_path)
+
+
+def _run_every_command(commands: list[Command], vllm_repo: Path, scans: Path, tmp_path: Path) -> None:
+    home, cwd, cache = tmp_path / "home", WORK / "repo", tmp_path / "cache"
+    stamp = _venv_stamp(commands)
+    kept = _fresh_copy(cwd, stamp)
+    if not kept:
+        (WORK / "venv.stamp").unlink(missing_ok=True)
+    _seed_cache(cache, vllm_repo, scans)
     clone = home / "src" / "vllm"
     git(tmp_path, "clone", "--quiet", str(vllm_repo), str(clone))
     git(clone, "checkout", "--quiet", "-B", "main", "v0.28.0")
@@ -184,8 +241,12 @@ def test_every_readme_command_works_as_written(vllm_repo: Path, tmp_path: Path) 
     for command in commands:
         if command.needs_github:
             continue
-        result = _run(command, cwd, env)
         ran += 1
+        if _is_install(command) and kept:
+            continue
+        result = _run(command, cwd, env)
+        if _is_install(command) and result.returncode == 0:
+            (WORK / "venv.stamp").write_text(stamp)
         if result.returncode != command.status:
             failures.append(
                 f"README.md:{command.line}: `{command.text}` exited {result.returncode}, not {command.status}:\n"

@@ -429,7 +429,9 @@ def test_real_codebases_print_what_their_records_say(tmp_path_factory: pytest.Te
     command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:"]
     subprocess.run([*command, "--dest", str(folder), *CODEBASES], check=True, capture_output=True)
     total = Tally()
-    for wheel in sorted(Path(folder).glob("*.whl")):
+    wheels = sorted(Path(folder).glob("*.whl"))
+    assert len(wheels) == len(CODEBASES)  # else the figures below would hold of fewer codebases, or none
+    for wheel in wheels:
         with zipfile.ZipFile(wheel) as archive:
             files = {n: archive.read(n).decode("utf-8", "replace") for n in archive.namelist() if n.endswith(".py")}
         total.add(check_tree(files))
@@ -438,7 +440,8 @@ def test_real_codebases_print_what_their_records_say(tmp_path_factory: pytest.Te
         f" fullmatch {total.fullmatch}, values {total.values_right}/{total.values_checked},"
         f" not evaluable {dict(total.not_evaluable)}"
     )
-    assert total.accounted == total.raises
+    assert total.raises > 3000 and total.accounted == total.raises
+    assert total.evaluable > 0.7 * total.records  # the ratios below are of most records, not of a few
     assert total.fullmatch >= 0.999 * total.evaluable, total.failures[:20]
     assert total.values_right >= 0.99 * total.values_checked, total.failures[:20]
 

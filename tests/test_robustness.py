@@ -101,7 +101,7 @@ def test_unknown_release_version_names_it(isolated_cache: Path, tmp_path: Path) 
     finally:
         server.shutdown()
     assert_one_line_error(result, "no release 9.8.7 of vllm")
-    assert list(tmp_path.iterdir()) == [isolated_cache] or list(tmp_path.iterdir()) == []
+    assert set(tmp_path.iterdir()) <= {isolated_cache}  # nothing but the cache (scan results, if any)
 
 
 HOSTILE = {
@@ -135,22 +135,25 @@ def test_hostile_tree_completes_and_names_every_skipped_file(git_repo: GitRepo, 
     assert reasons["newer.py"].startswith("syntax error:") and "(line 1)" in reasons["newer.py"]
     assert reasons["not_utf8.py"].startswith("cannot decode:")
     assert reasons["link.py"] == "not a regular file (git mode 120000)"
-    assert "too deep" in reasons["deep.py"] or reasons["deep.py"].startswith(("cannot parse", "syntax error"))
+    assert reasons["deep.py"] == "syntax error: too many levels of indentation (line 101)"
     messages = [orjson.loads(line)["record"]["errorMessage"] for line in (out / sha / "records.jsonl").open("rb")]
     assert messages == ["bad {x!r}", "café"]
 
 
 def test_a_huge_generated_module_completes(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Larger than vLLM's largest module (319 KB) with 60 times the raises of its most raising one (85), all
+    in one function: 5,000 records, each with its own window of the file (40,000 took 30 s, linearly)."""
     body = "".join(
-        f"    if x == {i}:\n        raise ValueError(f'value {{x}} is not the one {i}')\n" for i in range(40_000)
+        f"    if x == {i}:\n        raise ValueError(f'value {{x}} is not the one {i}')\n" for i in range(5_000)
     )
     git_repo.commit({"vllm/config/generated.py": "def check(x):\n" + body}, tag="v1")
-    assert len((git_repo.path / "vllm" / "config" / "generated.py").read_bytes()) > 3_000_000
+    assert len((git_repo.path / "vllm" / "config" / "generated.py").read_bytes()) > 320_000
     result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-500:]
-    assert result.stdout.count("\n") == 40_000
+    assert result.stdout.count("\n") == 5_000
 
 
+@pytest.mark.release
 def test_ctrl_c_exits_130_and_leaves_no_partial_files(vllm_repo: Path, tmp_path: Path, isolated_cache: Path) -> None:
     out = tmp_path / "out"
     process = subprocess.Popen(
