@@ -248,9 +248,13 @@ def collector_paused() -> Iterator[None]:
 
 
 def keep_until_exit(*objects: object) -> None:
-    """Keep `objects` alive until the process leaves, in a command-line process (elsewhere: nothing)."""
+    """Keep `objects` alive until the process leaves, in a command-line process (elsewhere: nothing).
+
+    Only the last call's are kept: a process that extracts revision after revision (a history) frees
+    each extraction's leftovers when the next one comes, so its memory follows one revision, not all.
+    """
     if _kept is not None:
-        _kept.append(objects)
+        _kept[:] = [objects]
 
 
 @contextlib.contextmanager

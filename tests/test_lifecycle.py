@@ -85,6 +85,29 @@ def test_a_command_line_run_scans_without_the_collector(git_repo: GitRepo, tmp_p
     assert result.stdout.count("\n") == 1
 
 
+_KEEPING = """
+import sys, weakref
+from extractor import lifecycle
+class Leftovers: pass
+with lifecycle.command_line_process():
+    first, second = Leftovers(), Leftovers()
+    was_first, was_second = weakref.ref(first), weakref.ref(second)
+    lifecycle.keep_until_exit(first)
+    del first
+    kept = was_first() is not None
+    lifecycle.keep_until_exit(second)  # the next extraction's leftovers (a history's next revision)
+    del second
+    print(kept, was_first() is None, was_second() is not None, file=sys.stderr)
+"""
+
+
+def test_a_command_line_keeps_only_the_last_extractions_leftovers() -> None:
+    """Kept rather than freed at exit, but a process that extracts revision after revision (a history of
+    95 releases) must not keep every revision's: its memory would grow with the number of revisions."""
+    result = subprocess.run([sys.executable, "-c", _KEEPING], capture_output=True, text=True)
+    assert (result.returncode, result.stderr) == (0, "True True True\n")
+
+
 # Each probe makes a stop signal land at one point of a run: it is run by `python -c` before the command line.
 _PROBES = {
     # A worker process's scan: Ctrl-C reaches the whole process group (workers leave it to the main process).
