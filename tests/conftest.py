@@ -6,7 +6,9 @@ The suite is self-contained: every test session (and every process it starts, xd
 and the git repository the tests build from them are kept between sessions, deliberately, in
 `EXTRACTOR_TEST_RELEASES` (default: the extractor's own user cache directory): DIR/sdists is where the
 extractor keeps the sdists it downloads (shared with `--release`), DIR/test-releases/vllm.git holds
-only the releases the tests ask for. The temporary cache reaches both through symbolic links.
+only the releases the tests ask for, DIR/test-wheels the wheels of the real codebases tests/test_rendering.py
+reads. The temporary cache reaches the first two through symbolic links. Python's bytecode of the session
+goes into its temporary folder too (PYTHONPYCACHEPREFIX, unless set), compiled once for every process.
 """
 
 from __future__ import annotations
@@ -80,6 +82,11 @@ def pytest_configure(config: pytest.Config) -> None:
         (session / "extractor" / part).symlink_to(target, target_is_directory=True)
     os.environ[RELEASES_VARIABLE] = str(store)
     os.environ["XDG_CACHE_HOME"] = str(session)
+    if not os.environ.get("PYTHONPYCACHEPREFIX"):
+        # Each module is compiled once per session (assertions rewritten once), not by every worker and every
+        # subprocess again, whether or not PYTHONDONTWRITEBYTECODE is set: into the session's folder only.
+        os.environ["PYTHONPYCACHEPREFIX"] = str(session / "pycache")
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     config.stash[_SESSION_CACHE] = session
 
 
