@@ -36,7 +36,6 @@ import os
 import re
 import shlex
 import shutil
-import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
@@ -46,7 +45,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from tests.conftest import git, release_store
+from tests.conftest import copy_scans, git, release_store
 
 pytestmark = pytest.mark.release
 
@@ -291,15 +290,10 @@ WORK = ROOT / ".test-cache" / "readme"
 def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
     """Hard-link the release sdists already downloaded (with their checked sha256) into a fresh cache, clone
     the tests' release repository there (its objects hard-linked too), and copy the session's scans of the
-    whole package (so `--path vllm --exception '*'` over releases reads them: test_vllm scans cold)."""
+    whole package (so `--path vllm` over releases reads them)."""
     (cache / "extractor" / "releases").mkdir(parents=True)
     git(cache, "clone", "--quiet", "--bare", str(repository), str(cache / "extractor" / "releases" / "vllm.git"))
-    source, copy = (
-        sqlite3.connect(scans / "extractor" / "scan.sqlite3"),
-        sqlite3.connect(cache / "extractor" / "scan.sqlite3"),
-    )
-    with contextlib.closing(source), contextlib.closing(copy):
-        source.backup(copy)
+    copy_scans(scans, cache)
     sdists = release_store() / "sdists"
     target = cache / "extractor" / "sdists"
     target.mkdir(parents=True)
