@@ -440,6 +440,10 @@ def _shared_copy(state: Path, vllm_repo: Path, scans: Path) -> Iterator[bool]:
         yield json.loads((state / "kept").read_text())
 
 
+# What a reader's shell would not have; PYTHONDONTWRITEBYTECODE neither: the copy is compiled once, not per command.
+_NOT_A_READERS = ("PYTHONPATH", "VIRTUAL_ENV", "SOURCE_DATE_EPOCH", "XDG_CACHE_HOME", "PYTHONDONTWRITEBYTECODE")
+
+
 @pytest.fixture(scope="session")
 def readme_workspace(vllm_repo: Path, whole_package_cache: Path) -> Iterator[Workspace]:
     state = Path(os.environ["XDG_CACHE_HOME"]) / "readme"  # the session's: every worker's the same
@@ -447,8 +451,7 @@ def readme_workspace(vllm_repo: Path, whole_package_cache: Path) -> Iterator[Wor
         env = {
             key: value
             for key, value in os.environ.items()
-            if key not in ("PYTHONPATH", "VIRTUAL_ENV", "SOURCE_DATE_EPOCH", "XDG_CACHE_HOME")
-            and not key.startswith("EXTRACTOR_")
+            if key not in _NOT_A_READERS and not key.startswith("EXTRACTOR_")
         }
         # No GitHub, wherever this runs: git may use no network protocol, only local paths.
         env.update(
