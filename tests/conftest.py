@@ -6,7 +6,8 @@ The suite is self-contained: every test session (and every process it starts, xd
 and the git repository the tests build from them are kept between sessions, deliberately, in
 `EXTRACTOR_TEST_RELEASES` (default: the extractor's own user cache directory): DIR/sdists is where the
 extractor keeps the sdists it downloads (shared with `--release`), DIR/test-releases/vllm.git holds
-only the releases the tests ask for. The temporary cache reaches both through symbolic links.
+only the releases the tests ask for, DIR/test-wheels the wheels of the real codebases tests/test_rendering.py
+reads. The temporary cache reaches the first two through symbolic links.
 """
 
 from __future__ import annotations
@@ -154,18 +155,23 @@ def vllm_repo() -> Path:
 
 
 WHOLE_PACKAGE = ["0.27.0", "0.27.1", "0.28.0"]
+# The ValueErrors of the whole package at the releases the end-to-end tests read: 0.28.0 first, cold, as
+# test_vllm's whole-package test checks it against Python's ast.
+WHOLE_PACKAGE_VALUE_ERRORS = ["0.28.0", "0.27.0"]
 
 
 @pytest.fixture(scope="session")
 def whole_package_cache(vllm_repo: Path) -> Path:
     """A user cache that scanned the whole vllm/ package for every class at 0.27.0 (cold), then 0.27.1 and
-    0.28.0 (each rescanning what changed from pieces of the one before), built once per session by
-    whichever worker asks first. Beside its `extractor/`, `incremental.json` holds the 0.28.0 catalog
-    those rescans made (lines and manifest as plain data, SOURCE_DATE_EPOCH fixed)."""
+    0.28.0 (each rescanning what changed from pieces of the one before), and for ValueError at 0.28.0 (cold)
+    then 0.27.0, built once per session by whichever worker asks first. Beside its `extractor/`,
+    `incremental.json` holds the 0.28.0 catalog of every class those rescans made (lines and manifest as
+    plain data, SOURCE_DATE_EPOCH fixed)."""
     import json
 
     from filelock import FileLock
 
+    from extractor.cache import wait_for_writes
     from extractor.extract import ExtractOptions, extract
 
     root = Path(os.environ["XDG_CACHE_HOME"]) / "whole-package"
@@ -174,12 +180,15 @@ def whole_package_cache(vllm_repo: Path) -> Path:
         if done.exists():
             return root
         root.mkdir(exist_ok=True)
-        options = ExtractOptions(paths=("vllm",), exceptions=("*",))
+        every = ExtractOptions(paths=("vllm",), exceptions=("*",))
         saved = {key: os.environ.get(key) for key in ("XDG_CACHE_HOME", "SOURCE_DATE_EPOCH")}
         os.environ.update(XDG_CACHE_HOME=str(root), SOURCE_DATE_EPOCH="1767225600")
         try:
             for version in WHOLE_PACKAGE:
-                catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=options)
+                catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=every)
+            for version in WHOLE_PACKAGE_VALUE_ERRORS:
+                extract(repo=str(vllm_repo), revision=f"v{version}", options=ExtractOptions(paths=("vllm",)))
+            wait_for_writes()  # every scan stored before the workers copy them
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -189,3 +198,29 @@ def whole_package_cache(vllm_repo: Path) -> Path:
         lines = [line.model_dump(mode="json") for line in catalog.lines]
         done.write_text(json.dumps({"lines": lines, "manifest": catalog.manifest.model_dump(mode="json")}))
     return root
+
+
+def copy_scans(scans: Path, cache: Path) -> None:
+    """Copy the scans (not the catalogs) of the user cache `scans` into the user cache `cache`."""
+    import contextlib
+    import sqlite3
+
+    (cache / "extractor").mkdir(parents=True, exist_ok=True)
+    source, copy = (
+        sqlite3.connect(scans / "extractor" / "scan.sqlite3"),
+        sqlite3.connect(cache / "extractor" / "scan.sqlite3"),
+    )
+    with contextlib.closing(source), contextlib.closing(copy):
+        source.backup(copy)
+
+
+@pytest.fixture
+def whole_package_scans(whole_package_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user cache of this test's own holding the session's scans of the whole package (see
+    whole_package_cache): what the test extracts from vllm/ at those releases is read from them, the
+    catalogs are made again. The scans themselves are checked by test_vllm: its incremental test (every
+    class, against a cold scan) and its whole-package test (the ValueErrors at 0.28.0, against Python's ast)."""
+    cache = tmp_path / "whole-package-scans"
+    copy_scans(whole_package_cache, cache)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return cache

@@ -151,9 +151,10 @@ def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
     ],
 )
 def test_killed_runs_leave_the_published_state_whole(
-    vllm_repo: Path, tmp_path: Path, marker: str, delay: float
+    vllm_repo: Path, whole_package_scans: Path, tmp_path: Path, marker: str, delay: float
 ) -> None:
-    """SIGKILL at several moments of publishing vLLM 0.28.0 over 0.27.0 (whole package, several seconds)."""
+    """SIGKILL at several moments of publishing vLLM 0.28.0 over 0.27.0 (whole package, several seconds; its
+    scans are the session's, its catalogs made by each run)."""
     import time
 
     bare = tmp_path / "vllm.git"

@@ -1,15 +1,23 @@
 """README.md: every shell command of its code blocks works as written, in a fresh copy of the repository.
 
-Commands run in order, each in its own `bash`, in one directory holding a copy of the repository (its
-tracked and untracked files, as a fresh clone with these edits would): the install line makes `.venv`, and
-every later command runs with `.venv/bin` first on PATH, as in the shell the install line activated. Only
-the package index and a local repository are reachable: `~/src/vllm` (HOME is a temporary directory) is a
-clone of the vLLM releases built from their sdists, with a `main` branch, and git may use no network
-protocol at all. The user cache is a temporary one, seeded with the release sdists already downloaded and
-the tests' release repository (hard links: no download, no rebuild, and `cache clear` touches nothing else).
+Commands run in one directory holding a copy of the repository (its tracked and untracked files, as a fresh
+clone with these edits would), each in its own `bash`: the install line makes `.venv`, and every later
+command runs with `.venv/bin` first on PATH, as in the shell the install line activated. Only the package
+index and a local repository are reachable: `~/src/vllm` (HOME is a temporary directory) is a clone of the
+vLLM releases built from their sdists, with a `main` branch, and git may use no network protocol at all.
+The user cache, shared by every command, is a temporary one, seeded with the release sdists already
+downloaded and the tests' release repository (hard links: no download, no rebuild).
+
+Each code block is a test of its own, so that the session's workers share them out; the commands of a block
+run in order, and a block runs after the earlier blocks it depends on: those that write a file or folder
+its commands name (`--output X`, `> X`, an extraction's default `output`), those that read the same catalogs
+of a scope given with `--path` or `--exception` (extracted once, then read from the cache), and every
+earlier block when it clears the cache. Whichever worker needs a block first runs it, once per session;
+its test reports what it did. The copy is made once per session, by the first worker; a second session of
+the same work tree waits until the first one ends.
 
 The install line alone takes minutes (pip installs some fifty packages), so its `.venv` is kept, on
-purpose, in the repository's `.test-cache/readme/` (ignored by git), where the copy is made each time: it
+purpose, in the repository's `.test-cache/readme/` (ignored by git), where the copy is made each session: it
 runs again whenever pyproject.toml, the line itself or the Python it runs with change (EXTRACTOR_TEST_FRESH_VENV=1
 runs it always).
 
@@ -20,19 +28,24 @@ Labels, in a command's trailing comment: `needs GitHub` leaves it out, `exits N`
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
+import itertools
+import json
 import os
 import re
+import shlex
 import shutil
-import sqlite3
 import subprocess
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
 
-from tests.conftest import git, release_store
+from tests.conftest import copy_scans, git, release_store
 
 pytestmark = pytest.mark.release
 
@@ -45,6 +58,7 @@ class Command:
     line: int
     text: str
     comment: str
+    block: int = 0  # which code block of the README holds it, counted from 0
 
     @property
     def needs_github(self) -> bool:
@@ -76,10 +90,12 @@ def readme_commands(text: str) -> list[Command]:
     language: str | None = None
     pending = ""
     start = 0
+    block = -1
     for number, line in enumerate(text.splitlines(), start=1):
         fence = re.match(r"^\s*```(\S*)", line)
         if fence:
             language = fence[1] if language is None else None
+            block += language in SHELLS
             continue
         if language not in SHELLS:
             continue
@@ -95,11 +111,11 @@ def readme_commands(text: str) -> list[Command]:
         command, comment = _split_comment(pending + line)
         pending = ""
         if command.strip():
-            commands.append(Command(start, command.strip(), comment))
+            commands.append(Command(start, command.strip(), comment, block))
     return commands
 
 
-def test_commands_are_read_with_their_labels() -> None:
+def test_commands_are_read_with_their_labels_and_blocks() -> None:
     text = """
 Some prose with `python -m not-a-command`.
 
@@ -115,13 +131,143 @@ echo "a # inside quotes" # exit status 3
 ```python
 print("not shell")
 ```
+
+```console
+$ python -m extractor list
+output here
+```
 """
-    assert [(c.line, c.text, c.needs_github, c.status) for c in readme_commands(text)] == [
-        (5, "python -m extractor --release 0.28.0", False, 0),
-        (6, "python -m extractor --sha abc", True, 0),
-        (7, "python -m extractor diff a b      --format markdown", False, 1),
-        (10, 'echo "a # inside quotes"', False, 3),
+    assert [(c.line, c.text, c.needs_github, c.status, c.block) for c in readme_commands(text)] == [
+        (5, "python -m extractor --release 0.28.0", False, 0, 0),
+        (6, "python -m extractor --sha abc", True, 0, 0),
+        (7, "python -m extractor diff a b      --format markdown", False, 1, 0),
+        (10, 'echo "a # inside quotes"', False, 3, 0),
+        (18, "python -m extractor list", False, 0, 1),
     ]
+
+
+def _words(command: Command) -> list[str]:
+    try:
+        return shlex.split(command.text)
+    except ValueError:
+        return command.text.split()
+
+
+def _first(word: str) -> str:
+    """The file or folder of the working directory a word names, if it is a relative path."""
+    return (Path(word).parts or (word,))[0]
+
+
+def _writes(command: Command) -> set[str]:
+    """The files and folders of the working directory a command writes: `--output X`, `> X`, and the
+    default `output` of an extraction (`python -m extractor` followed by an option, not a subcommand)."""
+    words = _words(command)
+    written = {after for word, after in itertools.pairwise(words) if word in ("--output", ">", ">>")}
+    written |= {word.lstrip(">") for word in words if word.startswith(">") and word.lstrip(">")}
+    starts = [i + 3 for i in range(len(words) - 2) if words[i + 1 : i + 3] == ["-m", "extractor"]]
+    if any(i < len(words) and words[i].startswith("-") for i in starts) and "--output" not in words:
+        written.add("output")
+    return {_first(name) for name in written if name not in ("-", "")}
+
+
+def _names(command: Command) -> set[str]:
+    """The first part of every word of a command: what it may read or write in the working directory."""
+    return {_first(word.lstrip(">")) for word in _words(command) if word.lstrip(">")} | _writes(command)
+
+
+def _catalogs(command: Command) -> set[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """The catalogs of a scope given on the command line (`--path`, `--exception`: the whole package's, long
+    to extract; the default scope's take a second) a command extracts or reads from the cache: each source
+    (`--catalog X`, `--release X`, an argument `release:X`) with the scope options."""
+    words = _words(command)
+    options = {
+        option: tuple(after for word, after in itertools.pairwise(words) if word == option)
+        for option in ("--path", "--exception")
+    }
+    sources = {after for word, after in itertools.pairwise(words) if word == "--catalog"}
+    sources |= {f"release:{after}" for word, after in itertools.pairwise(words) if word == "--release"}
+    sources |= {word for word in words if word.startswith("release:")}
+    if not any(options.values()):
+        return set()
+    return {(source, options["--path"], options["--exception"]) for source in sources}
+
+
+def _clears_cache(command: Command) -> bool:
+    return bool(re.search(r"\bcache clear\b", command.text))
+
+
+def block_dependencies(commands: list[Command]) -> dict[int, list[int]]:
+    """For each block, the earlier blocks that must have run before it (see the module's docstring): the
+    install line's, those that write what it names or name what it writes, those that read the same catalogs
+    of a given scope (so that they are extracted once, and read from the cache after), and all of them for a
+    block that clears the cache."""
+    blocks = sorted({c.block for c in commands})
+    of = {b: [c for c in commands if c.block == b and not c.needs_github] for b in blocks}
+    install = {c.block for c in commands if _is_install(c)}
+    depends: dict[int, list[int]] = {}
+    for later in blocks:
+        names = set().union(*map(_names, of[later]))
+        writes = set().union(*map(_writes, of[later]))
+        catalogs = set().union(*map(_catalogs, of[later]))
+        clears = any(map(_clears_cache, of[later]))
+        depends[later] = [
+            earlier
+            for earlier in blocks
+            if earlier < later
+            and (
+                earlier in install
+                or clears
+                or names & set().union(*map(_writes, of[earlier]))
+                or writes & set().union(*map(_names, of[earlier]))
+                or catalogs & set().union(*map(_catalogs, of[earlier]))
+            )
+        ]
+    return depends
+
+
+def test_blocks_wait_for_the_blocks_they_read_from() -> None:
+    text = """
+```sh
+python3 -m venv .venv && . .venv/bin/activate && pip install -e .
+```
+```sh
+python -m extractor --release 0.28.0
+python -m extractor history a..b --output hist > history.md
+```
+```sh
+python -m extractor diff a b   # names nothing written before
+python -m extractor history 'v*' --output hist-tags
+```
+```sh
+python -m extractor explain --catalog x --history hist
+python -m extractor list --catalog output/vllm-project/vllm/release-0.28.0
+```
+```sh
+python -m extractor explain --output - x   # stdout
+cat history.md
+```
+```sh
+python -m extractor match --catalog release:0.28.0 --path vllm "text"   # another scope: not block 1's
+python -m extractor match --catalog release:0.27.0..0.28.0 --exception '*' "text"
+```
+```sh
+python -m extractor match --catalog release:0.27.0..0.28.0 --exception '*' "t"   # block 5's, from the cache
+python -m extractor match --catalog release:0.27.0..0.28.0 "text"   # the default scope: no wait
+```
+```sh
+python -m extractor cache clear catalogs
+```
+"""
+    assert block_dependencies(readme_commands(text)) == {
+        0: [],
+        1: [0],
+        2: [0],
+        3: [0, 1],
+        4: [0, 1],
+        5: [0],
+        6: [0, 5],
+        7: [0, 1, 2, 3, 4, 5, 6],
+    }
 
 
 def _copy_repository(target: Path) -> None:
@@ -144,15 +290,10 @@ WORK = ROOT / ".test-cache" / "readme"
 def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
     """Hard-link the release sdists already downloaded (with their checked sha256) into a fresh cache, clone
     the tests' release repository there (its objects hard-linked too), and copy the session's scans of the
-    whole package (so `--path vllm --exception '*'` over releases reads them: test_vllm scans cold)."""
+    whole package (so `--path vllm` over releases reads them)."""
     (cache / "extractor" / "releases").mkdir(parents=True)
     git(cache, "clone", "--quiet", "--bare", str(repository), str(cache / "extractor" / "releases" / "vllm.git"))
-    source, copy = (
-        sqlite3.connect(scans / "extractor" / "scan.sqlite3"),
-        sqlite3.connect(cache / "extractor" / "scan.sqlite3"),
-    )
-    with contextlib.closing(source), contextlib.closing(copy):
-        source.backup(copy)
+    copy_scans(scans, cache)
     sdists = release_store() / "sdists"
     target = cache / "extractor" / "sdists"
     target.mkdir(parents=True)
@@ -210,47 +351,116 @@ def _fresh_copy(cwd: Path, stamp: str) -> bool:
     return keep
 
 
-def test_every_readme_command_works_as_written(vllm_repo: Path, whole_package_cache: Path, tmp_path: Path) -> None:
-    commands = readme_commands((ROOT / "README.md").read_text())
-    assert len(commands) >= 10 and sum(map(_is_install, commands)) == 1
-    WORK.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(WORK / ".lock")):  # two sessions of this work tree take turns
-        _run_every_command(commands, vllm_repo, whole_package_cache, tmp_path)
+COMMANDS = readme_commands((ROOT / "README.md").read_text())
+DEPENDS = block_dependencies(COMMANDS)
+# Each block a test, named after the README line it starts at; blocks made only of `needs GitHub` are left out.
+BLOCKS = {c.block: c.line for c in reversed(COMMANDS) if not c.needs_github}
 
 
-def _run_every_command(commands: list[Command], vllm_repo: Path, scans: Path, tmp_path: Path) -> None:
-    home, cwd, cache = tmp_path / "home", WORK / "repo", tmp_path / "cache"
-    stamp = _venv_stamp(commands)
-    kept = _fresh_copy(cwd, stamp)
+def test_the_readme_has_its_commands() -> None:
+    assert len(COMMANDS) >= 10 and sum(map(_is_install, COMMANDS)) == 1
+    assert sum(not c.needs_github for c in COMMANDS) >= 8
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where the session's README commands run: the copy, its environment, and what each block left."""
+
+    cwd: Path
+    env: dict[str, str]
+    kept: bool  # the install line's `.venv` was kept from an earlier session
+    stamp: str
+    results: Path
+
+    def run_block(self, block: int) -> list[str]:
+        """Run a block once per session (after the blocks it depends on), and return its failures."""
+        done = self.results / f"{block}.json"
+        with FileLock(str(done) + ".lock"):
+            if not done.exists():
+                for earlier in DEPENDS[block]:
+                    self.run_block(earlier)
+                done.write_text(json.dumps(self._failures(block)))
+        failures: list[str] = json.loads(done.read_text())
+        return failures
+
+    def _failures(self, block: int) -> list[str]:
+        failures = []
+        for command in (c for c in COMMANDS if c.block == block and not c.needs_github):
+            if _is_install(command) and self.kept:
+                continue
+            result = _run(command, self.cwd, self.env)
+            if _is_install(command) and result.returncode == 0:
+                (WORK / "venv.stamp").write_text(self.stamp)
+            if result.returncode != command.status:
+                failures.append(
+                    f"README.md:{command.line}: `{command.text}` exited {result.returncode}, not {command.status}:\n"
+                    f"{result.stderr[-1500:]}"
+                )
+        return failures
+
+
+def _prepare(state: Path, vllm_repo: Path, scans: Path) -> bool:
+    """Make the session's copy, home and cache; say whether the install line's `.venv` was kept."""
+    stamp = _venv_stamp(COMMANDS)
+    kept = _fresh_copy(WORK / "repo", stamp)
     if not kept:
         (WORK / "venv.stamp").unlink(missing_ok=True)
-    _seed_cache(cache, vllm_repo, scans)
-    clone = home / "src" / "vllm"
-    git(tmp_path, "clone", "--quiet", str(vllm_repo), str(clone))
+    shutil.rmtree(state, ignore_errors=True)
+    (state / "results").mkdir(parents=True)
+    _seed_cache(state / "cache", vllm_repo, scans)
+    clone = state / "home" / "src" / "vllm"
+    git(state, "clone", "--quiet", str(vllm_repo), str(clone))
     git(clone, "checkout", "--quiet", "-B", "main", "v0.28.0")
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("PYTHONPATH", "VIRTUAL_ENV", "SOURCE_DATE_EPOCH", "XDG_CACHE_HOME")
-        and not key.startswith("EXTRACTOR_")
-    }
-    # No GitHub, wherever this runs: git may use no network protocol, only local paths.
-    env.update(HOME=str(home), XDG_CACHE_HOME=str(cache), GIT_ALLOW_PROTOCOL="file", PIP_NO_INPUT="1")
-    failures = []
-    ran = 0
-    for command in commands:
-        if command.needs_github:
-            continue
-        ran += 1
-        if _is_install(command) and kept:
-            continue
-        result = _run(command, cwd, env)
-        if _is_install(command) and result.returncode == 0:
-            (WORK / "venv.stamp").write_text(stamp)
-        if result.returncode != command.status:
-            failures.append(
-                f"README.md:{command.line}: `{command.text}` exited {result.returncode}, not {command.status}:\n"
-                f"{result.stderr[-1500:]}"
-            )
+    (state / "kept").write_text(json.dumps(kept))
+    return kept
+
+
+@contextlib.contextmanager
+def _shared_copy(state: Path, vllm_repo: Path, scans: Path) -> Iterator[bool]:
+    """Hold `.test-cache/readme/` for this session: the first worker makes the copy (holding the lock
+    alone), then every worker of the session holds it shared until it ends; another session waits."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    marker = WORK / "session"
+    with open(WORK / ".lock", "a") as lock:
+        while True:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            if marker.is_file() and marker.read_text() == str(state) and (state / "kept").is_file():
+                break
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # another worker prepares, or another session holds it
+                time.sleep(0.2)
+                continue
+            if not (marker.is_file() and marker.read_text() == str(state)):
+                marker.unlink(missing_ok=True)
+                _prepare(state, vllm_repo, scans)
+                marker.write_text(str(state))
+            fcntl.flock(lock, fcntl.LOCK_UN)
+        yield json.loads((state / "kept").read_text())
+
+
+# What a reader's shell would not have; PYTHONDONTWRITEBYTECODE neither: the copy is compiled once, not per command.
+_NOT_A_READERS = ("PYTHONPATH", "VIRTUAL_ENV", "SOURCE_DATE_EPOCH", "XDG_CACHE_HOME", "PYTHONDONTWRITEBYTECODE")
+
+
+@pytest.fixture(scope="session")
+def readme_workspace(vllm_repo: Path, whole_package_cache: Path) -> Iterator[Workspace]:
+    state = Path(os.environ["XDG_CACHE_HOME"]) / "readme"  # the session's: every worker's the same
+    with _shared_copy(state, vllm_repo, whole_package_cache) as kept:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in _NOT_A_READERS and not key.startswith("EXTRACTOR_")
+        }
+        # No GitHub, wherever this runs: git may use no network protocol, only local paths.
+        env.update(
+            HOME=str(state / "home"), XDG_CACHE_HOME=str(state / "cache"), GIT_ALLOW_PROTOCOL="file", PIP_NO_INPUT="1"
+        )
+        yield Workspace(WORK / "repo", env, kept, _venv_stamp(COMMANDS), state / "results")
+
+
+@pytest.mark.parametrize("block", list(BLOCKS), ids=[f"README.md:{line}" for line in BLOCKS.values()])
+def test_readme_block_works_as_written(readme_workspace: Workspace, block: int) -> None:
+    failures = readme_workspace.run_block(block)
     assert not failures, "\n\n".join(failures)
-    assert ran >= 8

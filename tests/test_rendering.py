@@ -3,9 +3,11 @@ and the same independent checker (tests/rendering.py) runs over real codebases f
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 import zipfile
 from pathlib import Path
@@ -16,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 
 from extractor.models import Site
 from extractor.scan import Scanned, ScanOptions, scan
+from tests.conftest import release_store
 from tests.rendering import Tally, check_file, check_tree, own_classes
 
 # Values that hold what breaks naive rendering: quotes of both kinds, a newline, braces, `%`, a backslash.
@@ -421,15 +424,40 @@ CODEBASES = [
 ]
 
 
+def _wheel_of(requirement: str, folder: Path) -> Path | None:
+    name, version = requirement.split("==")
+    for wheel in folder.glob("*.whl"):
+        parts = wheel.name.split("-")
+        if re.sub(r"[-_.]+", "_", parts[0]).lower() == re.sub(r"[-_.]+", "_", name).lower() and parts[1] == version:
+            return wheel
+    return None
+
+
+@pytest.fixture(scope="session")
+def codebase_wheels() -> list[Path]:
+    """The wheels of CODEBASES, downloaded once and kept, like the release sdists, in the release store's
+    test-wheels/ (see tests/conftest.py): pinned versions, so a kept wheel is the one pip would fetch."""
+    from filelock import FileLock
+
+    folder = release_store() / "test-wheels"
+    folder.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder / ".lock")):
+        missing = [requirement for requirement in CODEBASES if _wheel_of(requirement, folder) is None]
+        if missing:
+            with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as download:
+                command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:"]
+                subprocess.run([*command, "--dest", download, *missing], check=True, capture_output=True)
+                for wheel in Path(download).glob("*.whl"):
+                    os.replace(wheel, folder / wheel.name)  # whole files only: a download cut short is not kept
+    return [wheel for requirement in CODEBASES if (wheel := _wheel_of(requirement, folder)) is not None]
+
+
 @pytest.mark.codebases
-def test_real_codebases_print_what_their_records_say(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_real_codebases_print_what_their_records_say(codebase_wheels: list[Path]) -> None:
     """Every raise statement is a record or a named skip, and at least 99.9% of the records the
     checker can evaluate fullmatch what Python prints (the figures are in the README)."""
-    folder = tmp_path_factory.mktemp("wheels")
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:"]
-    subprocess.run([*command, "--dest", str(folder), *CODEBASES], check=True, capture_output=True)
     total = Tally()
-    wheels = sorted(Path(folder).glob("*.whl"))
+    wheels = codebase_wheels
     assert len(wheels) == len(CODEBASES)  # else the figures below would hold of fewer codebases, or none
     for wheel in wheels:
         with zipfile.ZipFile(wheel) as archive:

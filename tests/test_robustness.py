@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from extractor.cli import main
 from tests.conftest import GitRepo, git
 from tests.conftest import run_cli as run
 
@@ -448,10 +449,10 @@ def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
 
 @pytest.fixture
 def written(place: Path, git_repo: GitRepo) -> Path:
-    """A catalog directory of three records written by the CLI (the repository tagged v2)."""
+    """A catalog directory of three records written by the CLI (the repository tagged v2), in this process:
+    the readers are the processes under test."""
     git_repo.commit({f"vllm/config/{name}.py": f"raise ValueError('{name} is wrong')\n" for name in "bcd"}, tag="v2")
-    result = run("--repo", str(git_repo.path), "--sha", "v2", "--output", "out", cwd=place)
-    assert result.returncode == 0, result.stderr
+    assert main(["--repo", str(git_repo.path), "--sha", "v2", "--output", str(place / "out"), "--quiet"]) == 0
     (directory,) = (place / "out").iterdir()
     assert len((directory / "records.jsonl").read_bytes().splitlines()) == 4
     return directory
