@@ -26,7 +26,7 @@ CACHE_FORMAT = 4
 # checks): any edit to them makes a new cache, even unreleased.
 _PRODUCERS = (
     *("scan.py", "walk.py", "resolve.py", "pieces.py", "source.py", "scanned.py", "chains.py", "slugs.py"),
-    *("template.py", "facts.py", "models.py"),
+    *("template.py", "facts.py", "models.py", "kinds.py"),
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL,

@@ -196,6 +196,7 @@ def _extract_parser() -> argparse.ArgumentParser:
 
 def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
+    _start_workers(args.jobs)
     from extractor.catalog import folder_name
     from extractor.extract import extract, extract_commit
     from extractor.write import default_root, write_catalog
@@ -225,6 +226,14 @@ def _run_extract(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
     return ExitCode.OK
+
+
+def _start_workers(jobs: int | None) -> None:
+    """Fork the extraction's workers first thing, before the pipeline's modules are imported: they import
+    the parser meanwhile, on the other cores (`--jobs 1`, or one core: none)."""
+    from extractor.workers import start_ahead
+
+    start_ahead((jobs or os.cpu_count() or 1) - 1)
 
 
 def _diff_parser() -> argparse.ArgumentParser:
