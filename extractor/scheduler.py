@@ -108,6 +108,7 @@ def _scan_new(
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
     pool = _pool(missing, jobs, cache)
     new: list[Result] = []
+    fresh: dict[str, dict[str, Any]] = {}  # `new`, parsed as it comes
     entries = held - facts  # the results read from the cache as they are
     cached: dict[str, bytes] = {}
 
@@ -129,6 +130,7 @@ def _scan_new(
                 pool=pool,
                 facts=facts,
                 into=new,
+                parsed=fresh,
                 idle=read_cached,
             )
         else:
@@ -136,7 +138,9 @@ def _scan_new(
         # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
         broken = [blob for blob in unique if blob.oid in entries and blob.oid not in cached]
         if broken:
-            _scan_missing(commit, broken, {}, options=scan_options, pool=pool, facts=facts, into=new, idle=None)
+            _scan_missing(
+                commit, broken, {}, options=scan_options, pool=pool, facts=facts, into=new, parsed=fresh, idle=None
+            )
     finally:
         try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
             if cache is not None and new:
@@ -146,8 +150,8 @@ def _scan_new(
                 pool.executor.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
-    # The results are parsed only now: the scan above did not wait for them.
-    results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
+    results.update((oid, orjson.loads(data)) for oid, data in cached.items())
+    results.update(fresh)
     return results
 
 
@@ -181,10 +185,12 @@ def _scan_missing(
     pool: Pool | None,
     facts: set[str],
     into: list[Result],
+    parsed: dict[str, dict[str, Any]],
     idle: Callable[[], None] | None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
-    serialized result to `into` as it comes (what was scanned before an interruption is kept). `idle`
+    serialized result to `into` as it comes (what was scanned before an interruption is kept), and
+    parsed, to `parsed`. `idle`
     is work for this process, done once: the first time it would otherwise wait for the workers, else
     once the scan is over."""
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
@@ -206,6 +212,9 @@ def _scan_missing(
             done = (scan_batch(commit.git_dir, batch, options) for batch in batches)
         for results in bar(done, len(batches), "scanning", unit="batch"):
             into += results
+            # Parsed now, not after the scan: the work shares the cores with the scan instead of following
+            # it on one (this process scans that much less, or parses while it would wait).
+            parsed.update((oid, orjson.loads(data)) for oid, data in results)
         if pool is None and idle is not None:
             idle()
     finally:

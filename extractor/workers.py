@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from extractor.lifecycle import become_worker
+from extractor.lifecycle import become_worker, in_command_line_process
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -92,10 +92,10 @@ def start(workers: int) -> Pool:
 
 
 def start_ahead(workers: int) -> None:
-    """Fork the workers of the extraction this command-line process is about to run (command line only:
-    a library caller's extraction forks its own when it needs them)."""
+    """Fork the workers of the extraction this command-line process is about to run (in a command-line
+    process only: elsewhere, nothing happens, and an extraction forks its own when it needs them)."""
     global _ahead
-    if _ahead is None and workers > 0:
+    if _ahead is None and workers > 0 and in_command_line_process():
         _ahead = start(workers)._replace(ahead=True)
 
 
