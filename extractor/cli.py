@@ -15,9 +15,10 @@ from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
 
 if TYPE_CHECKING:
-    from extractor.extract import ExtractOptions
+    from extractor.git import Commit
     from extractor.match import MatchResult
     from extractor.models import Lineage
+    from extractor.options import ExtractOptions
 
 __all__ = ["main"]
 
@@ -141,7 +142,7 @@ def _context(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> ExtractOptions:
-    from extractor.extract import ExtractOptions
+    from extractor.options import ExtractOptions
     from extractor.write import is_repo_name
 
     if args.repo_name is not None and not is_repo_name(args.repo_name):
@@ -196,19 +197,23 @@ def _extract_parser() -> argparse.ArgumentParser:
 
 def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
-    _start_workers(args.jobs)
+    options = _options(args)
+    commit = None
+    if args.release is None:
+        from extractor.git import resolve
+
+        commit = resolve(args.repo, args.sha)
+        _start_workers(commit, options)
     from extractor.catalog import folder_name
-    from extractor.extract import extract, extract_commit
+    from extractor.extract import extract_commit
     from extractor.write import default_root, write_catalog
 
-    options = _options(args)
-    if args.release is not None:
+    pinned = None
+    if commit is None:
         from extractor.catalog import release_commit
 
         commit, pinned = release_commit(args.release)
-        catalog = extract_commit(commit, options=options, pinned_sha=pinned)
-    else:
-        catalog = extract(repo=args.repo, revision=args.sha, options=options)
+    catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     for warning in catalog.warnings if not args.quiet else ():
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.output == "-":
@@ -228,12 +233,23 @@ def _run_extract(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
-def _start_workers(jobs: int | None) -> None:
+def _start_workers(commit: Commit, options: ExtractOptions) -> None:
     """Fork the extraction's workers first thing, before the pipeline's modules are imported: they import
-    the parser meanwhile, on the other cores (`--jobs 1`, or one core: none)."""
+    the parser meanwhile, on the other cores. None if one process scans (`--jobs 1`, or one core), or if
+    the catalog is in the cache already (nothing to scan: they would only take a core from this process)."""
     from extractor.workers import start_ahead
 
-    start_ahead((jobs or os.cpu_count() or 1) - 1)
+    workers = (options.jobs or os.cpu_count() or 1) - 1
+    if workers < 1:
+        return
+    if options.cache:
+        from extractor.cache import ScanCache
+        from extractor.git import cache_dir
+
+        cache = ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
+        if cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, None))):
+            return
+    start_ahead(workers)
 
 
 def _diff_parser() -> argparse.ArgumentParser:

@@ -211,6 +211,16 @@ class Manifest(_Frozen):
     skippedSites: list[SkippedSite]
 
 
+class StoredCatalogHeader(BaseModel):
+    """The first line of a whole catalog stored in the cache (cache.py): its manifest, warnings, and where
+    in records.jsonl the run's timestamp stands (the start of each value of a record's analyzedAt and
+    datasetVersion)."""
+
+    manifest: Manifest
+    warnings: list[str]
+    stamps: list[int]
+
+
 class IndexEntry(_Frozen):
     """One published catalog in a nightly index."""
 

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scan",),  # the scan API: one blob's bytes -> its result, as the cache stores it
     ("workers",),  # the processes that scan beside the main one (the command line forks them first thing)
     ("records", "cache", "release", "write"),  # catalog lines; per-blob and whole-catalog cache; sdists; writing
+    ("options",),  # what an extraction is asked for, known to the command line before the pipeline
     ("scheduler",),  # where each blob's result comes from: the cache, or a scan shared between workers
     ("fields",),  # resolving the chains a record reads to config fields (catalog time)
     ("extract",),  # the pipeline: git -> scan -> records -> fields
