@@ -73,13 +73,7 @@ class ExtractOptions:
     def scope(self) -> Scope:
         from extractor.models import Scope
 
-        return Scope(
-            paths=list(self.paths),
-            exceptions=list(self.exceptions),
-            context=self.context,
-            configFrom=list(self.config_from),
-            flagsFrom=self.flags_from,
-        )
+        return Scope.model_validate(self.scope_data)
 
 
 def scope_path(prefix: str) -> str:
