@@ -220,6 +220,13 @@ class ScanCache:
         )
         return hashlib.sha256(key).hexdigest()
 
+    def holds_catalogs(self) -> bool:
+        """Whether any whole catalog is stored (a run whose catalog is stored cannot be the first)."""
+        wait_for_writes()
+        with contextlib.suppress(OSError):
+            return any(not p.name.startswith(".") for p in (self.path.parent / _CATALOGS).iterdir())
+        return False
+
     def holds_catalog(self, key: str) -> bool:
         """Whether a whole catalog is stored under `key` (it may still turn out damaged when read)."""
         wait_for_writes()

@@ -198,12 +198,7 @@ def _extract_parser() -> argparse.ArgumentParser:
 def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
     options = _options(args)
-    commit = None
-    if args.release is None:
-        from extractor.git import resolve
-
-        commit = resolve(args.repo, args.sha)
-        _start_workers(commit, options)
+    commit = _resolve_starting_workers(args.repo, args.sha, options) if args.release is None else None
     from extractor.catalog import folder_name
     from extractor.extract import extract_commit
     from extractor.write import default_root, write_catalog
@@ -233,23 +228,31 @@ def _run_extract(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
-def _start_workers(commit: Commit, options: ExtractOptions) -> None:
-    """Fork the extraction's workers first thing, before the pipeline's modules are imported: they import
-    the parser meanwhile, on the other cores. None if one process scans (`--jobs 1`, or one core), or if
-    the catalog is in the cache already (nothing to scan: they would only take a core from this process)."""
+def _resolve_starting_workers(repo: str, revision: str, options: ExtractOptions) -> Commit:
+    """Resolve the revision, forking the extraction's workers first thing, before the pipeline's modules
+    are imported: they import the parser meanwhile, on the other cores. None if one process scans
+    (`--jobs 1`, or one core), or if the catalog is in the cache already (nothing to scan: they would
+    only take a core from this process); with no catalog in the cache at all, before the revision is
+    even resolved."""
+    from extractor.git import cache_dir, resolve
     from extractor.workers import start_ahead
 
     workers = (options.jobs or os.cpu_count() or 1) - 1
-    if workers < 1:
-        return
+    cache = None
     if options.cache:
         from extractor.cache import ScanCache
-        from extractor.git import cache_dir
 
         cache = ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
-        if cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, None))):
-            return
-    start_ahead(workers)
+    if workers > 0 and (cache is None or not cache.holds_catalogs()):
+        start_ahead(workers)
+    commit = resolve(repo, revision)
+    if (
+        workers > 0
+        and cache is not None
+        and not cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, None)))
+    ):
+        start_ahead(workers)  # (once: if they were forked above, nothing happens)
+    return commit
 
 
 def _diff_parser() -> argparse.ArgumentParser:

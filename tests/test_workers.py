@@ -96,3 +96,7 @@ def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_pa
     assert (first.returncode, first.stderr) == (0, "forked 1\n" if jobs == "2" else "")
     assert (again.returncode, again.stderr) == (0, "")
     assert again.stdout == first.stdout and first.stdout.count("\n") == len(SMALL)
+    # Another revision's catalog is not in the cache: its workers are forked.
+    git_repo.commit({"pkg/m0.py": "raise ValueError('changed')\n"}, tag="v2")
+    other = subprocess.run([*command, "--sha", "v2"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert (other.returncode, other.stderr) == (0, "forked 1\n" if jobs == "2" else "")
