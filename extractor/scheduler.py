@@ -189,10 +189,9 @@ def _scan_missing(
     idle: Callable[[], None] | None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
-    serialized result to `into` as it comes (what was scanned before an interruption is kept), and
-    parsed, to `parsed`. `idle`
-    is work for this process, done once: the first time it would otherwise wait for the workers, else
-    once the scan is over."""
+    serialized result to `into` as it comes (what was scanned before an interruption is kept), and its
+    parsed result to `parsed`. `idle` is work for this process, done once: the first time it would
+    otherwise wait for the workers, else once the scan is over."""
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
     ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
