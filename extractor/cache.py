@@ -10,14 +10,15 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from extractor._version import __version__
 from extractor.atomic import replace_bytes
-from extractor.models import Manifest
+
+if TYPE_CHECKING:  # pydantic is imported where a whole catalog is read or stored, not before
+    from extractor.models import Manifest
 
 __all__ = ["CACHE_FORMAT", "ScanCache", "StoredCatalog", "wait_for_writes"]
 
@@ -26,7 +27,7 @@ CACHE_FORMAT = 4
 # checks): any edit to them makes a new cache, even unreleased.
 _PRODUCERS = (
     *("scan.py", "walk.py", "resolve.py", "pieces.py", "source.py", "scanned.py", "chains.py", "slugs.py"),
-    *("template.py", "facts.py", "models.py"),
+    *("template.py", "facts.py", "models.py", "kinds.py"),
 )
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL,
@@ -219,6 +220,18 @@ class ScanCache:
         )
         return hashlib.sha256(key).hexdigest()
 
+    def holds_catalogs(self) -> bool:
+        """Whether any whole catalog is stored (a run whose catalog is stored cannot be the first)."""
+        wait_for_writes()
+        with contextlib.suppress(OSError):
+            return any(not p.name.startswith(".") for p in (self.path.parent / _CATALOGS).iterdir())
+        return False
+
+    def holds_catalog(self, key: str) -> bool:
+        """Whether a whole catalog is stored under `key` (it may still turn out damaged when read)."""
+        wait_for_writes()
+        return (self.path.parent / _CATALOGS / key).is_file()
+
     def catalog(self, key: str, *, stamp: str, revision: str) -> StoredCatalog | None:
         """Return a stored catalog as if this run made it: with its timestamp `stamp` and `revision`."""
         wait_for_writes()  # a catalog this process is still storing is found
@@ -294,15 +307,6 @@ class StoredCatalog(NamedTuple):
     warnings: tuple[str, ...]
 
 
-class _Header(BaseModel):
-    """The first line of a stored catalog: its manifest, warnings, and where in records.jsonl the run's
-    timestamp stands (the start of each value of a record's analyzedAt and datasetVersion)."""
-
-    manifest: Manifest
-    warnings: list[str]
-    stamps: list[int]
-
-
 # The keys whose value in a record is the run's timestamp. Only a key's own value can read
 # `"analyzedAt":"...`: inside a string, the quotes are escaped.
 _STAMPED = (b'"analyzedAt":"', b'"datasetVersion":"')
@@ -317,7 +321,9 @@ def _freeze(catalog: StoredCatalog) -> bytes:
         while at >= 0:
             stamps.append(at + len(key))
             at = catalog.encoded.find(key + stamp, at + len(key))
-    header = _Header(manifest=catalog.manifest, warnings=list(catalog.warnings), stamps=sorted(stamps))
+    from extractor.models import StoredCatalogHeader
+
+    header = StoredCatalogHeader(manifest=catalog.manifest, warnings=list(catalog.warnings), stamps=sorted(stamps))
     return header.model_dump_json().encode() + b"\n" + catalog.encoded
 
 
@@ -325,9 +331,13 @@ def _thaw(data: bytes, *, stamp: str, revision: str) -> StoredCatalog | None:
     """Read a frozen catalog back with this run's timestamp and revision; None if it does not hold
     together. The cache hands back exactly the bytes `_freeze` made (it checks them): the lines are
     neither parsed nor counted here, and the records are copied once, the new stamp spliced in."""
+    from pydantic import ValidationError
+
+    from extractor.models import StoredCatalogHeader
+
     cut = data.find(b"\n")
     try:
-        header = _Header.model_validate_json(data[:cut])
+        header = StoredCatalogHeader.model_validate_json(data[:cut])
     except ValidationError:
         return None
     old, new = header.manifest.analyzedAt.encode(), stamp.encode()

@@ -15,9 +15,10 @@ from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
 
 if TYPE_CHECKING:
-    from extractor.extract import ExtractOptions
+    from extractor.git import Commit
     from extractor.match import MatchResult
     from extractor.models import Lineage
+    from extractor.options import ExtractOptions
 
 __all__ = ["main"]
 
@@ -141,7 +142,7 @@ def _context(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> ExtractOptions:
-    from extractor.extract import ExtractOptions
+    from extractor.options import ExtractOptions
     from extractor.write import is_repo_name
 
     if args.repo_name is not None and not is_repo_name(args.repo_name):
@@ -196,18 +197,18 @@ def _extract_parser() -> argparse.ArgumentParser:
 
 def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
+    options = _options(args)
+    commit = _resolve_starting_workers(args.repo, args.sha, options) if args.release is None else None
     from extractor.catalog import folder_name
-    from extractor.extract import extract, extract_commit
+    from extractor.extract import extract_commit
     from extractor.write import default_root, write_catalog
 
-    options = _options(args)
-    if args.release is not None:
+    pinned = None
+    if commit is None:
         from extractor.catalog import release_commit
 
         commit, pinned = release_commit(args.release)
-        catalog = extract_commit(commit, options=options, pinned_sha=pinned)
-    else:
-        catalog = extract(repo=args.repo, revision=args.sha, options=options)
+    catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     for warning in catalog.warnings if not args.quiet else ():
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.output == "-":
@@ -225,6 +226,33 @@ def _run_extract(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
     return ExitCode.OK
+
+
+def _resolve_starting_workers(repo: str, revision: str, options: ExtractOptions) -> Commit:
+    """Resolve the revision, forking the extraction's workers first thing, before the pipeline's modules
+    are imported: they import the parser meanwhile, on the other cores. None if one process scans
+    (`--jobs 1`, or one core), or if the catalog is in the cache already (nothing to scan: they would
+    only take a core from this process); with no catalog in the cache at all, before the revision is
+    even resolved."""
+    from extractor.git import cache_dir, resolve
+    from extractor.workers import start_ahead
+
+    workers = (options.jobs or os.cpu_count() or 1) - 1
+    cache = None
+    if options.cache:
+        from extractor.cache import ScanCache
+
+        cache = ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
+    if workers > 0 and (cache is None or not cache.holds_catalogs()):
+        start_ahead(workers)
+    commit = resolve(repo, revision)
+    if (
+        workers > 0
+        and cache is not None
+        and not cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, None)))
+    ):
+        start_ahead(workers)  # (once: if they were forked above, nothing happens)
+    return commit
 
 
 def _diff_parser() -> argparse.ArgumentParser:

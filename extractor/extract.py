@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -25,17 +24,17 @@ from extractor.models import (
     Counts,
     FileOutcome,
     Manifest,
-    Scope,
     SkippedFile,
     SkippedSite,
 )
+from extractor.options import ExtractOptions as ExtractOptions
+from extractor.options import scope_path as scope_path
 from extractor.records import RunContext, build_records
 from extractor.scanned import SiteData
 from extractor.scheduler import carrying_results, scan_blobs
 
 if TYPE_CHECKING:
     from extractor.fields import FieldIndex
-    from extractor.scan import ScanOptions
 
 __all__ = [
     "Catalog",
@@ -46,52 +45,6 @@ __all__ = [
     "extract_commit",
     "scope_path",
 ]
-
-
-@dataclass(frozen=True)
-class ExtractOptions:
-    """The scope of an extraction: which paths, which classes, how much context."""
-
-    paths: tuple[str, ...] = ("vllm/config",)
-    exceptions: tuple[str, ...] = ("ValueError",)
-    context: int = 18
-    repo_name: str | None = None
-    jobs: int | None = None  # processes that scan, the main one included; None means one per core
-    cache: bool = True
-    config_from: tuple[str, ...] = ("vllm/config",)
-    flags_from: str = "vllm/engine/arg_utils.py"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", tuple(scope_path(path) for path in self.paths))
-        object.__setattr__(self, "config_from", tuple(scope_path(path) for path in self.config_from))
-        object.__setattr__(self, "flags_from", self.flags_from.strip("/"))
-
-    @property
-    def scan_options(self) -> ScanOptions:
-        from extractor.scan import ScanOptions
-
-        return ScanOptions(exceptions=self.exceptions, context=self.context)
-
-    @classmethod
-    def of_scope(cls, scope: Scope) -> ExtractOptions:
-        """Return the options a catalog of `scope` was extracted with (the inverse of `scope`)."""
-        return cls(
-            paths=tuple(scope.paths),
-            exceptions=tuple(scope.exceptions),
-            context=scope.context,
-            config_from=tuple(scope.configFrom),
-            flags_from=scope.flagsFrom,
-        )
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(
-            paths=list(self.paths),
-            exceptions=list(self.exceptions),
-            context=self.context,
-            configFrom=list(self.config_from),
-            flagsFrom=self.flags_from,
-        )
 
 
 @dataclass(frozen=True)
@@ -125,12 +78,6 @@ def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
     """Extract the catalog of `revision` in `repo` for the given scope."""
     commit = git_stage.resolve(repo, revision)
     return extract_commit(commit, options=options)
-
-
-def scope_path(prefix: str) -> str:
-    """A path prefix as a scope records it: no leading ./ or /, no trailing or doubled slash; the whole
-    repository ('', '/', '.', './') is '.'."""
-    return posixpath.normpath(prefix.strip("/") or ".")
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
@@ -181,14 +128,7 @@ def extract_commit(
         return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
     cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
     try:
-        key = cache.catalog_key(
-            {
-                "commit": commit.sha,
-                "pinned": pinned_sha,
-                "repo": options.repo_name or commit.repo_name,
-                "scope": options.scope.model_dump(),
-            }
-        )
+        key = cache.catalog_key(options.catalog_parts(commit, pinned_sha))
         stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
         if stored is not None:
             return Catalog(encoded=stored.encoded, manifest=stored.manifest, warnings=stored.warnings)

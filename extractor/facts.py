@@ -5,7 +5,7 @@ import ast
 import inspect
 from collections.abc import Callable, Sequence
 
-from extractor.models import ClassFacts, FieldFacts, FlagFacts
+from extractor.scanned import ClassFacts, FieldFacts, FlagFacts
 
 __all__ = ["CONSTRAINTS", "file_facts"]
 

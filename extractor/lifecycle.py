@@ -22,6 +22,7 @@ __all__ = [
     "collector_paused",
     "command_line_process",
     "die_with_parent",
+    "in_command_line_process",
     "interruption",
     "keep_until_exit",
     "quick_switching",
@@ -245,6 +246,12 @@ def collector_paused() -> Iterator[None]:
     finally:
         gc.freeze()
         gc.enable()
+
+
+def in_command_line_process() -> bool:
+    """Whether this process is a command line's, inside `command_line_process` (not a library caller's,
+    nor a worker)."""
+    return _kept is not None
 
 
 def keep_until_exit(*objects: object) -> None:

@@ -2,9 +2,15 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal, NamedTuple, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+# The scan's kinds and pieces live in a module without pydantic (a worker process scans without it);
+# they are the models' too.
+from extractor.kinds import ConditionKind as ConditionKind
+from extractor.kinds import MessageKind as MessageKind
+from extractor.kinds import Piece as Piece
 
 SCHEMA_VERSION: Literal[2] = 2
 
@@ -18,34 +24,6 @@ Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MessageKind(StrEnum):
-    """How the message argument of a raise is written in the source."""
-
-    LITERAL = "literal"
-    FSTRING = "fstring"
-    CONCAT = "concat"
-    PERCENT = "percent"
-    FORMAT = "format"
-    VARIABLE = "variable"
-    DYNAMIC = "dynamic"
-    EMPTY = "empty"
-
-
-class ConditionKind(StrEnum):
-    """The compound statement (or branch of one) that encloses a raise."""
-
-    IF = "if"
-    ELIF = "elif"
-    ELSE = "else"
-    WHILE = "while"
-    FOR = "for"
-    WITH = "with"
-    TRY = "try"
-    EXCEPT = "except"
-    FINALLY = "finally"
-    MATCH_CASE = "match-case"
 
 
 class ErrorType(StrEnum):
@@ -233,6 +211,16 @@ class Manifest(_Frozen):
     skippedSites: list[SkippedSite]
 
 
+class StoredCatalogHeader(BaseModel):
+    """The first line of a whole catalog stored in the cache (cache.py): its manifest, warnings, and where
+    in records.jsonl the run's timestamp stands (the start of each value of a record's analyzedAt and
+    datasetVersion)."""
+
+    manifest: Manifest
+    warnings: list[str]
+    stamps: list[int]
+
+
 class IndexEntry(_Frozen):
     """One published catalog in a nightly index."""
 
@@ -248,20 +236,6 @@ class NightlyIndex(_Frozen):
 
     latest: Sha | None
     catalogs: list[IndexEntry]
-
-
-class Piece(NamedTuple):
-    """A def or class (lines start..end) whose sites depend on its own text and the classes around it.
-
-    A tuple (a JSON array in the cache), not a model: a file has dozens, a package tens of thousands.
-    """
-
-    hash: str
-    start: int
-    end: int
-    first: str  # the piece's first line, to find where it may start in a new version of the file
-    last: str  # its last line: most places that start like the piece are ruled out without hashing
-    scope: tuple[str, ...]  # the classes it sits in, outermost first
 
 
 class FieldFacts(_Frozen):

@@ -24,7 +24,7 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from extractor.models import Piece
+from extractor.kinds import Piece
 from extractor.scanned import ConditionData, Result, Site, SiteData, SkippedSite, SkippedSiteData
 from extractor.source import ScanOptions, window
 from extractor.walk import visit

@@ -9,16 +9,18 @@ import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from extractor.facts import file_facts
-from extractor.models import FileResult, Site, SkippedSite
 from extractor.pieces import pieces_of, rescan
-from extractor.scanned import Result, SiteData
+from extractor.scanned import ClassFacts, FlagFacts, Result, SiteData
 from extractor.source import ScanOptions, could_hold, decode, split_lines
 from extractor.walk import visit
+
+if TYPE_CHECKING:  # pydantic is imported only where a library caller asks for models: a worker scans without it
+    from extractor.models import FileResult, Site, SkippedSite
 
 __all__ = ["ScanOptions", "Scanned", "Skipped", "could_hold", "scan", "scan_blob", "scan_many"]
 
@@ -50,6 +52,8 @@ def scan_blob(
     instead of parsed again (the result is the same as without it). `facts` asks for the file's classes
     and CLI flags even if it holds no site: it is parsed whole.
     """
+    from extractor.models import FileResult
+
     earlier = orjson.loads(previous.model_dump_json()) if previous is not None else None
     return FileResult.model_validate_json(orjson.dumps(_scan(data, options, earlier, facts)))
 
@@ -99,12 +103,10 @@ def _scan_text(
     if isinstance(visited, str):
         return Result(kind="skipped", reason=visited)
     body, visitor = visited
-    classes: list[dict[str, Any]] = []
-    flags: dict[str, Any] | None = None
+    classes: list[ClassFacts] = []
+    flags: FlagFacts | None = None
     if facts:  # only the config and CLI files are asked for them
-        found, read = file_facts(body, visitor.segment, text)
-        classes = [facts_of.model_dump(mode="json") for facts_of in found]
-        flags = read.model_dump(mode="json") if read is not None else None
+        classes, flags = file_facts(body, visitor.segment, text)
     return Result(
         kind="scanned",
         sites=list(visitor.sites),
@@ -135,6 +137,8 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
 
 def scan(data: bytes, *, options: ScanOptions) -> FileScan:
     """Find every raise site in scope in one file's bytes; a pure function of the bytes and options."""
+    from extractor.models import FileResult
+
     try:
         text = decode(data)
     except (SyntaxError, LookupError) as error:

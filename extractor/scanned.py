@@ -14,13 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
-from extractor.models import ConditionKind, MessageKind
+from extractor.kinds import ConditionKind, MessageKind
 
 __all__ = [
+    "ClassFacts",
     "Condition",
     "ConditionData",
     "Extraction",
     "ExtractionData",
+    "FieldFacts",
+    "FlagFacts",
     "Placeholder",
     "PlaceholderData",
     "Result",
@@ -98,19 +101,49 @@ class SkippedSite:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldFacts:
+    """A field declared in a class body (models.FieldFacts)."""
+
+    name: str
+    annotation: str
+    default: str | None
+    constraints: list[str]
+    doc: str | None
+    init: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ClassFacts:
+    """A top-level class of a file: its bases, fields and what its __post_init__ assigns (models.ClassFacts)."""
+
+    name: str
+    bases: list[str]
+    fields: list[FieldFacts]
+    postInit: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class FlagFacts:
+    """What a CLI definition file says (models.FlagFacts)."""
+
+    flags: list[tuple[str, str, list[str], bool]]
+    overwritten: list[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
 class Result:
     """What scanning one blob gave, as the cache stores it (models.FileResult).
 
-    Sites may be data already (those a rescan reused, as the cache held them); classes and flags are
-    the facts models dumped as data (only config and CLI files have them).
+    Sites may be data already (those a rescan reused, as the cache held them); only config and CLI
+    files have classes and flags.
     """
 
     kind: Literal["scanned", "skipped", "ruled-out"]
     reason: str | None = None
     sites: list[Site | SiteData] = field(default_factory=list)
     skippedSites: list[SkippedSite | SkippedSiteData] = field(default_factory=list)
-    classes: list[dict[str, Any]] = field(default_factory=list)
-    flags: dict[str, Any] | None = None
+    classes: list[ClassFacts] = field(default_factory=list)
+    flags: FlagFacts | None = None
     facts: bool = False
     couldHold: bool = True
     pieces: list[tuple[str, int, int, str, str, tuple[str, ...]]] = field(default_factory=list)  # Piece's fields

@@ -13,11 +13,12 @@ import orjson
 
 from extractor import git as git_stage
 from extractor.cache import ScanCache, wait_for_writes
-from extractor.lifecycle import become_worker, quick_switching
+from extractor.lifecycle import quick_switching
 from extractor.progress import bar
+from extractor.workers import Item, Pool, Result, scan_batch, start, take_ahead
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Future
 
     from extractor.scan import ScanOptions
 
@@ -25,6 +26,10 @@ __all__ = ["scan_blobs"]
 
 # Below this much source to parse, starting worker processes costs more than it saves.
 _PARALLEL_BYTES = 256 * 1024
+# With workers started ahead (by the command line, they import the parser while this process imports the
+# rest), this process scans too only from this much source on: below it, its own import of the parser
+# (some 0.2 s of CPU, as much as scanning 0.7 MB) would cost more than its share of the scan saves.
+_MAIN_SCANS_BYTES = 2 * 1024 * 1024
 # Work is handed to workers in batches of about this much source (or this many files), largest first.
 # A batch costs a round trip to git, a transaction and a result message: few and large batches are
 # cheaper, but there must be enough of them (about 8 per process) for the processes to end together.
@@ -33,12 +38,6 @@ _BATCH_FILES = 256
 _BATCHES_PER_JOB = 8
 # Each worker is kept this many batches ahead.
 _AHEAD = 4
-
-_RULED_OUT = b'{"kind":"ruled-out"}'
-# Blob id, the previous version's result, whether facts are wanted, a path it has (to name it in errors).
-_Item = tuple[str, bytes | None, bool, str]
-# A blob id and its result, serialized.
-_Result = tuple[str, bytes]
 
 
 # Per-file results carried from one extraction to the next, in a process that extracts revision after
@@ -107,9 +106,9 @@ def _scan_new(
     results = {oid: result for oid, result in results.items() if result.get("facts")}
     missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
-    workers = _workers(missing, jobs)
-    pool = _start_pool(workers, cache) if workers else None
-    new: list[_Result] = []
+    pool = _pool(missing, jobs, cache)
+    new: list[Result] = []
+    fresh: dict[str, dict[str, Any]] = {}  # `new`, parsed as it comes
     entries = held - facts  # the results read from the cache as they are
     cached: dict[str, bytes] = {}
 
@@ -129,9 +128,9 @@ def _scan_new(
                 previous,
                 options=scan_options,
                 pool=pool,
-                workers=workers,
                 facts=facts,
                 into=new,
+                parsed=fresh,
                 idle=read_cached,
             )
         else:
@@ -140,7 +139,7 @@ def _scan_new(
         broken = [blob for blob in unique if blob.oid in entries and blob.oid not in cached]
         if broken:
             _scan_missing(
-                commit, broken, {}, options=scan_options, pool=pool, workers=workers, facts=facts, into=new, idle=None
+                commit, broken, {}, options=scan_options, pool=pool, facts=facts, into=new, parsed=fresh, idle=None
             )
     finally:
         try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
@@ -148,11 +147,11 @@ def _scan_new(
                 cache.store_entries(new)
         finally:
             if pool is not None:
-                pool.shutdown(cancel_futures=True)
+                pool.executor.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
-    # The results are parsed only now: the scan above did not wait for them.
-    results.update((oid, orjson.loads(data)) for oid, data in [*cached.items(), *new])
+    results.update((oid, orjson.loads(data)) for oid, data in cached.items())
+    results.update(fresh)
     return results
 
 
@@ -160,10 +159,21 @@ def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
     return cache.get_many(sorted(oids)) if cache is not None and oids else {}
 
 
-def _workers(missing: Sequence[git_stage.Blob], jobs: int | None) -> int:
-    """How many worker processes scan beside this one: none below _PARALLEL_BYTES of source."""
+def _pool(missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache | None) -> Pool | None:
+    """The worker processes that scan beside this one: those started ahead if there is anything to scan,
+    else (a library caller's extraction) as many as `jobs` allows, none below _PARALLEL_BYTES of source."""
+    if not missing:
+        return None
+    ahead = take_ahead()
+    if ahead is not None:
+        return ahead
     jobs = min(jobs or os.cpu_count() or 1, len(missing))
-    return jobs - 1 if jobs > 1 and sum(blob.size or 0 for blob in missing) >= _PARALLEL_BYTES else 0
+    if jobs < 2 or sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES:
+        return None
+    if cache is not None:
+        cache.release()  # no SQLite connection may cross the fork
+    wait_for_writes()  # no thread of this process may hold a lock while it forks
+    return start(jobs - 1)
 
 
 def _scan_missing(
@@ -172,41 +182,47 @@ def _scan_missing(
     previous: dict[str, bytes],
     *,
     options: ScanOptions,
-    pool: ProcessPoolExecutor | None,
-    workers: int,
+    pool: Pool | None,
     facts: set[str],
-    into: list[_Result],
+    into: list[Result],
+    parsed: dict[str, dict[str, Any]],
     idle: Callable[[], None] | None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
-    serialized result to `into` as it comes (what was scanned before an interruption is kept). `idle`
-    is work for this process, done once: the first time it would otherwise wait for the workers, else
-    once the scan is over."""
+    serialized result to `into` as it comes (what was scanned before an interruption is kept), and its
+    parsed result to `parsed`. `idle` is work for this process, done once: the first time it would
+    otherwise wait for the workers, else once the scan is over."""
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
     ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
     git_stage.prefetch(commit, ordered)
     total = sum(blob.size or 0 for blob in ordered)
-    limit = min(_BATCH_BYTES, max(16 * 1024, total // ((workers + 1) * _BATCHES_PER_JOB)))
+    # Workers started ahead import the parser already: this process imports it too only for a big scan.
+    main_scans = pool is None or not pool.ahead or total >= _MAIN_SCANS_BYTES
+    scanners = (pool.workers if pool is not None else 0) + main_scans
+    limit = min(_BATCH_BYTES, max(16 * 1024, total // (scanners * _BATCHES_PER_JOB)))
     items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
     batches = _batches(items, ordered, limit)
     try:
-        done: Iterator[list[_Result]]
+        done: Iterator[list[Result]]
         if pool is not None:
-            done = _shared(pool, workers, commit.git_dir, batches, options, idle)
+            done = _shared(pool, commit.git_dir, batches, options, idle, main_scans=main_scans)
         else:
-            done = (_scan_read(commit.git_dir, batch, options) for batch in batches)
+            done = (scan_batch(commit.git_dir, batch, options) for batch in batches)
         for results in bar(done, len(batches), "scanning", unit="batch"):
             into += results
+            # Parsed now, not after the scan: the work shares the cores with the scan instead of following
+            # it on one (this process scans that much less, or parses while it would wait).
+            parsed.update((oid, orjson.loads(data)) for oid, data in results)
         if pool is None and idle is not None:
             idle()
     finally:
         git_stage.close_readers()
 
 
-def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[_Item]]:
+def _batches(items: Sequence[Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[Item]]:
     """Cut work into batches of about `limit` bytes of source (or _BATCH_FILES files), in order."""
-    batches: list[list[_Item]] = [[]]
+    batches: list[list[Item]] = [[]]
     size = 0
     for item, blob in zip(items, blobs, strict=True):
         if size >= limit or len(batches[-1]) >= _BATCH_FILES:
@@ -217,76 +233,38 @@ def _batches(items: Sequence[_Item], blobs: Sequence[git_stage.Blob], limit: int
     return batches
 
 
-def _scan_read(git_dir: Path, items: Sequence[_Item], scan_options: ScanOptions) -> list[_Result]:
-    """Read blobs from git (this process's own reader) and scan those the prefilter lets through; what a
-    blob gives depends on its bytes and the options alone, whichever process scans it.
-
-    Workers read what they scan themselves: the main process does not send them blobs.
-    """
-    from extractor.scan import could_hold, scan_many
-
-    contents = git_stage.reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
-    out: list[_Result] = []
-    to_parse = []
-    for (oid, previous, wanted, _), data in zip(items, contents, strict=True):
-        if wanted or could_hold(data, scan_options):
-            to_parse.append((oid, data, previous, wanted))
-        else:
-            out.append((oid, _RULED_OUT))
-    out += scan_many(to_parse, scan_options)
-    return out
-
-
-def _warm_up(parent: int) -> None:
-    become_worker(parent)
-    import extractor.template  # noqa: F401  (libcst: the costly import, done once per worker)
-
-
-def _start_pool(workers: int, cache: ScanCache | None) -> ProcessPoolExecutor:
-    """Start the worker processes: forked, they import the parser while this process reads the cache."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    if cache is not None:
-        cache.release()  # no SQLite connection may cross the fork
-    wait_for_writes()  # no thread of this process may hold a lock while it forks
-    context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up, initargs=(os.getpid(),))
-    for _ in range(workers):  # start every worker now rather than on first use
-        pool.submit(int)
-    return pool
-
-
 def _shared(
-    pool: ProcessPoolExecutor,
-    workers: int,
+    pool: Pool,
     git_dir: Path,
-    batches: list[list[_Item]],
+    batches: list[list[Item]],
     scan_options: ScanOptions,
     idle: Callable[[], None] | None,
-) -> Iterator[list[_Result]]:
-    """Scan batches in the worker processes and in this one, yielding each batch's results as it is done
-    (the caller orders results by path, so output does not depend on timing).
+    *,
+    main_scans: bool,
+) -> Iterator[list[Result]]:
+    """Scan batches in the worker processes, and in this one if `main_scans`, yielding each batch's
+    results as it is done (the caller orders results by path, so output does not depend on timing).
 
     Each worker is kept _AHEAD batches ahead (the largest first); between handing out batches, this
     process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
     none is left, it takes back those handed out that no worker has started yet, then does `idle`,
-    and only then waits; `idle` is done once, at the end if never before.
+    and only then waits; `idle` is done once, at the end if never before. A process that does not
+    scan does `idle` first, then waits.
     """
     from concurrent.futures import FIRST_COMPLETED, wait
 
     pending = deque(batches)
-    running: dict[Future[list[_Result]], list[_Item]] = {}  # in the order handed out
+    running: dict[Future[list[Result]], list[Item]] = {}  # in the order handed out
     # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
     with quick_switching():
         while pending or running:
-            while pending and len(running) < _AHEAD * workers:
+            while pending and len(running) < _AHEAD * pool.workers:
                 batch = pending.popleft()
-                running[pool.submit(_scan_read, git_dir, batch, scan_options)] = batch
-            if pending:
-                yield _scan_read(git_dir, pending.pop(), scan_options)
-            elif (taken := _take_back(running)) is not None:
-                yield _scan_read(git_dir, taken, scan_options)
+                running[pool.executor.submit(scan_batch, git_dir, batch, scan_options)] = batch
+            if main_scans and pending:
+                yield scan_batch(git_dir, pending.pop(), scan_options)
+            elif main_scans and (taken := _take_back(running)) is not None:
+                yield scan_batch(git_dir, taken, scan_options)
             elif idle is not None and not any(future.done() for future in running):
                 idle()
                 idle = None
@@ -299,7 +277,7 @@ def _shared(
         idle()
 
 
-def _take_back(running: dict[Future[list[_Result]], list[_Item]]) -> list[_Item] | None:
+def _take_back(running: dict[Future[list[Result]], list[Item]]) -> list[Item] | None:
     """Cancel the last batch handed out that no worker has started and return it (None: all have started)."""
     for future in reversed(running):
         if future.cancel():

@@ -15,7 +15,7 @@ from typing import Literal, cast
 
 import libcst as cst
 
-from extractor.models import MessageKind
+from extractor.kinds import MessageKind
 from extractor.scanned import Placeholder
 
 __all__ = ["Template", "message_template", "pattern_for"]

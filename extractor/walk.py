@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from extractor.chains import reads
-from extractor.models import ConditionKind, MessageKind
+from extractor.kinds import ConditionKind, MessageKind
 from extractor.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
 from extractor.scanned import Condition, Extraction, Placeholder, Site, SiteData, SkippedSite
 from extractor.slugs import slug_stem

@@ -5,13 +5,17 @@ import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
-from pydantic import BaseModel
 
 from extractor.atomic import replace_bytes, replace_files
 from extractor.errors import ExtractorError
-from extractor.models import CatalogLine, Manifest
+
+if TYPE_CHECKING:  # the models are only handed in: the command line imports this before pydantic
+    from pydantic import BaseModel
+
+    from extractor.models import CatalogLine, Manifest
 
 __all__ = [
     "MANIFEST",

@@ -223,7 +223,7 @@ def test_entries_without_the_facts_now_wanted_are_scanned_with_the_rest(
     passes: list[tuple[list[str], int]] = []
 
     def spy(commit: Any, missing: list[Any], *args: Any, **kwargs: Any) -> None:
-        passes.append((sorted(blob.path for blob in missing), kwargs["workers"]))
+        passes.append((sorted(blob.path for blob in missing), kwargs["pool"].workers))
         real(commit, missing, *args, **kwargs)
 
     monkeypatch.setattr(extractor.scheduler, "_scan_missing", spy)

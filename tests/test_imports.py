@@ -19,14 +19,18 @@ PACKAGE = Path(__file__).resolve().parent.parent / "extractor"
 # are peers that know nothing of each other. A new module must be given its place here.
 LAYERS: list[tuple[str, ...]] = [
     ("_version", "errors", "progress", "suggest", "housekeeping"),  # no import of the package
+    ("kinds",),  # the scan's enumerations and pieces, without pydantic (the models re-export them)
+    ("scanned",),  # the scan's typed values (slotted dataclasses): a worker scans without pydantic
     ("models", "lifecycle", "git"),  # the record models; signals and exit; reading git objects
     ("atomic",),  # the one way files are written (a temporary beside the target, then a rename)
-    ("source", "scanned", "chains", "slugs", "resolve", "schema", "facts"),  # what the walk uses
+    ("source", "chains", "slugs", "resolve", "schema", "facts"),  # what the walk uses
     ("template",),  # a message expression -> its template (libcst)
     ("walk",),  # the AST walk of one parsed file: sites, conditions, message resolution
     ("pieces",),  # incremental rescanning, on top of the walk
     ("scan",),  # the scan API: one blob's bytes -> its result, as the cache stores it
+    ("workers",),  # the processes that scan beside the main one (the command line forks them first thing)
     ("records", "cache", "release", "write"),  # catalog lines; per-blob and whole-catalog cache; sdists; writing
+    ("options",),  # what an extraction is asked for, known to the command line before the pipeline
     ("scheduler",),  # where each blob's result comes from: the cache, or a scan shared between workers
     ("fields",),  # resolving the chains a record reads to config fields (catalog time)
     ("extract",),  # the pipeline: git -> scan -> records -> fields

@@ -149,8 +149,8 @@ def probe(fd):
     return real(fd)
 os.fsync = probe
 """,
-    # pydantic's serializer (the scope the pipeline writes into the manifest), which wraps the
-    # KeyboardInterrupt in a PydanticSerializationError.
+    # pydantic's serializer (the manifest the command line writes), which wraps the KeyboardInterrupt in
+    # a PydanticSerializationError.
     "pydantic": """
 from pydantic import BaseModel, field_serializer
 from extractor import models
@@ -160,11 +160,11 @@ class Inside(BaseModel):
     def _x(self, value):
         signal.raise_signal(signal.SIGINT)  # its handler runs here, inside pydantic's serializer
         return value
-real = models.Scope.model_dump
+real = models.Manifest.model_dump
 def probe(self, **kwargs):
     Inside().model_dump_json()
     return real(self, **kwargs)
-models.Scope.model_dump = probe
+models.Manifest.model_dump = probe
 """,
 }
 

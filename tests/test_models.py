@@ -38,6 +38,9 @@ MIRRORS = [
     (scanned.Site, models.Site, scanned.SiteData),
     (scanned.SkippedSite, models.SkippedSite, scanned.SkippedSiteData),
     (scanned.Result, models.FileResult, None),
+    (scanned.FieldFacts, models.FieldFacts, None),
+    (scanned.ClassFacts, models.ClassFacts, None),
+    (scanned.FlagFacts, models.FlagFacts, None),
 ]
 
 

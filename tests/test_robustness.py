@@ -404,7 +404,7 @@ class Probe(BaseModel):
         signal.raise_signal(signal.{name})  # its handler runs here, inside pydantic's serializer
         return value
 
-original = models.ClassFacts.model_dump  # the scan dumps a config class's facts for the cache
+original = models.Manifest.model_dump  # the command line dumps the manifest to write it
 
 
 def probed(self, **kwargs):
@@ -416,7 +416,7 @@ def probed(self, **kwargs):
     return original(self, **kwargs)  # a library that swallows the error and goes on
 
 
-models.ClassFacts.model_dump = probed
+models.Manifest.model_dump = probed
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()

@@ -1,0 +1,102 @@
+"""Workers: the command line forks them first thing, and they scan without importing pydantic."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from extractor import workers
+from tests.conftest import GitRepo
+
+# A small scope (under scheduler._MAIN_SCANS_BYTES): a worker started ahead scans it alone.
+SMALL = {f"pkg/m{i}.py": f"def f{i}(x):\n    if x:\n        raise ValueError(f'm{i} {{x}}')\n" for i in range(6)}
+
+# Each batch scanned says which process scanned it, and what that process had imported by then.
+_SPY = """
+import os, sys
+import extractor.workers
+MAIN = os.getpid()
+real = extractor.workers.scan_batch
+def spy(*args, **kwargs):
+    found = real(*args, **kwargs)
+    with open(os.environ["SPY"], "a") as stream:
+        print(os.getpid() == MAIN, "pydantic" in sys.modules, "libcst" in sys.modules, file=stream)
+    return found
+extractor.workers.scan_batch = spy
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+
+
+def _run(repo: GitRepo, tmp_path: Path, *options: str) -> tuple[str, list[str]]:
+    spy = tmp_path / "spy.txt"
+    spy.unlink(missing_ok=True)
+    args = ["--repo", str(repo.path), "--sha", "v1", "--path", "pkg", "--no-cache", "--output", "-", *options]
+    result = subprocess.run(
+        [sys.executable, "-c", _SPY, *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "SPY": str(spy), "SOURCE_DATE_EPOCH": "1767225600"},
+        timeout=120,
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    return result.stdout, sorted(set(spy.read_text().splitlines()))
+
+
+def test_a_command_line_scans_in_a_worker_forked_before_pydantic(git_repo: GitRepo, tmp_path: Path) -> None:
+    """With two processes, a small scope is scanned by the worker the command line forked before it
+    imported the pipeline: that worker never imports pydantic (the scan's modules do not need it), and
+    the main process never imports the parser. The catalog is the one a single process makes."""
+    git_repo.commit(SMALL, tag="v1")
+    parallel, seen = _run(git_repo, tmp_path, "--jobs", "2", "--quiet")
+    # (scanned in the main process, pydantic imported there, libcst imported there)
+    assert seen == ["False False True"]
+    serial, seen = _run(git_repo, tmp_path, "--jobs", "1", "--quiet")
+    assert seen == ["True True True"]
+    assert parallel == serial and parallel.count("\n") == len(SMALL)
+
+
+def test_workers_are_started_ahead_only_in_a_command_line_process() -> None:
+    """A library caller (here: the test process) never gets processes forked ahead."""
+    workers.start_ahead(1)
+    assert workers.take_ahead() is None
+
+
+# Says on stderr when the command line forks workers.
+_FORKS = """
+import sys
+import extractor.workers
+real = extractor.workers.start
+def spy(count):
+    print("forked", count, file=sys.__stderr__)
+    return real(count)
+extractor.workers.start = spy
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_path: Path, jobs: str) -> None:
+    """A catalog read back from the cache needs no worker: none is forked (it would only take a core
+    from the main process), and the run gives the same bytes as the one that stored it."""
+    git_repo.commit(SMALL, tag="v1")
+    args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--jobs", jobs, "--output", "-"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "SOURCE_DATE_EPOCH": "1767225600"}
+    command = [sys.executable, "-c", _FORKS, *args, "--quiet"]
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert (first.returncode, first.stderr) == (0, "forked 1\n" if jobs == "2" else "")
+    assert (again.returncode, again.stderr) == (0, "")
+    assert again.stdout == first.stdout and first.stdout.count("\n") == len(SMALL)
+    # Another revision's catalog is not in the cache: its workers are forked.
+    git_repo.commit({"pkg/m0.py": "raise ValueError('changed')\n"}, tag="v2")
+    other = subprocess.run([*command, "--sha", "v2"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert (other.returncode, other.stderr) == (0, "forked 1\n" if jobs == "2" else "")
