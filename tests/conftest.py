@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -70,7 +71,13 @@ def release_store() -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Point the user cache at a temporary folder for the whole session (done once, by the process that
-    runs the session: xdist workers and subprocesses inherit the environment)."""
+    runs the session: xdist workers and subprocesses inherit the environment).
+
+    Also in every worker: a suite started in the background by a non-interactive shell (`.ci/run &`)
+    inherits Ctrl-C ignored, and so would every process it starts; the command line rightly leaves an
+    ignored SIGINT ignored, and the tests that deliver Ctrl-C to it would see it finish instead."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput"):
         return
     store = release_store()  # read before XDG_CACHE_HOME moves
