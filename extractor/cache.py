@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import queue
@@ -75,7 +76,8 @@ def wait_for_writes() -> None:
         _writers.pop()
 
 
-def _code_digest(names: Sequence[str] = _PRODUCERS) -> str:
+@functools.cache  # a process's code does not change while it runs: read once, not once per key
+def _code_digest(names: tuple[str, ...] = _PRODUCERS) -> str:
     digest = hashlib.sha256()
     for name in names:
         with contextlib.suppress(OSError):
@@ -214,7 +216,7 @@ class ScanCache:
 
     def catalog_key(self, parts: dict[str, object]) -> str:
         """Key a whole catalog: what the scan depends on, plus the commit, scope and every module's code."""
-        every_module = sorted(p.name for p in Path(__file__).parent.glob("*.py"))
+        every_module = tuple(sorted(p.name for p in Path(__file__).parent.glob("*.py")))
         key = orjson.dumps(
             {**parts, "scan": self.scope, "code": _code_digest(every_module)}, option=orjson.OPT_SORT_KEYS
         )
