@@ -3,6 +3,7 @@
 # their fields and flags resolved, their records built, and the catalog made (whole catalogs: cache.py).
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections import Counter
@@ -118,21 +119,24 @@ def extract_commit(
     options: ExtractOptions,
     pinned_sha: str | None = None,
     keep: bool = True,
+    then: git_stage.Commit | None = None,
 ) -> Catalog:
     """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at.
 
     A catalog made before for the same commit, scope and code is read back and only restamped; a new one
     is kept in the cache too unless `keep` is false (a history of many revisions keeps per-file results only).
+    `then` is the commit extracted next, in a history (see scheduler.carrying_results): its new files are
+    scanned in the background while this one's catalog is built.
     """
     if not options.cache:
-        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
+        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None, then=then)
     cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
     try:
         key = cache.catalog_key(options.catalog_parts(commit, pinned_sha))
         stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
         if stored is not None:
             return Catalog(encoded=stored.encoded, manifest=stored.manifest, warnings=stored.warnings)
-        catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
+        catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache, then=then)
         if keep:
             cache.store_catalog(key, StoredCatalog(catalog.encoded, catalog.manifest, catalog.warnings))
         return catalog
@@ -146,8 +150,14 @@ def _extract_commit(
     options: ExtractOptions,
     pinned_sha: str | None,
     cache: ScanCache | None,
+    then: git_stage.Commit | None = None,
 ) -> Catalog:
     scope = _list_scope(commit, options)
+    upcoming = None
+    if then is not None:
+        with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
+            following = _list_scope(then, options)
+            upcoming = (then, [*following.regular, *following.auxiliary], following.facts)
     with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
         results = scan_blobs(
             commit,
@@ -156,6 +166,7 @@ def _extract_commit(
             jobs=options.jobs,
             cache=cache,
             facts=scope.facts,
+            then=upcoming,
         )
         found = _sites(scope, results)
         stamp = analyzed_at()

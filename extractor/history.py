@@ -445,13 +445,17 @@ def _restamped(line: CatalogLine, url: str, sha: str, stamp: str) -> CatalogLine
     return replace_model(line, record=restamped, datasetVersion=stamp)
 
 
-def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines) -> LoadedCatalog:
+def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines, then: Revision | None) -> LoadedCatalog:
     """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
 
-    Only per-file results are kept in the cache, not each revision's whole catalog."""
+    Only per-file results are kept in the cache, not each revision's whole catalog. The files of `then`,
+    the revision that comes next, are scanned while this one's catalog is built."""
     sha = revision.pinned or revision.commit.sha
+    following = then.commit if then is not None else None
     try:
-        catalog = extract_commit(revision.commit, options=options, pinned_sha=revision.pinned, keep=False)
+        catalog = extract_commit(
+            revision.commit, options=options, pinned_sha=revision.pinned, keep=False, then=following
+        )
     except ScopeError:
         return LoadedCatalog((), None, sha, revision.commit.revision)
     manifest = catalog.manifest
@@ -472,7 +476,7 @@ def build_history(
     lines = _Lines()
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
-            catalog = _catalog(revision, options, lines)
+            catalog = _catalog(revision, options, lines, revisions[number] if number < len(revisions) else None)
             advance(history, previous, catalog, revision.label)
             summary = history.revisions[-1].summary
             changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)

@@ -6,6 +6,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,21 +41,34 @@ _BATCHES_PER_JOB = 8
 _AHEAD = 4
 
 
-# Per-file results carried from one extraction to the next, in a process that extracts revision after
-# revision (a history): by scan options, the results of the last extraction's blobs, by blob id.
-_carried: dict[ScanOptions, dict[str, dict[str, Any]]] | None = None
+# In a process that extracts revision after revision (a history), what one extraction leaves the next:
+# the per-file results of its blobs (by scan options, by blob id), the worker processes (forked once, not
+# once per revision from an ever bigger process), and the batches of the next revision's files the workers
+# were given while this process built the last revision's catalog.
+@dataclass
+class _Carried:
+    results: dict[ScanOptions, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    pool: Pool | None = None
+    ahead: dict[Future[list[Result]], list[Item]] = field(default_factory=dict)
+
+
+_carried: _Carried | None = None
 
 
 @contextmanager
 def carrying_results() -> Iterator[None]:
     """Within this, each extraction takes the per-file results of the blobs the previous one had from
-    memory rather than from the cache (the same data: a result depends on the blob and the options alone)."""
+    memory rather than from the cache (the same data: a result depends on the blob and the options alone),
+    the worker processes are kept from one extraction to the next, and an extraction told which one
+    comes next (`then`) hands its new files to the workers as soon as its own are scanned."""
     global _carried
-    _carried = {}
+    _carried = _Carried()
     try:
         yield
     finally:
-        _carried = None
+        pool, _carried = _carried.pool, None
+        if pool is not None:
+            pool.executor.shutdown(cancel_futures=True)
 
 
 def scan_blobs(
@@ -65,23 +79,73 @@ def scan_blobs(
     jobs: int | None,
     cache: ScanCache | None,
     facts: set[str],
+    then: tuple[git_stage.Commit, Sequence[git_stage.Blob], set[str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
-    results are carried (see carrying_results)."""
+    results are carried (see carrying_results). `then` is the extraction that comes next (its commit,
+    blobs and facts): when results are carried, the workers start on its new files once these are done."""
     if _carried is None:
         return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)
-    before = _carried.get(scan_options, {})
+    before = _carried.results.get(scan_options, {})
     # A config or CLI file's result must hold its facts: one scanned for its sites alone is not taken.
     results = {
         blob.oid: found
         for blob in blobs
         if (found := before.get(blob.oid)) is not None and (blob.oid not in facts or found.get("facts"))
     }
-    rest = [blob for blob in blobs if blob.oid not in results]
-    if rest:
-        results.update(_scan_new(commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts))
-    _carried[scan_options] = results
+    running, _carried.ahead = _carried.ahead, {}
+    given = {(oid, wanted) for items in running.values() for oid, _, wanted, _ in items}
+    rest = [blob for blob in blobs if blob.oid not in results and (blob.oid, blob.oid in facts) not in given]
+    # What the cache holds of the next extraction's blobs is asked now: once this one stores its results,
+    # the cache is only written to.
+    held = cache.held(list({blob.oid for blob in then[1]})) if then is not None and cache is not None else set()
+    if rest or running:
+        results.update(
+            _scan_new(commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, running=running)
+        )
+    _carried.results[scan_options] = results
+    if then is not None and _carried.pool is not None:
+        _carried.ahead = _scan_ahead(_carried.pool, *then, blobs, results, scan_options=scan_options, held=held)
     return results
+
+
+def _scan_ahead(
+    pool: Pool,
+    commit: git_stage.Commit,
+    upcoming: Sequence[git_stage.Blob],
+    facts: set[str],
+    blobs: Sequence[git_stage.Blob],
+    results: dict[str, dict[str, Any]],
+    *,
+    scan_options: ScanOptions,
+    held: set[str],
+) -> dict[Future[list[Result]], list[Item]]:
+    """Hand the workers the blobs of the next extraction that neither this one's results nor the cache
+    (`held`) hold, each with the result of its path's blob here (what it may reuse), and return the
+    batches by their futures. This process does not wait for them: the next extraction takes them (or
+    takes them back)."""
+    unique = [
+        blob
+        for blob in {blob.oid: blob for blob in upcoming}.values()
+        if blob.oid not in results and blob.oid not in held
+    ]
+    if not unique:
+        return {}
+    here = {blob.path: blob.oid for blob in blobs}
+    previous = {
+        blob.oid: orjson.dumps(results[old])
+        for blob in unique
+        if (old := here.get(blob.path)) is not None and old in results
+    }
+    ordered = sorted(unique, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
+    git_stage.prefetch(commit, ordered)
+    total = sum(blob.size or 0 for blob in ordered)
+    limit = min(_BATCH_BYTES, max(16 * 1024, total // ((pool.workers + 1) * _BATCHES_PER_JOB)))
+    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
+    return {
+        pool.executor.submit(scan_batch, commit.git_dir, batch, scan_options): batch
+        for batch in _batches(items, ordered, limit)
+    }
 
 
 def _scan_new(
@@ -92,13 +156,16 @@ def _scan_new(
     jobs: int | None,
     cache: ScanCache | None,
     facts: set[str],
+    running: dict[Future[list[Result]], list[Item]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
     Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
     classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
-    included (None: one per core).
+    included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
+    their results are taken too.
     """
+    running = running or {}
     unique = list({blob.oid: blob for blob in blobs}.values())
     held = cache.held([blob.oid for blob in unique]) if cache is not None else set()
     # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
@@ -116,7 +183,7 @@ def _scan_new(
         cached.update(_read(cache, entries))
 
     try:
-        if missing:
+        if missing or running:
             previous: dict[str, bytes] = {}
             if cache is not None:
                 earlier = cache.previous_versions([blob.path for blob in missing])
@@ -132,6 +199,7 @@ def _scan_new(
                 into=new,
                 parsed=fresh,
                 idle=read_cached,
+                running=running,
             )
         else:
             read_cached()
@@ -146,7 +214,7 @@ def _scan_new(
             if cache is not None and new:
                 cache.store_entries(new)
         finally:
-            if pool is not None:
+            if pool is not None and (_carried is None or pool is not _carried.pool):
                 pool.executor.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
@@ -161,19 +229,25 @@ def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
 
 def _pool(missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache | None) -> Pool | None:
     """The worker processes that scan beside this one: those started ahead if there is anything to scan,
-    else (a library caller's extraction) as many as `jobs` allows, none below _PARALLEL_BYTES of source."""
+    else (a library caller's extraction) as many as `jobs` allows, none below _PARALLEL_BYTES of source.
+    When results are carried, the pool is kept for the next extractions (forked once, whatever the size)."""
+    if _carried is not None and _carried.pool is not None:
+        return _carried.pool
     if not missing:
         return None
-    ahead = take_ahead()
-    if ahead is not None:
-        return ahead
-    jobs = min(jobs or os.cpu_count() or 1, len(missing))
-    if jobs < 2 or sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES:
-        return None
-    if cache is not None:
-        cache.release()  # no SQLite connection may cross the fork
-    wait_for_writes()  # no thread of this process may hold a lock while it forks
-    return start(jobs - 1)
+    pool = take_ahead()
+    if pool is None:
+        jobs = jobs or os.cpu_count() or 1
+        small = sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES
+        if jobs < 2 or (_carried is None and (small or len(missing) < 2)):
+            return None
+        if cache is not None:
+            cache.release()  # no SQLite connection may cross the fork
+        wait_for_writes()  # no thread of this process may hold a lock while it forks
+        pool = start((jobs if _carried is not None else min(jobs, len(missing))) - 1)
+    if _carried is not None:
+        _carried.pool = pool
+    return pool
 
 
 def _scan_missing(
@@ -187,11 +261,13 @@ def _scan_missing(
     into: list[Result],
     parsed: dict[str, dict[str, Any]],
     idle: Callable[[], None] | None,
+    running: dict[Future[list[Result]], list[Item]] | None = None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
     serialized result to `into` as it comes (what was scanned before an interruption is kept), and its
     parsed result to `parsed`. `idle` is work for this process, done once: the first time it would
-    otherwise wait for the workers, else once the scan is over."""
+    otherwise wait for the workers, else once the scan is over. `running` are batches the pool was
+    given before (taken back if not started, else waited for)."""
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
     ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
@@ -205,11 +281,14 @@ def _scan_missing(
     batches = _batches(items, ordered, limit)
     try:
         done: Iterator[list[Result]]
+        if running:
+            batches = [batch for batch in batches if batch]
+            main_scans = True
         if pool is not None:
-            done = _shared(pool, commit.git_dir, batches, options, idle, main_scans=main_scans)
+            done = _shared(pool, commit.git_dir, batches, options, idle, main_scans=main_scans, running=running)
         else:
             done = (scan_batch(commit.git_dir, batch, options) for batch in batches)
-        for results in bar(done, len(batches), "scanning", unit="batch"):
+        for results in bar(done, len(batches) + len(running or ()), "scanning", unit="batch"):
             into += results
             # Parsed now, not after the scan: the work shares the cores with the scan instead of following
             # it on one (this process scans that much less, or parses while it would wait).
@@ -241,6 +320,7 @@ def _shared(
     idle: Callable[[], None] | None,
     *,
     main_scans: bool,
+    running: dict[Future[list[Result]], list[Item]] | None = None,
 ) -> Iterator[list[Result]]:
     """Scan batches in the worker processes, and in this one if `main_scans`, yielding each batch's
     results as it is done (the caller orders results by path, so output does not depend on timing).
@@ -254,7 +334,7 @@ def _shared(
     from concurrent.futures import FIRST_COMPLETED, wait
 
     pending = deque(batches)
-    running: dict[Future[list[Result]], list[Item]] = {}  # in the order handed out
+    running = dict(running or {})  # in the order handed out
     # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
     with quick_switching():
         while pending or running:

@@ -100,3 +100,53 @@ def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_pa
     git_repo.commit({"pkg/m0.py": "raise ValueError('changed')\n"}, tag="v2")
     other = subprocess.run([*command, "--sha", "v2"], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (other.returncode, other.stderr) == (0, "forked 1\n" if jobs == "2" else "")
+
+
+# Says on stderr when workers are forked and how many batches of the next revision they are given ahead.
+_HISTORY_SPY = """
+import sys
+import extractor.scheduler, extractor.workers
+real_start, real_ahead = extractor.workers.start, extractor.scheduler._scan_ahead
+def start(count):
+    print("forked", count, file=sys.__stderr__)
+    return real_start(count)
+def ahead(*args, **kwargs):
+    given = real_ahead(*args, **kwargs)
+    print("ahead", len(given), file=sys.__stderr__)
+    return given
+extractor.scheduler.start, extractor.scheduler._scan_ahead = start, ahead
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli import run
+run()
+"""
+
+
+def test_a_history_forks_its_workers_once_and_scans_each_revision_ahead(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A history keeps its workers from one revision to the next (forked once, not once per revision
+    from an ever bigger process), and gives them the next revision's new files while the main process
+    builds the last one's catalog. The history is the one a single process makes."""
+    for number in range(4):  # each revision changes two files and adds one
+        files = {
+            f"pkg/m{i}.py": f"def f{i}(x):\n    if x:\n        raise ValueError('v{number} m{i} {{x}}')\n"
+            for i in range(2)
+        }
+        git_repo.commit({**files, f"pkg/new{number}.py": f"raise ValueError('new in v{number}')\n"}, tag=f"v{number}")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "SOURCE_DATE_EPOCH": "1767225600"}
+    command = [sys.executable, "-c", _HISTORY_SPY, "history", "--repo", str(git_repo.path), "v*", "--path", "pkg"]
+    outputs = []
+    for jobs in ("2", "1"):
+        result = subprocess.run(
+            [*command, "--jobs", jobs, "--output", str(tmp_path / jobs), "--quiet", "--no-cache"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+        if jobs == "2":  # forked once; after each revision but the last, its successor's 3 new files go ahead
+            assert result.stderr.splitlines() == ["forked 1", "ahead 1", "ahead 1", "ahead 1"]
+        else:
+            assert result.stderr == ""
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") == 2 + 4
