@@ -662,6 +662,14 @@ def message_template(
     return Template(message, pattern, placeholders, kind, tuple(builder.warnings))
 
 
+def literal_template(value: str) -> Template:
+    """The template of a raise whose one argument is a plain string literal, read from `ast` as `value`
+    (the caller makes sure its source holds no escape nor carriage return, so the value is its text):
+    what message_template gives it, without libcst."""
+    message, pattern, _ = pattern_for([value])
+    return Template(message, pattern, (), MessageKind.LITERAL)
+
+
 def _single(builder: _Builder, source: str) -> list[_Part]:
     node = _parse(source)
     if node is None:

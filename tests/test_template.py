@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 
@@ -120,3 +121,39 @@ def test_variable_template_joins_assignment_and_augmented_pieces() -> None:
 def test_unresolved_variable_is_one_placeholder() -> None:
     template = message_template(variable="msg")
     assert (template.message, template.pattern, template.kind) == ("{msg}", "(?P<p0>.*?)", MessageKind.VARIABLE)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '"plain text."',
+        '""',
+        "'single quotes, \"inner\" ones'",
+        'r"raw without escapes"',
+        'u"old unicode prefix"',
+        'R"upper raw" U"upper unicode"',
+        '"""triple\nquoted\n  across lines"""',
+        '("a "\n  "b"  # why\n  "c")',
+        '"braces {{kept}} {x} and {} as written"',
+        '"regex specials .*+?()[]|^$ stay literal"',
+        '"non-ASCII: größer als ≥ 1 → 🙂"',
+        '"""carriage\r\nreturns\rend lines too"""',  # (lines are split there: Python reads a newline)
+        # Escapes are read by libcst as before (the fast path leaves them).
+        '"tab\\there, newline\\n, \\u00e9, \\N{BULLET}, \\x41, \\101, and \\d kept"',
+        'r"raw \\d+ keeps its backslash"',
+    ],
+)
+def test_a_plain_literal_message_is_the_template_libcst_would_read(source: str) -> None:
+    """The commonest message, one plain string literal, is read from `ast` without libcst: the template
+    (message, pattern, kind, no placeholder) is the one libcst's reading gives, whatever the quotes,
+    prefixes, lines, braces or characters; literals with escapes still go to libcst."""
+    from extractor.scan import scan
+    from extractor.source import ScanOptions
+
+    read = source.replace("\r\n", "\n").replace("\r", "\n")  # as the scanner's lines give it
+    expected = message_template([read], error_class="ValueError")
+    found = scan(f"def f():\n    raise ValueError({source})\n".encode(), options=ScanOptions())
+    (site,) = found.sites  # type: ignore[union-attr]
+    got = (site.errorMessage, site.messagePattern, site.extraction.messageKind, site.extraction.placeholders)
+    assert got == (expected.message, expected.pattern, MessageKind.LITERAL, [])
+    assert re.fullmatch(expected.pattern, ast.literal_eval(read))  # the literal's own value, rendered
