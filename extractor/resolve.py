@@ -314,12 +314,25 @@ def bindings(node: ast.AST, name: str | None) -> Iterator[ast.AST]:
     while stack:
         current = stack.pop()
         if isinstance(current, ast.Lambda):
+            stack.extend(_evaluated_here(current))
             continue
         if any(name is None or bound == name for bound in _binds(current)):
             yield current
-        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.AugAssign):
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stack.extend(_evaluated_here(current))
+            continue
+        if isinstance(current, ast.AugAssign):
             continue
         stack.extend(ast.iter_child_nodes(current))
+
+
+def _evaluated_here(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda) -> list[ast.AST]:
+    """The parts of a nested scope's definition run where it is defined, not inside it (a walrus there
+    binds here): decorators, default values, base classes and class keywords."""
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *node.keywords]
+    defaults = [*node.args.defaults, *(value for value in node.args.kw_defaults if value is not None)]
+    return defaults if isinstance(node, ast.Lambda) else [*node.decorator_list, *defaults]
 
 
 def _binds(node: ast.AST) -> list[str]:

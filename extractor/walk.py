@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import io
 import tokenize
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from extractor.chains import reads
@@ -93,7 +93,8 @@ class Visitor:
         self.skipped: list[SkippedSite] = []
         self.module: Sequence[ast.stmt] = ()
         self.globals_read = False  # a message was looked up among the module's constants
-        self._constants: dict[str, ast.expr] | None = None
+        self._constants: dict[str, ast.expr | None] = {}  # by name (see `constant`)
+        self._ascii: bool | None = None
 
     # Source text helpers -------------------------------------------------------------------------
     def _line_bytes(self, lineno: int) -> bytes:
@@ -305,39 +306,50 @@ class Visitor:
         # A global: its value may lie in any statement of the module, which a rescan may not have parsed,
         # and may change while the function stays the same: such a file is never rescanned in pieces.
         self.globals_read = True
-        constant = self.constants().get(name)
+        constant = self.constant(name)
         return [self.segment(constant)] if constant is not None else []
 
-    def constants(self) -> dict[str, ast.expr]:
-        """The module's names bound once, to a string literal, and declared `global` nowhere."""
-        if self._constants is None:
-            counts: dict[str, int] = {}
-            values: dict[str, ast.expr] = {}
-            for statement in self.module:
-                for node in bindings(statement, None):
-                    for bound in bound_names(node):
-                        counts[bound] = counts.get(bound, 0) + 1
-                targets: list[ast.expr] = [statement.target] if isinstance(statement, ast.AnnAssign) else []
-                targets = statement.targets if isinstance(statement, ast.Assign) else targets
-                value = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
-                if (
-                    len(targets) == 1
-                    and isinstance(targets[0], ast.Name)
-                    and isinstance(value, ast.Constant)
-                    and isinstance(value.value, str)
-                ):
-                    values[targets[0].id] = value
-            declared = {
-                name
-                for statement in self.module
-                for node in ast.walk(statement)
-                if isinstance(node, ast.Global | ast.Nonlocal)
-                for name in node.names
-            }
-            self._constants = {
-                name: value for name, value in values.items() if counts.get(name) == 1 and name not in declared
-            }
-        return self._constants
+    def constant(self, name: str) -> ast.expr | None:
+        """The string literal the module binds `name` to, if it binds it once, to a string literal, and
+        declares it `global` nowhere."""
+        if name in self._constants:
+            return self._constants[name]
+        count = 0
+        value: ast.expr | None = None
+        declared = False
+        for statement in self._spelling(name):
+            for node in bindings(statement, name):
+                count += bound_names(node).count(name)
+            targets: list[ast.expr] = [statement.target] if isinstance(statement, ast.AnnAssign) else []
+            targets = statement.targets if isinstance(statement, ast.Assign) else targets
+            assigned = statement.value if isinstance(statement, ast.Assign | ast.AnnAssign) else None
+            if (
+                len(targets) == 1
+                and isinstance(targets[0], ast.Name)
+                and targets[0].id == name
+                and isinstance(assigned, ast.Constant)
+                and isinstance(assigned.value, str)
+            ):
+                value = assigned
+            declared = declared or any(
+                isinstance(node, ast.Global | ast.Nonlocal) and name in node.names for node in ast.walk(statement)
+            )
+        found = self._constants[name] = value if count == 1 and not declared else None
+        return found
+
+    def _spelling(self, name: str) -> Iterator[ast.stmt]:
+        """The module's statements whose text spells `name`: only those can bind or declare it (in a
+        source that is all ASCII; elsewhere an identifier may be spelled otherwise, NFKC: every one)."""
+        if self._ascii is None:
+            self._ascii = all(line.isascii() for line in self.lines)
+        for statement in self.module:
+            if not self._ascii:
+                yield statement
+                continue
+            decorators = getattr(statement, "decorator_list", None)
+            start = min(statement.lineno, decorators[0].lineno) if decorators else statement.lineno
+            if any(name in line for line in self.lines[start - 1 : statement.end_lineno or statement.lineno]):
+                yield statement
 
     def _skip(self, node: ast.Raise, reason: str) -> None:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))

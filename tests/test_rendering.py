@@ -313,6 +313,11 @@ def test_a_joined_list_inside_a_compound_statement(source: str, message: str) ->
         pytest.param("del msg", id="del"),
         pytest.param("if x:\n        class msg:\n            pass", id="class in a branch"),
         pytest.param("with x:\n        import msg", id="import in a with block"),
+        # Parts of a nested def, class or lambda run here: a walrus there binds here.
+        pytest.param("@(msg := d)\n    def g():\n        pass", id="walrus in a nested def's decorator"),
+        pytest.param("def g(y=(msg := x)):\n        pass", id="walrus in a nested def's default"),
+        pytest.param("class C((msg := x)):\n        pass", id="walrus in a nested class's base"),
+        pytest.param("g = lambda y=(msg := x): y", id="walrus in a lambda's default"),
     ],
 )
 def test_any_other_binding_between_assignment_and_raise_keeps_the_name_unresolved(binding: str) -> None:

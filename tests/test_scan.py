@@ -379,3 +379,34 @@ def test_an_old_site_that_is_not_what_this_code_wrote_lends_no_template() -> Non
     del previous["sites"][0]["errorMessage"]
     again = _scan(data, options, previous, facts=True)  # a typed result, as the cache will store it
     assert FileResult.model_validate_json(orjson.dumps(again)) == full
+
+
+WIDE = "\uff2d\uff33\uff27"  # MSG in fullwidth letters
+
+
+@pytest.mark.parametrize(
+    ("module", "message"),
+    [
+        pytest.param('MSG = "from the module."\n', "from the module.", id="a module constant"),
+        pytest.param('MSG: str = "annotated."\n', "annotated.", id="annotated"),
+        pytest.param('MSG = "a."\nMSG = "b."\n', "{MSG}", id="bound twice"),
+        pytest.param('MSG = "a."\nfor MSG in x:\n    pass\n', "{MSG}", id="rebound by a loop"),
+        pytest.param('MSG = "a."\nfrom m import MSG\n', "{MSG}", id="rebound by an import"),
+        pytest.param('MSG = "a."\n\ndef g():\n    global MSG\n    MSG = "b."\n', "{MSG}", id="declared global"),
+        pytest.param('MSG = "a."\n\n@(MSG := d)\ndef g():\n    pass\n', "{MSG}", id="rebound in a decorator"),
+        pytest.param('MSG = "a."\n\ndef g(x=(MSG := 1)):\n    pass\n', "{MSG}", id="rebound in a default"),
+        pytest.param('MSG = "a."\n\nclass C((MSG := B)):\n    pass\n', "{MSG}", id="rebound in a base"),
+        pytest.param('MSG = "a."\ng = lambda x=(MSG := 1): x\n', "{MSG}", id="rebound in a lambda default"),
+        pytest.param('MSG = "a."\n\ndef g():\n    MSG = "b."\n', "a.", id="a local of another function"),
+        # Identifiers are read NFKC-normalized: the fullwidth letters spell MSG.
+        pytest.param(f'{WIDE} = "fullwidth."\n', "fullwidth.", id="spelled in fullwidth"),
+        pytest.param(f'MSG = "a."\n{WIDE} = "b."\n', "{MSG}", id="rebound in fullwidth"),
+        pytest.param(f'MSG = "a."\n\ndef g():\n    global {WIDE}\n', "{MSG}", id="declared global in fullwidth"),
+    ],
+)
+def test_a_global_message_resolves_to_the_module_constant_bound_once(module: str, message: str) -> None:
+    """A message naming a global takes the string literal the module binds it to, once, and declares
+    `global` nowhere; any other binding of the name, however spelled, leaves a placeholder."""
+    found = scan((module + "\n\ndef f():\n    raise ValueError(MSG)\n").encode(), options=ScanOptions())
+    (site,) = found.sites  # type: ignore[union-attr]
+    assert (site.errorMessage, site.extraction.messageKind.value) == (message, "variable")
