@@ -331,7 +331,7 @@ def _evaluated_here(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef 
     binds here): decorators, default values, base classes and class keywords."""
     if isinstance(node, ast.ClassDef):
         return [*node.decorator_list, *node.bases, *node.keywords]
-    defaults = [*node.args.defaults, *(value for value in node.args.kw_defaults if value is not None)]
+    defaults: list[ast.AST] = [*node.args.defaults, *(value for value in node.args.kw_defaults if value is not None)]
     return defaults if isinstance(node, ast.Lambda) else [*node.decorator_list, *defaults]
 
 
