@@ -23,18 +23,23 @@ if TYPE_CHECKING:  # pydantic is imported where a whole catalog is read or store
 
 __all__ = ["CACHE_FORMAT", "ScanCache", "StoredCatalog", "wait_for_writes"]
 
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 # The modules whose code decides a file's result (scan.py and all it imports, as tests/test_imports.py
 # checks): any edit to them makes a new cache, even unreleased.
 _PRODUCERS = (
     *("scan.py", "walk.py", "resolve.py", "pieces.py", "source.py", "scanned.py", "chains.py", "slugs.py"),
     *("template.py", "facts.py", "models.py", "kinds.py"),
 )
+# Results live in a plain table with an index on their key: a table keyed by (scope, oid) WITHOUT ROWID
+# keeps each result in its key's b-tree, and SQLite reads a key's whole record, overflow pages and all,
+# to compare it during a lookup (looking up a revision's 2,500 blob ids took 150 ms in a 100 MB cache).
+# The earlier tables go: `entries` (that layout), `catalogs` (whole catalogs are files now).
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL,
-                                    PRIMARY KEY (scope, oid)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS results (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS results_by_blob ON results (scope, oid);
 CREATE TABLE IF NOT EXISTS paths (scope TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
                                   PRIMARY KEY (scope, path)) WITHOUT ROWID;
+DROP TABLE IF EXISTS entries;
 DROP TABLE IF EXISTS catalogs;
 """
 # Whole catalogs are files of their own beside the database (a whole package's is some 17 MB: SQLite
@@ -166,7 +171,7 @@ class ScanCache:
     def get_many(self, oids: Sequence[str]) -> dict[str, bytes]:
         """Return the intact cached results among `oids`, as the scanner serialized them."""
         found: dict[str, bytes] = {}
-        for oid, stored in self._select("SELECT oid, data FROM entries WHERE scope = ? AND oid IN ({})", oids):
+        for oid, stored in self._select("SELECT oid, data FROM results WHERE scope = ? AND oid IN ({})", oids):
             data = _unseal(stored)
             if data is not None:
                 found[oid] = data
@@ -174,7 +179,7 @@ class ScanCache:
 
     def held(self, oids: Sequence[str]) -> set[str]:
         """Return the ids among `oids` that have an entry (not read, nor checked: `get_many` does that)."""
-        return {str(oid) for (oid,) in self._select("SELECT oid FROM entries WHERE scope = ? AND oid IN ({})", oids)}
+        return {str(oid) for (oid,) in self._select("SELECT oid FROM results WHERE scope = ? AND oid IN ({})", oids)}
 
     def previous_versions(self, paths: Sequence[str]) -> dict[str, str]:
         """Map paths to the blob each had when last scanned in this scope."""
@@ -202,7 +207,7 @@ class ScanCache:
         rows = [(self.scope, oid, _seal(data)) for oid, data in entries]
 
         def write(db: sqlite3.Connection) -> None:
-            _insert_all(db, "entries (scope, oid, data)", rows)
+            _insert_all(db, "results (scope, oid, data)", rows)
 
         self._write(write)
 

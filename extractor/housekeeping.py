@@ -41,7 +41,7 @@ def _entries(database: Path) -> int:
     try:
         db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5)
         try:
-            return int(db.execute("SELECT count(*) FROM entries").fetchone()[0])
+            return int(db.execute("SELECT count(*) FROM results").fetchone()[0])
         finally:
             db.close()
     except sqlite3.Error:

@@ -53,13 +53,13 @@ def entries(cache: Path) -> list[tuple[str, str, bytes]]:
     if not path.exists():
         return []
     with contextlib.closing(sqlite3.connect(path)) as db:
-        return sorted(db.execute("SELECT scope, oid, data FROM entries").fetchall())
+        return sorted(db.execute("SELECT scope, oid, data FROM results").fetchall())
 
 
 def overwrite(cache: Path, oid: str, data: bytes) -> None:
     """Corrupt one file's entry, and forget whole catalogs so that the next run reads the entries."""
     with contextlib.closing(sqlite3.connect(cache / "extractor" / "scan.sqlite3")) as db, db:
-        db.execute("UPDATE entries SET data = ? WHERE oid = ?", (data, oid))
+        db.execute("UPDATE results SET data = ? WHERE oid = ?", (data, oid))
     shutil.rmtree(cache / "extractor" / "catalogs", ignore_errors=True)
 
 
@@ -250,16 +250,23 @@ def test_a_catalog_still_being_stored_is_found(repo: GitRepo, monkeypatch: pytes
     assert extract(repo=str(repo.path), revision="v1", options=options).encoded == first.encoded
 
 
-def test_the_table_whole_catalogs_were_kept_in_is_dropped(repo: GitRepo, isolated_cache: Path) -> None:
+def test_the_tables_of_earlier_layouts_are_dropped(repo: GitRepo, isolated_cache: Path) -> None:
+    """Whole catalogs were kept in a table, and results in one keyed WITHOUT ROWID (where a lookup reads
+    each compared key's whole record): both go when the cache is opened."""
     database = isolated_cache / "extractor" / "scan.sqlite3"
     database.parent.mkdir(parents=True)
     with contextlib.closing(sqlite3.connect(database)) as db, db:
         db.execute("CREATE TABLE catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID")
         db.execute("INSERT INTO catalogs VALUES ('k', x'00')")
+        db.execute(
+            "CREATE TABLE entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL, "
+            "PRIMARY KEY (scope, oid)) WITHOUT ROWID"
+        )
+        db.execute("INSERT INTO entries VALUES ('s', 'o', x'00')")
     output(repo, jobs=1)
     with contextlib.closing(sqlite3.connect(database)) as db:
         tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"entries", "paths"}
+    assert tables == {"results", "paths"}
 
 
 def test_files_read_for_their_facts_count_as_parsed_only_where_facts_are_wanted(repo: GitRepo) -> None:
