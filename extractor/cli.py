@@ -198,16 +198,11 @@ def _extract_parser() -> argparse.ArgumentParser:
 def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
     options = _options(args)
-    commit = _resolve_starting_workers(args.repo, args.sha, options) if args.release is None else None
+    commit, pinned = _resolve_starting_workers(args.repo, args.sha, args.release, options)
     from extractor.catalog import folder_name
     from extractor.extract import extract_commit
     from extractor.write import default_root, write_catalog
 
-    pinned = None
-    if commit is None:
-        from extractor.catalog import release_commit
-
-        commit, pinned = release_commit(args.release)
     catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     for warning in catalog.warnings if not args.quiet else ():
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
@@ -228,12 +223,14 @@ def _run_extract(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
-def _resolve_starting_workers(repo: str, revision: str, options: ExtractOptions) -> Commit:
-    """Resolve the revision, forking the extraction's workers first thing, before the pipeline's modules
-    are imported: they import the parser meanwhile, on the other cores. None if one process scans
-    (`--jobs 1`, or one core), or if the catalog is in the cache already (nothing to scan: they would
-    only take a core from this process); with no catalog in the cache at all, before the revision is
-    even resolved."""
+def _resolve_starting_workers(
+    repo: str, revision: str | None, release: str | None, options: ExtractOptions
+) -> tuple[Commit, str | None]:
+    """Resolve the revision (or the release, with the SHA its records point at), forking the extraction's
+    workers first thing, before the pipeline's modules are imported: they import the parser meanwhile, on
+    the other cores. None if one process scans (`--jobs 1`, or one core), or if the catalog is in the
+    cache already (nothing to scan: they would only take a core from this process); with no catalog in
+    the cache at all, before the revision is even resolved."""
     from extractor.git import cache_dir, resolve
     from extractor.workers import start_ahead
 
@@ -245,14 +242,20 @@ def _resolve_starting_workers(repo: str, revision: str, options: ExtractOptions)
         cache = ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
     if workers > 0 and (cache is None or not cache.holds_catalogs()):
         start_ahead(workers)
-    commit = resolve(repo, revision)
+    pinned = None
+    if release is not None:
+        from extractor.catalog import release_commit
+
+        commit, pinned = release_commit(release)
+    else:
+        commit = resolve(repo, revision or "")
     if (
         workers > 0
         and cache is not None
-        and not cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, None)))
+        and not cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, pinned)))
     ):
         start_ahead(workers)  # (once: if they were forked above, nothing happens)
-    return commit
+    return commit, pinned
 
 
 def _diff_parser() -> argparse.ArgumentParser:

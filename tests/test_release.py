@@ -252,3 +252,22 @@ def test_resolve_releases_asks_the_index(serve) -> None:  # type: ignore[no-unty
     index.files["vllm-9.10.0.tar.gz"] = b"x"
     assert resolve_releases("all") == ["9.9.0", "9.10.0"]
     assert resolve_releases("9.9.1..") == ["9.10.0"]
+
+
+def test_a_release_run_forks_its_workers_first_unless_its_catalog_is_cached(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`--release` starts its workers before it resolves the release and imports the pipeline, as `--sha`
+    does; a run whose catalog is in the cache forks none."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_workers import FORKS_SPY
+
+    serve()
+    command = [sys.executable, "-c", FORKS_SPY, "--release", "9.9.0", "--jobs", "2", "--output", "-", "--quiet"]
+    env = {**os.environ, "SOURCE_DATE_EPOCH": "1767225600"}
+    first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    assert (first.returncode, first.stderr) == (0, "forked 1\n")
+    assert (again.returncode, again.stderr) == (0, "")
+    assert again.stdout == first.stdout and '"from the sdist"' in first.stdout

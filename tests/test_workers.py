@@ -69,7 +69,7 @@ def test_workers_are_started_ahead_only_in_a_command_line_process() -> None:
 
 
 # Says on stderr when the command line forks workers.
-_FORKS = """
+FORKS_SPY = """
 import sys
 import extractor.workers
 real = extractor.workers.start
@@ -90,7 +90,7 @@ def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_pa
     git_repo.commit(SMALL, tag="v1")
     args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--jobs", jobs, "--output", "-"]
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "SOURCE_DATE_EPOCH": "1767225600"}
-    command = [sys.executable, "-c", _FORKS, *args, "--quiet"]
+    command = [sys.executable, "-c", FORKS_SPY, *args, "--quiet"]
     first = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     again = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
     assert (first.returncode, first.stderr) == (0, "forked 1\n" if jobs == "2" else "")
