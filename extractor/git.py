@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -30,6 +31,7 @@ __all__ = [
     "read_file",
     "reader",
     "resolve",
+    "with_sizes",
 ]
 
 DEFAULT_REPO_NAME = "vllm-project/vllm"
@@ -56,7 +58,9 @@ class Blob:
     path: str
     oid: str
     mode: str
-    size: int | None = 0  # None: git cannot tell (the object is missing from a damaged repository)
+    # None: not known. `list_blobs` does not ask (git would look up every object: most of a listing's
+    # time), `with_sizes` does, and leaves None where git cannot tell (a damaged repository).
+    size: int | None = None
 
     @property
     def is_regular(self) -> bool:
@@ -276,18 +280,36 @@ def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
     specs = [p.strip("/") for p in prefixes]
     if any(spec in ("", ".") for spec in specs):  # the whole repository
         specs = []
-    out = _git(commit.git_dir, "ls-tree", "-r", "-l", "-z", "--full-tree", commit.sha, "--", *specs)
+    out = _git(commit.git_dir, "ls-tree", "-r", "-z", "--full-tree", commit.sha, "--", *specs)
     blobs = []
     for entry in out.split(b"\0"):
         if not entry:
             continue
         meta, _, name = entry.partition(b"\t")
-        mode, kind, oid, size = meta.decode().split()
+        mode, kind, oid = meta.decode().split()
         if kind == "blob" and name.endswith(b".py"):
-            # A size git cannot tell only orders work; reading the blob then says what is wrong.
-            size_ = int(size) if size.isdigit() else None
-            blobs.append(Blob(path=decode_name(name), oid=oid, mode=mode, size=size_))
+            blobs.append(Blob(path=decode_name(name), oid=oid, mode=mode))
     return sorted(blobs, key=lambda blob: blob.path)
+
+
+def with_sizes(commit: Commit, blobs: Sequence[Blob]) -> list[Blob]:
+    """The blobs with their sizes, asked of git in one go (after `prefetch`, in a blob-filtered clone). A
+    size git cannot tell stays None: it only orders work, and reading the blob then says what is wrong."""
+    asked = sorted({blob.oid for blob in blobs if blob.size is None})
+    if not asked:
+        return list(blobs)
+    out = _git(
+        commit.git_dir,
+        "cat-file",
+        "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+        input="".join(f"{oid}\n" for oid in asked).encode(),
+    )
+    sizes = {}
+    for line in out.decode(errors="replace").splitlines():
+        parts = line.split()  # "<oid> missing" where git cannot tell
+        if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return [blob if blob.size is not None else dataclasses.replace(blob, size=sizes.get(blob.oid)) for blob in blobs]
 
 
 class BlobReader:

@@ -137,8 +137,7 @@ def _scan_ahead(
         for blob in unique
         if (old := here.get(blob.path)) is not None and old in results
     }
-    ordered = sorted(unique, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
-    git_stage.prefetch(commit, ordered)
+    ordered = sorted(_ready(commit, unique), key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
     total = sum(blob.size or 0 for blob in ordered)
     limit = min(_BATCH_BYTES, max(16 * 1024, total // ((pool.workers + 1) * _BATCHES_PER_JOB)))
     items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
@@ -172,6 +171,7 @@ def _scan_new(
     results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
     results = {oid: result for oid, result in results.items() if result.get("facts")}
     missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
+    missing = _ready(commit, missing)
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
     pool = _pool(missing, jobs, cache)
     new: list[Result] = []
@@ -204,7 +204,7 @@ def _scan_new(
         else:
             read_cached()
         # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
-        broken = [blob for blob in unique if blob.oid in entries and blob.oid not in cached]
+        broken = _ready(commit, [blob for blob in unique if blob.oid in entries and blob.oid not in cached])
         if broken:
             _scan_missing(
                 commit, broken, {}, options=scan_options, pool=pool, facts=facts, into=new, parsed=fresh, idle=None
@@ -221,6 +221,15 @@ def _scan_new(
     results.update((oid, orjson.loads(data)) for oid, data in cached.items())
     results.update(fresh)
     return results
+
+
+def _ready(commit: git_stage.Commit, blobs: list[git_stage.Blob]) -> list[git_stage.Blob]:
+    """Blobs about to be scanned, here (fetched at once in a blob-filtered clone) and with their sizes,
+    which order and cut the work."""
+    if not blobs:
+        return blobs
+    git_stage.prefetch(commit, blobs)
+    return git_stage.with_sizes(commit, blobs)
 
 
 def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
@@ -271,7 +280,6 @@ def _scan_missing(
     # Largest first, so the last batch handed out is a small one and workers finish together (a size
     # git cannot tell goes first: reading that blob will say what is wrong).
     ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
-    git_stage.prefetch(commit, ordered)
     total = sum(blob.size or 0 for blob in ordered)
     # Workers started ahead import the parser already: this process imports it too only for a big scan.
     main_scans = pool is None or not pool.ahead or total >= _MAIN_SCANS_BYTES

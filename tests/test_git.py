@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from extractor.errors import RepositoryError, RevisionError
-from extractor.git import list_blobs, read_blobs, resolve
+from extractor.git import Blob, list_blobs, read_blobs, resolve, with_sizes
 from tests.conftest import GitRepo, git, run_cli
 
 
@@ -64,6 +64,19 @@ def test_blobs_are_listed_under_prefixes_sorted_and_read_from_objects(tagged: tu
     assert [b.path for b in blobs] == ["other/c.py", "pkg/a.py"]
     contents = dict((blob.path, data) for blob, data in read_blobs(commit, blobs))
     assert contents["pkg/a.py"] == b'raise ValueError("a")\n'
+
+
+def test_sizes_are_asked_of_git_for_the_blobs_about_to_be_read(tagged: tuple[GitRepo, str]) -> None:
+    """A listing does not read sizes (git would look up every object); `with_sizes` asks for them in one
+    go, and a size git cannot tell (an object not in the repository) stays unknown."""
+    repo, _ = tagged
+    commit = resolve(str(repo.path), "v1")
+    blobs = list_blobs(commit, ["pkg", "other/"])
+    assert {blob.size for blob in blobs} == {None}
+    ghost = Blob(path="pkg/ghost.py", oid="0" * 40, mode="100644")
+    sized = with_sizes(commit, [*blobs, ghost])
+    contents = dict((blob.path, len(data)) for blob, data in read_blobs(commit, blobs))
+    assert [(blob.path, blob.size) for blob in sized] == [*sorted(contents.items()), ("pkg/ghost.py", None)]
 
 
 def test_prefix_is_a_path_not_a_string_prefix(git_repo: GitRepo) -> None:
