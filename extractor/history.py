@@ -420,10 +420,10 @@ class _Lines:
         ]
         current: dict[bytes, CatalogLine] = {}
         out = []
-        keys = encoded  # (replaced in the whole catalog at once: no mark or placeholder holds a newline)
-        for mark, placeholder in marks:
-            keys = keys.replace(mark, placeholder)
-        for raw, key in zip(encoded.splitlines(), keys.splitlines(), strict=True):
+        for raw in encoded.splitlines():
+            key = raw
+            for mark, placeholder in marks:
+                key = key.replace(mark, placeholder)
             known = self.previous.get(key)
             line = _restamped(known, url, sha, stamp) if known is not None else None
             if line is None:
