@@ -670,7 +670,64 @@ def literal_template(value: str) -> Template:
     return Template(message, pattern, (), MessageKind.LITERAL)
 
 
+# The commonest messages, read without libcst: string literals (implicitly concatenated, blanks between) with
+# no backslash, on one line each, no raw, bytes or triple quotes; an f-string's fields are names or
+# attributes, with a conversion or none. Anything else is libcst's (a field with a call, a spec, a comment).
+_TOKEN = re.compile(r"""(?P<prefix>[uUfF]?)(?:"(?P<double>[^"\\\n]*)"|'(?P<single>[^'\\\n]*)')""")
+_GAP = re.compile(r"[ \t\n]*")
+_BRACES = re.compile(r"\{\{|\}\}|\{[^{}]*\}|[{}]")
+_FIELD = re.compile(r"\{(?P<expression>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:!(?P<conversion>[rsa]))?\}", re.ASCII)
+
+
+def _quick_parts(builder: _Builder, source: str) -> list[_Part] | None:
+    """The parts `_single` gives a message of the commonest shapes (above), read with regular expressions
+    as `_Builder._simple` and `_fstring` read them from libcst's tree; None for any other shape."""
+    text = source.strip()
+    if not text or '"""' in text or "'''" in text:
+        return None
+    parts: list[_Part] = []
+    kinds: set[MessageKind] = set()
+    position = 0
+    while position < len(text):
+        token = _TOKEN.match(text, position)
+        if token is None:
+            return None
+        body = token["double"] if token["double"] is not None else token["single"]
+        if token["prefix"] in ("f", "F"):
+            kinds.add(MessageKind.FSTRING)
+            fields = _quick_fields(body)
+            if fields is None:
+                return None
+            parts += fields
+        else:
+            kinds.add(MessageKind.LITERAL)
+            parts.append(body)  # (no backslash: no escape to read, and `{{` stays as written)
+        gap = _GAP.match(text, token.end())
+        position = gap.end() if gap is not None else token.end()
+    builder.kinds |= kinds
+    return parts
+
+
+def _quick_fields(body: str) -> list[_Part] | None:
+    out: list[_Part] = []
+    start = 0
+    for brace in _BRACES.finditer(body):
+        if brace.group() in ("{{", "}}"):
+            continue
+        field = _FIELD.fullmatch(brace.group())
+        if field is None:
+            return None
+        out.append(_render_text(body[start : brace.start()], is_raw=False, fstring=True))
+        out.append(_Hole(field["expression"], conversion=field["conversion"], verbatim=brace.group()))
+        start = brace.end()
+    out.append(_render_text(body[start:], is_raw=False, fstring=True))
+    return out
+
+
 def _single(builder: _Builder, source: str) -> list[_Part]:
+    quick = _quick_parts(builder, source)
+    if quick is not None:
+        return quick
     node = _parse(source)
     if node is None:
         with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
