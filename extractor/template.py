@@ -662,14 +662,6 @@ def message_template(
     return Template(message, pattern, placeholders, kind, tuple(builder.warnings))
 
 
-def literal_template(value: str) -> Template:
-    """The template of a raise whose one argument is a plain string literal, read from `ast` as `value`
-    (the caller makes sure its source holds no escape nor carriage return, so the value is its text):
-    what message_template gives it, without libcst."""
-    message, pattern, _ = pattern_for([value])
-    return Template(message, pattern, (), MessageKind.LITERAL)
-
-
 # The commonest messages, read without libcst: string literals (implicitly concatenated, blanks between) with
 # no backslash, on one line each, no raw, bytes or triple quotes; an f-string's fields are names or
 # attributes, with a conversion or none. Anything else is libcst's (a field with a call, a spec, a comment).

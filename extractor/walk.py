@@ -356,7 +356,7 @@ class Visitor:
 
     def template(self, exc: ast.expr, state: _State, name: str) -> tuple[Template, str | None]:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
-        from extractor.template import literal_template, message_template  # delayed: libcst (see the imports above)
+        from extractor.template import message_template  # delayed: libcst (see the imports above)
 
         if not isinstance(exc, ast.Call):
             return message_template(), None
@@ -391,16 +391,6 @@ class Visitor:
                 message_template(variable=variable, pieces=sources, keywords=keywords, joins=joins, error_class=name),
                 key,
             )
-        if (
-            len(args) == 1
-            and isinstance(args[0], ast.Constant)
-            and isinstance(args[0].value, str)
-            and not keywords
-            and name != "KeyError"  # the class that prints the repr of its argument
-            and "\\" not in sources[0]
-            and "\r" not in sources[0]
-        ):  # the commonest message, a plain literal: its value is its text, no need of libcst's reading
-            return literal_template(args[0].value), key
         return message_template(sources, keywords=keywords, joins=joins, error_class=name), key
 
 

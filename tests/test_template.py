@@ -141,15 +141,15 @@ def test_unresolved_variable_is_one_placeholder() -> None:
         '"regex specials .*+?()[]|^$ stay literal"',
         '"non-ASCII: größer als ≥ 1 → 🙂"',
         '"""carriage\r\nreturns\rend lines too"""',  # (lines are split there: Python reads a newline)
-        # Escapes are read by libcst as before (the fast path leaves them).
+        # Escapes are read by libcst as before (the quick reading leaves them).
         '"tab\\there, newline\\n, \\u00e9, \\N{BULLET}, \\x41, \\101, and \\d kept"',
         'r"raw \\d+ keeps its backslash"',
     ],
 )
 def test_a_plain_literal_message_is_the_template_libcst_would_read(source: str) -> None:
-    """The commonest message, one plain string literal, is read from `ast` without libcst: the template
+    """The commonest message, one plain string literal, is mostly read without libcst: the template
     (message, pattern, kind, no placeholder) is the one libcst's reading gives, whatever the quotes,
-    prefixes, lines, braces or characters; literals with escapes still go to libcst."""
+    prefixes, lines, braces or characters (escapes, triple quotes and comments still go to libcst)."""
     from extractor.scan import scan
     from extractor.source import ScanOptions
 
