@@ -173,7 +173,7 @@ def whole_package_cache(vllm_repo: Path) -> Path:
     0.28.0 (each rescanning what changed from pieces of the one before), and for ValueError at 0.28.0 (cold)
     then 0.27.0, built once per session by whichever worker asks first. Beside its `extractor/`,
     `incremental.json` holds the 0.28.0 catalog of every class those rescans made (lines and manifest as
-    plain data, SOURCE_DATE_EPOCH fixed)."""
+    plain data, SOURCE_DATE_EPOCH fixed), and `cold/` is a user cache holding the scans of 0.27.0 alone."""
     import json
 
     from filelock import FileLock
@@ -193,6 +193,9 @@ def whole_package_cache(vllm_repo: Path) -> Path:
         try:
             for version in WHOLE_PACKAGE:
                 catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=every)
+                if version == WHOLE_PACKAGE[0]:  # the cold scans, apart: test_vllm's reference reads them
+                    wait_for_writes()
+                    copy_scans(root, root / "cold")
             for version in WHOLE_PACKAGE_VALUE_ERRORS:
                 extract(repo=str(vllm_repo), revision=f"v{version}", options=ExtractOptions(paths=("vllm",)))
             wait_for_writes()  # every scan stored before the workers copy them

@@ -174,7 +174,7 @@ class Tally:
         self.failures += other.failures
 
 
-def _statements(tree: ast.Module) -> Iterator[tuple[ast.AST, ast.AST]]:
+def statements(tree: ast.Module) -> Iterator[tuple[ast.AST, ast.AST]]:
     """Every statement, exception handler and match case under `tree`, each with its parent. A statement
     only ever sits in a list of statements, handlers or cases (never inside an expression), so this finds
     every `raise` and `class` and the way down to each, without visiting the expressions (`ast.walk`
@@ -196,7 +196,7 @@ def own_classes(trees: list[ast.Module]) -> set[str]:
     return {
         node.name
         for tree in trees
-        for node, _ in _statements(tree)
+        for node, _ in statements(tree)
         if isinstance(node, ast.ClassDef)
         and any(
             isinstance(item, ast.FunctionDef) and item.name in ("__init__", "__str__", "__repr__", "__new__")
@@ -207,7 +207,7 @@ def own_classes(trees: list[ast.Module]) -> set[str]:
 
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
     """The parent of each statement, handler and match case (all `_before` climbs through from a raise)."""
-    return {id(child): node for child, node in _statements(tree)}
+    return {id(child): node for child, node in statements(tree)}
 
 
 def _before(raise_: ast.Raise, parents: dict[int, ast.AST], *, enter_ifs: str) -> Iterator[ast.stmt]:
@@ -328,7 +328,7 @@ def check_file(
     tree = ast.parse(source) if tree is None else tree
     lines = source.splitlines()
     raises = {}
-    for node, _ in _statements(tree):
+    for node, _ in statements(tree):
         if isinstance(node, ast.Raise):
             column = len(lines[node.lineno - 1].encode()[: node.col_offset].decode())
             raises[(node.lineno, column)] = node

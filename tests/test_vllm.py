@@ -16,6 +16,7 @@ import jsonschema
 import orjson
 import pytest
 
+from extractor.cache import ScanCache, wait_for_writes
 from extractor.catalog import open_catalog
 from extractor.diff import CatalogDiff, diff_catalogs
 from extractor.extract import ExtractOptions, extract
@@ -23,6 +24,8 @@ from extractor.git import list_blobs, read_blobs, resolve
 from extractor.match import Matcher
 from extractor.models import CatalogLine
 from extractor.schema import json_schema
+from tests.conftest import copy_scans
+from tests.rendering import statements
 
 pytestmark = pytest.mark.release
 # The downstream reference: a published record and the messages of three rendered pages (copied here).
@@ -31,13 +34,14 @@ DATA = Path(__file__).parent / "data"
 
 def ast_sites(repo: Path, revision: str, prefix: str) -> set[tuple[str, int]]:
     """Count `raise ValueError` sites independently, with Python's ast alone (a file that never spells
-    `ValueError` cannot name it: only the others are parsed)."""
+    `raise` and `ValueError` cannot hold one: only the others are parsed; a raise is a statement, so only
+    statements are visited)."""
     commit = resolve(str(repo), revision)
     found = set()
     for blob, data in read_blobs(commit, list_blobs(commit, [prefix])):
-        if b"ValueError" not in data:
+        if b"ValueError" not in data or b"raise" not in data:
             continue
-        for node in ast.walk(ast.parse(data)):
+        for node, _ in statements(ast.parse(data)):
             if isinstance(node, ast.Raise) and node.exc is not None:
                 target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
                 name = getattr(target, "id", None) or getattr(target, "attr", None)
@@ -304,14 +308,22 @@ def test_match_a_log_yields_exactly_the_two_errors(vllm_repo: Path) -> None:
 
 
 def test_incremental_scan_of_0_28_after_0_27_equals_a_cold_one(
-    vllm_repo: Path, whole_package_cache: Path, monkeypatch: pytest.MonkeyPatch
+    vllm_repo: Path, whole_package_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every raised class over the whole package: the reused pieces change no byte of output (the rescans
-    of 0.27.1 and 0.28.0 after 0.27.0 are the session's, made once for this test and the README's)."""
+    of 0.27.1 and 0.28.0 after 0.27.0 are the session's, made once for this test and the README's).
+
+    The cold catalog is made from cold scans alone: those of the session's first, cold, scan of 0.27.0 for
+    the files 0.28.0 did not change, and the others parsed whole here (no earlier version of any file is
+    known to this cache), not from pieces."""
     warm = json.loads((whole_package_cache / "incremental.json").read_text())
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    options = ExtractOptions(paths=("vllm",), exceptions=("*",), cache=False, jobs=1)
+    copy_scans(whole_package_cache / "cold", tmp_path / "cold")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cold"))
+    monkeypatch.setattr(ScanCache, "previous_versions", lambda self, paths: {})
+    options = ExtractOptions(paths=("vllm",), exceptions=("*",), jobs=1)
     cold = extract(repo=str(vllm_repo), revision="v0.28.0", options=options)
+    wait_for_writes()
     assert len(warm["lines"]) == len(cold.lines) > 2693  # more than the ValueErrors alone
     assert warm["lines"] == [line.model_dump(mode="json") for line in cold.lines]
     assert warm["manifest"] == cold.manifest.model_dump(mode="json")
