@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from extractor.git import list_blobs, read_blobs, resolve
 from extractor.match import Matcher
 from extractor.models import CatalogLine
 from extractor.schema import json_schema
-from tests.conftest import copy_scans
+from tests.conftest import cli, copy_scans
 from tests.rendering import statements
 
 pytestmark = pytest.mark.release
@@ -166,20 +165,14 @@ def test_tag_and_short_sha_give_identical_bytes_that_validate(vllm_repo: Path, t
     sha = resolve(str(vllm_repo), "v0.28.0").sha
     outputs = []
     for revision in ("v0.28.0", sha[:10]):
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "extractor",
-                "--repo",
-                str(vllm_repo),
-                "--sha",
-                revision,
-                "--output",
-                str(tmp_path / revision),
-            ],
-            capture_output=True,
-            env={**os.environ, "SOURCE_DATE_EPOCH": "1767225600"},
+        result = cli(
+            "--repo",
+            str(vllm_repo),
+            "--sha",
+            revision,
+            "--output",
+            str(tmp_path / revision),
+            env={"SOURCE_DATE_EPOCH": "1767225600"},
         )
         assert result.returncode == 0, result.stderr
         outputs.append((tmp_path / revision / sha / "records.jsonl").read_bytes())
@@ -249,10 +242,7 @@ def test_release_diff_threshold_cases_0_28_to_0_33(diff_28_33: CatalogDiff) -> N
 
 
 def test_release_sources_diff_like_tagged_commits(vllm_repo: Path, diff_27_28: CatalogDiff) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "extractor", "diff", "release:0.27.0", "release:0.28.0"],
-        capture_output=True,
-    )
+    result = cli("diff", "release:0.27.0", "release:0.28.0")
     assert result.returncode == 1, result.stderr
     document = json.loads(result.stdout)
     assert document["summary"] == diff_27_28.summary
@@ -293,11 +283,7 @@ def test_match_a_log_yields_exactly_the_two_errors(vllm_repo: Path) -> None:
             "ValueError: Async scheduling is not compatible with disable_padded_drafter_batch=True.",
         ]
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "extractor", "match", "--catalog", "v0.28.0", "--repo", str(vllm_repo)],
-        input=log.encode(),
-        capture_output=True,
-    )
+    result = cli("match", "--catalog", "v0.28.0", "--repo", str(vllm_repo), input=log)
     assert result.returncode == 0, result.stderr
     outputs = [json.loads(line) for line in result.stdout.splitlines()]
     assert [[m["slug"] for m in o["matches"]] for o in outputs] == [
@@ -369,12 +355,12 @@ def test_explain_the_rendered_scheduler_message(vllm_repo: Path) -> None:
         "sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
         "max_num_batched_tokens or decrease max_model_len."
     )
-    command = [sys.executable, "-m", "extractor", "explain", "--catalog", "v0.28.0", "--repo", str(vllm_repo), text]
-    plain = subprocess.run(command, capture_output=True, text=True)
+    command = ["explain", "--catalog", "v0.28.0", "--repo", str(vllm_repo), text]
+    plain = cli(*command)
     assert plain.returncode == 0, plain.stderr
     assert "vllm/config/scheduler.py:254" in plain.stdout and "--max-num-batched-tokens" in plain.stdout
     assert "Related errors" in plain.stdout and "must be greater than or equal to" in plain.stdout
-    markdown = subprocess.run([*command, "--format", "markdown"], capture_output=True, text=True).stdout
+    markdown = cli(*command, "--format", "markdown").stdout
     assert "| field | set with | default | constraints | meaning |" in markdown
     row = "| `SchedulerConfig.max_num_batched_tokens` | --max-num-batched-tokens | `DEFAULT_MAX_NUM_BATCHED_TOKENS` |"
     assert row + " `ge=1` |" in markdown
