@@ -144,6 +144,21 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SESSION_CACHE] = session
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest first, so that the session does not end on one of them while the other workers idle
+    (xdist's worksteal hands each worker a run of the list, and the idle ones take half of the longest
+    queue): the tests of the whole package's scans (the session's setup, made by the first to ask, and the
+    README's blocks, nightly runs and whole-package checks that read them), then the real codebases, then
+    the rest, each group in its own order (a module's tests stay together: its fixtures are made once)."""
+
+    def rank(item: pytest.Item) -> int:
+        if "whole_package_cache" in getattr(item, "fixturenames", ()):
+            return 0
+        return 1 if item.get_closest_marker("codebases") else 2
+
+    items.sort(key=rank)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = config.stash.get(_SESSION_CACHE, None)
     if session is not None:
