@@ -12,6 +12,7 @@ reads. The temporary cache reaches the first two through symbolic links.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import platformdirs
@@ -44,6 +45,58 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
         cwd=cwd,
         env={**os.environ, **(env or {})},
     )
+
+
+def cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the command line in this process (`extractor.cli.main`, then the cache's last writes, as `python
+    -m extractor` does) with stdin, stdout and stderr of its own, in `cwd`, with `env` added to the
+    environment; return what `run_cli` would. For the tests that are not about the process itself (its
+    signals, its streams as files, what a fresh interpreter does): they save starting Python and importing
+    the parser, some 0.7 s of CPU a call."""
+    import io
+
+    from extractor.cache import wait_for_writes
+    from extractor.cli import main
+
+    streams = {name: io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for name in ("out", "err")}
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.update(env or {})
+    try:
+        with (
+            contextlib.redirect_stdout(streams["out"]),
+            contextlib.redirect_stderr(streams["err"]),
+            _replaced_stdin(stdin),
+        ):
+            if cwd is not None:
+                os.chdir(cwd)
+            try:
+                code = main(list(args))
+            except SystemExit as exit:  # argparse: --help, or a usage error
+                code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 2
+            wait_for_writes()
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+    def text(stream: io.TextIOWrapper) -> str:  # decoded as `text=True` does: universal newlines
+        data = stream.buffer.getvalue()  # type: ignore[attr-defined]
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=None).read()
+
+    return subprocess.CompletedProcess(["extractor", *args], code, text(streams["out"]), text(streams["err"]))
+
+
+@contextlib.contextmanager
+def _replaced_stdin(stream: object) -> Iterator[None]:
+    saved = sys.stdin
+    sys.stdin = stream  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 def git(cwd: Path, *args: str, input: str | None = None) -> str:
@@ -89,6 +142,21 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ[RELEASES_VARIABLE] = str(store)
     os.environ["XDG_CACHE_HOME"] = str(session)
     config.stash[_SESSION_CACHE] = session
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest first, so that the session does not end on one of them while the other workers idle
+    (xdist's worksteal hands each worker a run of the list, and the idle ones take half of the longest
+    queue): the tests of the whole package's scans (the session's setup, made by the first to ask, and the
+    README's blocks, nightly runs and whole-package checks that read them), then the real codebases, then
+    the rest, each group in its own order (a module's tests stay together: its fixtures are made once)."""
+
+    def rank(item: pytest.Item) -> int:
+        if "whole_package_cache" in getattr(item, "fixturenames", ()):
+            return 0
+        return 1 if item.get_closest_marker("codebases") else 2
+
+    items.sort(key=rank)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -173,7 +241,7 @@ def whole_package_cache(vllm_repo: Path) -> Path:
     0.28.0 (each rescanning what changed from pieces of the one before), and for ValueError at 0.28.0 (cold)
     then 0.27.0, built once per session by whichever worker asks first. Beside its `extractor/`,
     `incremental.json` holds the 0.28.0 catalog of every class those rescans made (lines and manifest as
-    plain data, SOURCE_DATE_EPOCH fixed)."""
+    plain data, SOURCE_DATE_EPOCH fixed), and `cold/` is a user cache holding the scans of 0.27.0 alone."""
     import json
 
     from filelock import FileLock
@@ -193,6 +261,9 @@ def whole_package_cache(vllm_repo: Path) -> Path:
         try:
             for version in WHOLE_PACKAGE:
                 catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=every)
+                if version == WHOLE_PACKAGE[0]:  # the cold scans, apart: test_vllm's reference reads them
+                    wait_for_writes()
+                    copy_scans(root, root / "cold")
             for version in WHOLE_PACKAGE_VALUE_ERRORS:
                 extract(repo=str(vllm_repo), revision=f"v{version}", options=ExtractOptions(paths=("vllm",)))
             wait_for_writes()  # every scan stored before the workers copy them

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from types import CodeType, SimpleNamespace
 from typing import Any
 
 from extractor.models import Site, SkippedSite
@@ -174,12 +174,29 @@ class Tally:
         self.failures += other.failures
 
 
+def statements(tree: ast.Module) -> Iterator[tuple[ast.AST, ast.AST]]:
+    """Every statement, exception handler and match case under `tree`, each with its parent. A statement
+    only ever sits in a list of statements, handlers or cases (never inside an expression), so this finds
+    every `raise` and `class` and the way down to each, without visiting the expressions (`ast.walk`
+    would, at ten times the cost)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for child in value:
+                    if isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+                        yield child, node
+                        todo.append(child)
+
+
 def own_classes(trees: list[ast.Module]) -> set[str]:
     """Names of the classes a codebase defines with their own `__init__`, `__str__` or `__repr__`."""
     return {
         node.name
         for tree in trees
-        for node in ast.walk(tree)
+        for node, _ in statements(tree)
         if isinstance(node, ast.ClassDef)
         and any(
             isinstance(item, ast.FunctionDef) and item.name in ("__init__", "__str__", "__repr__", "__new__")
@@ -188,8 +205,9 @@ def own_classes(trees: list[ast.Module]) -> set[str]:
     }
 
 
-def _parents(tree: ast.AST) -> dict[int, ast.AST]:
-    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """The parent of each statement, handler and match case (all `_before` climbs through from a raise)."""
+    return {id(child): node for child, node in statements(tree)}
 
 
 def _before(raise_: ast.Raise, parents: dict[int, ast.AST], *, enter_ifs: str) -> Iterator[ast.stmt]:
@@ -217,7 +235,7 @@ def _simple(statement: ast.stmt, *, enter_ifs: str) -> Iterator[ast.stmt]:
             yield from _simple(inner, enter_ifs=enter_ifs)
 
 
-def _exception(node: ast.Raise, names: _Names, own: set[str]) -> BaseException | str:
+def _exception(node: ast.Raise, names: _Names, own: set[str], codes: _Codes) -> BaseException | str:
     """Build the raised exception with stand-ins, or say why it cannot be."""
     exc = node.exc
     assert exc is not None
@@ -238,21 +256,32 @@ def _exception(node: ast.Raise, names: _Names, own: set[str]) -> BaseException |
         return cls()
     if exc.keywords and cls is not known:
         return "keyword arguments to an unknown constructor"
-    call = ast.Call(func=ast.Name("__cls__", ast.Load()), args=exc.args, keywords=exc.keywords)
-    expression = ast.fix_missing_locations(ast.Expression(ast.copy_location(call, exc)))
     names["__cls__"] = cls
     try:
-        value = eval(compile(expression, "<raise>", "eval"), {"__builtins__": _SAFE_BUILTINS}, names)
+        code = codes.get(id(exc))
+        if code is None:
+            call = ast.Call(func=ast.Name("__cls__", ast.Load()), args=exc.args, keywords=exc.keywords)
+            expression = ast.fix_missing_locations(ast.Expression(ast.copy_location(call, exc)))
+            code = codes[id(exc)] = compile(expression, "<raise>", "eval")
+        value = eval(code, {"__builtins__": _SAFE_BUILTINS}, names)
     except Exception as error:
         return f"cannot evaluate: {type(error).__name__}"
     return value if isinstance(value, BaseException) else "not an exception"
 
 
-def _run(statements: list[ast.stmt], names: _Names) -> None:
+# Code compiled from a file's nodes, by node id (while the file's tree lives): each site runs the same
+# statements once per stand-in variant and pass, and the module's constants before each of its sites.
+_Codes = dict[int, CodeType]
+
+
+def _run(statements: list[ast.stmt], names: _Names, codes: _Codes) -> None:
     for statement in statements:
-        module = ast.fix_missing_locations(ast.Module([statement], type_ignores=[]))
         try:
-            exec(compile(module, "<before>", "exec"), {"__builtins__": _SAFE_BUILTINS}, names)
+            code = codes.get(id(statement))
+            if code is None:
+                module = ast.fix_missing_locations(ast.Module([statement], type_ignores=[]))
+                code = codes[id(statement)] = compile(module, "<before>", "exec")
+            exec(code, {"__builtins__": _SAFE_BUILTINS}, names)
         except Exception:  # what it would have bound or changed is unknown from here on
             names.failed |= _changed(statement)
 
@@ -285,19 +314,28 @@ def _placeholder_value(text: str, names: _Names) -> str | None:
         return None
 
 
-def check_file(source: str, sites: list[Site], skipped: list[SkippedSite], own: set[str], label: str = "") -> Tally:
-    """Compare every site of one file with what Python prints; count its raise statements."""
+def check_file(
+    source: str,
+    sites: list[Site],
+    skipped: list[SkippedSite],
+    own: set[str],
+    label: str = "",
+    tree: ast.Module | None = None,
+) -> Tally:
+    """Compare every site of one file with what Python prints; count its raise statements. `tree` is the
+    source's, if already parsed."""
     tally = Tally()
-    tree = ast.parse(source)
+    tree = ast.parse(source) if tree is None else tree
     lines = source.splitlines()
     raises = {}
-    for node in ast.walk(tree):
+    for node, _ in statements(tree):
         if isinstance(node, ast.Raise):
             column = len(lines[node.lineno - 1].encode()[: node.col_offset].decode())
             raises[(node.lineno, column)] = node
     tally.raises = len(raises)
     tally.accounted = len(sites) + len(skipped)
     parents = _parents(tree)
+    codes: _Codes = {}
     # The module's own assignments of literals run first: the names a function reads from its module.
     constants: list[ast.stmt] = [
         statement
@@ -307,7 +345,7 @@ def check_file(source: str, sites: list[Site], skipped: list[SkippedSite], own: 
     for site in sites:
         tally.records += 1
         node = raises[(site.lineNumber, site.extraction.column)]
-        outcome = _check_site(site, node, parents, own, constants)
+        outcome = _check_site(site, node, parents, own, constants, codes)
         if isinstance(outcome, str):
             tally.not_evaluable[outcome] += 1
             continue
@@ -322,7 +360,12 @@ def check_file(source: str, sites: list[Site], skipped: list[SkippedSite], own: 
 
 
 def _check_site(
-    site: Site, node: ast.Raise, parents: dict[int, ast.AST], own: set[str], module_constants: list[ast.stmt]
+    site: Site,
+    node: ast.Raise,
+    parents: dict[int, ast.AST],
+    own: set[str],
+    module_constants: list[ast.stmt],
+    codes: _Codes,
 ) -> str | tuple[bool, int, int, str]:
     pattern = re.compile(site.messagePattern, re.S)
     evaluated = 0
@@ -331,9 +374,9 @@ def _check_site(
     for variant, make in VARIANTS.items():
         for enter_ifs in ("orelse", "body"):
             names = _Names(make)
-            _run(module_constants, names)
-            _run(list(_before(node, parents, enter_ifs=enter_ifs)), names)
-            exc = _exception(node, names, own)
+            _run(module_constants, names, codes)
+            _run(list(_before(node, parents, enter_ifs=enter_ifs)), names, codes)
+            exc = _exception(node, names, own, codes)
             if isinstance(exc, str):
                 reason = exc
                 continue
@@ -389,5 +432,5 @@ def check_tree(files: dict[str, str]) -> Tally:
         result = scan(files[path].encode(), options=ScanOptions(exceptions=("*",)))
         if not isinstance(result, Scanned):
             continue
-        tally.add(check_file(files[path], list(result.sites), list(result.skipped), own, path))
+        tally.add(check_file(files[path], list(result.sites), list(result.skipped), own, path, trees[path]))
     return tally

@@ -1,4 +1,7 @@
-"""The command line: files written atomically, stdout mode, errors as one line with exit code 2."""
+"""The command line: files written atomically, stdout mode, errors as one line with exit code 2.
+
+Most tests run it in this process (`cli`, which returns what the process would); those about the process
+itself, its exit status and its streams, start `python -m extractor` (`process`)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import pytest
 
 from extractor.cli import main
 from tests.conftest import GitRepo, git
-from tests.conftest import run_cli as run
+from tests.conftest import cli as run
+from tests.conftest import run_cli as process
 from tests.test_release import Index, make_sdist
 
 SOURCE = """
@@ -74,7 +78,7 @@ def test_default_output_is_output_owner_name(repo: GitRepo, tmp_path: Path) -> N
 def test_output_dash_writes_jsonl_to_stdout_only(repo: GitRepo, tmp_path: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    result = run("--repo", str(repo.path), "--sha", "v1", "--exception", "*", "--output", "-", cwd=cwd)
+    result = process("--repo", str(repo.path), "--sha", "v1", "--exception", "*", "--output", "-", cwd=cwd)
     assert result.returncode == 0 and result.stderr == ""
     classes = [orjson.loads(line)["record"]["errorClass"] for line in result.stdout.splitlines()]
     assert classes == ["ValueError", "TypeError"]
@@ -123,7 +127,7 @@ def test_local_repository_is_never_changed(repo: GitRepo, tmp_path: Path) -> Non
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path, args: list[str], message: str) -> None:
-    result = run("--repo", str(repo.path), *args, "--output", str(tmp_path / "o"))
+    result = process("--repo", str(repo.path), *args, "--output", str(tmp_path / "o"))
     assert result.returncode == 2
     assert result.stderr.startswith(message.format(repo=repo.path))
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
@@ -131,7 +135,7 @@ def test_bad_input_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path, args: l
 
 
 def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    result = run("--repo", str(tmp_path / "none"), "--sha", "HEAD", cwd=tmp_path)
+    result = process("--repo", str(tmp_path / "none"), "--sha", "HEAD", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (
         2,
         f"extractor: error: no repository at {tmp_path / 'none'}: the path does not exist\n",
@@ -142,7 +146,7 @@ def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
 def test_unwritable_output_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = run("--repo", str(repo.path), "--sha", "v1", "--output", str(blocker / "sub"))
+    result = process("--repo", str(repo.path), "--sha", "v1", "--output", str(blocker / "sub"))
     assert result.returncode == 2 and result.stderr.startswith("extractor: error: cannot write")
     assert len(result.stderr.splitlines()) == 1
 

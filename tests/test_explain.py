@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, cli
 
 LONG = "The value given for the speculative decoding method is not one that this build knows about; "
 SOURCE = f'''\
@@ -26,15 +25,13 @@ def catalog(tmp_path_factory: pytest.TempPathFactory) -> str:
     repo = GitRepo(tmp_path_factory.mktemp("explain") / "repo")
     repo.commit({"vllm/config/spec.py": SOURCE}, tag="v1")
     out = tmp_path_factory.mktemp("out")
-    command = [sys.executable, "-m", "extractor", "--repo", str(repo.path), "--sha", "v1", "--output", str(out)]
-    subprocess.run(command, check=True, capture_output=True)
+    assert cli("--repo", str(repo.path), "--sha", "v1", "--output", str(out)).returncode == 0
     (directory,) = out.iterdir()
     return str(directory)
 
 
 def explain(catalog: str, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "extractor", "explain", "--catalog", catalog, *args]
-    return subprocess.run(command, capture_output=True, text=True)
+    return cli("explain", "--catalog", catalog, *args)
 
 
 def records(catalog: str) -> dict[int, dict[str, str]]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from extractor.chains import chains
 from extractor.extract import ExtractOptions, extract
 from extractor.models import CatalogLine
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, cli
 
 CONFIG = '''
 from pydantic import Field
@@ -157,16 +156,13 @@ def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     repo = GitRepo(tmp_path_factory.mktemp("explain") / "repo")
     repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
     out = tmp_path_factory.mktemp("out")
-    subprocess.run(
-        [sys.executable, "-m", "extractor", "--repo", str(repo.path), "--sha", "v1", "--output", str(out)], check=True
-    )
+    assert cli("--repo", str(repo.path), "--sha", "v1", "--output", str(out)).returncode == 0
     (directory,) = out.iterdir()
     return str(directory)
 
 
 def explain(catalog: str, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "extractor", "explain", "--catalog", catalog, *args]
-    return subprocess.run(command, capture_output=True, text=True)
+    return cli("explain", "--catalog", catalog, *args)
 
 
 def test_explain_by_text_id_and_slug(catalog_dir: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 from extractor.extract import ExtractOptions
 from extractor.history import build_history, folder_name, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
-from tests.conftest import GitRepo, git, run_cli
+from tests.conftest import GitRepo, cli, git, run_cli
 
 CONFIG = """\
 class Config:
@@ -103,7 +103,7 @@ def test_a_scope_without_the_package_loses_the_checks_when_the_module_moves(hist
 
 def test_cli_writes_history_files_that_validate_and_prints_them(history_repo: GitRepo, tmp_path: Path) -> None:
     out = tmp_path / "h"
-    result = run_cli("history", "v*", "--repo", str(history_repo.path), "--path", "pkg/config", "--output", str(out))
+    result = cli("history", "v*", "--repo", str(history_repo.path), "--path", "pkg/config", "--output", str(out))
     assert result.returncode == 0, result.stderr
     assert result.stdout.encode() == (out / "history.jsonl").read_bytes()
     lines = [orjson.loads(raw) for raw in result.stdout.splitlines()]
@@ -146,8 +146,8 @@ def test_default_folder_names_the_scope() -> None:
 def test_cli_histories_of_two_scopes_live_side_by_side(history_repo: GitRepo, tmp_path: Path) -> None:
     """Without --output, each scope has its own folder: the second history does not overwrite the first."""
     common = ["history", "v1..v3", "--repo", str(history_repo.path), "--quiet"]
-    assert run_cli(*common, "--path", "pkg/config", cwd=tmp_path).returncode == 0
-    assert run_cli(*common, "--path", "pkg", "--exception", "*", cwd=tmp_path).returncode == 0
+    assert cli(*common, "--path", "pkg/config", cwd=tmp_path).returncode == 0
+    assert cli(*common, "--path", "pkg", "--exception", "*", cwd=tmp_path).returncode == 0
     folders = sorted(p.parent for p in tmp_path.glob("output/*/*/*/history.json"))
     assert [p.name for p in folders] == ["history-pkg-all", "history-pkg.config-ValueError"]
     scopes = [json.loads((p / "history.json").read_text())["scope"] for p in folders]
@@ -162,7 +162,7 @@ def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path:
     out = tmp_path / "h"
     args = ["history", "v1", "v2", "--revisions", "v3", "--revisions", "v4", "--repo", str(history_repo.path)]
     args += ["--path", "pkg/config"]
-    result = run_cli(*args, "--format", "markdown", "--output", str(out), "--quiet")
+    result = cli(*args, "--format", "markdown", "--output", str(out), "--quiet")
     assert result.returncode == 0 and result.stderr == ""
     markdown = result.stdout
     assert f"![checks in scope and churn per revision]({out / 'history.svg'})" in markdown
@@ -177,7 +177,7 @@ def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path:
     assert "n must ~~not~~ be ~~negative.~~ → n must be **zero or positive.**" in sections["v2"]
     assert "Moved (2):" in sections["v3"] and "Added (2):" in sections["v1"]
     # The same input draws the same SVG.
-    assert run_cli(*args, "--format", "markdown", "--output", str(tmp_path / "again")).returncode == 0
+    assert cli(*args, "--format", "markdown", "--output", str(tmp_path / "again")).returncode == 0
     assert (tmp_path / "again" / "history.svg").read_bytes() == (out / "history.svg").read_bytes()
 
 
@@ -197,7 +197,7 @@ def test_nightly_keeps_a_rolling_history_advanced_night_by_night(git_repo: GitRe
 
     def night(sha: str) -> dict:  # type: ignore[type-arg]
         git(git_repo.path, "update-ref", "refs/heads/main", sha)
-        result = run_cli("nightly", "--repo", str(git_repo.path), "--output", str(out), "--quiet")
+        result = cli("nightly", "--repo", str(git_repo.path), "--output", str(out), "--quiet")
         assert result.returncode == 0, result.stderr
         return json.loads((out / "history.json").read_text())
 
@@ -222,18 +222,18 @@ def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: G
     """Given a written history, or revisions to follow on the fly, both add the lineage's sentence."""
     out = tmp_path / "h"
     common = ["--repo", str(history_repo.path), "--path", "pkg/config"]
-    assert run_cli("history", "v*", *common, "--output", str(out)).returncode == 0
+    assert cli("history", "v*", *common, "--output", str(out)).returncode == 0
     sentence = (
         "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
         "raised at pkg/config/model.py:6 in v6"
     )
-    explained = run_cli("explain", "n must be zero or positive.", "--catalog", "v6", *common, "--history", str(out))
+    explained = cli("explain", "n must be zero or positive.", "--catalog", "v6", *common, "--history", str(out))
     assert explained.returncode == 0 and explained.stdout.endswith(f"\nHistory: {sentence}\n")
-    matched = run_cli("match", "ValueError: n must be zero or positive.", "--catalog", "v6", *common, "--history", "v*")
+    matched = cli("match", "ValueError: n must be zero or positive.", "--catalog", "v6", *common, "--history", "v*")
     assert matched.returncode == 0, matched.stderr
     (match,) = json.loads(matched.stdout)["matches"]
     assert match["history"] == sentence
-    as_json = run_cli(
+    as_json = cli(
         "explain", match["id"], "--catalog", "v6", *common, "--history", str(out / "history.jsonl"), "--format", "json"
     )
     assert json.loads(as_json.stdout)["history"] == sentence

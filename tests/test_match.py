@@ -18,7 +18,7 @@ import pytest
 
 from extractor.extract import ExtractOptions, extract
 from extractor.match import Matcher
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, cli
 from tests.test_release import Index
 
 SOURCE = """\
@@ -106,7 +106,10 @@ def test_error_looking_lines_are_reported_even_unmatched(matcher: Matcher) -> No
     assert not matcher.match('  File "x.py", line 3, in <module>').is_error
 
 
-def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str = "", process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`extractor match ARGS` in this process, or (`process`, for the tests of its exit status) as one."""
+    if not process:
+        return cli("match", *args, input=stdin)
     return subprocess.run(
         [sys.executable, "-m", "extractor", "match", *args], input=stdin, capture_output=True, text=True
     )
@@ -150,14 +153,16 @@ def test_unrelated_text_exits_1_and_text_format(catalog_repo: GitRepo) -> None:
         "--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg", "--format", "text", "hello world"
     )
     assert (result.returncode, result.stdout) == (1, "hello world\n  no matching record\n")
-    result = run("--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg", stdin="just chatter\n")
+    result = run(
+        "--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg", stdin="just chatter\n", process=True
+    )
     assert (result.returncode, result.stdout) == (1, "")
 
 
 def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "records.jsonl"
     bad.write_text("{not json\n")
-    result = run("--catalog", str(bad), "x")
+    result = run("--catalog", str(bad), "x", process=True)
     assert result.returncode == 2
     assert result.stderr.startswith(f"extractor: error: {bad}:1: not JSON")
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from extractor.catalog import folder_name, load_catalog
 from extractor.cli import main
 from extractor.extract import ExtractOptions
 from extractor.models import Scope
-from tests.conftest import GitRepo, git
+from tests.conftest import GitRepo, copy_scans, git
 
 V1 = 'def f(n):\n    if n:\n        raise ValueError("first check")\n'
 V2 = V1 + 'def g(n):\n    raise ValueError(f"second check {n}")\n'
@@ -140,6 +142,33 @@ def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
     return document["latest"]
 
 
+WHOLE_PACKAGE = ["--path", "vllm"]
+
+
+@pytest.fixture(scope="module")
+def published_0_27(vllm_repo: Path, whole_package_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Published:
+    """vLLM 0.27.0's whole package published once a module (from the session's scans), for each killed
+    run to copy: a bare clone of the releases whose main has then moved on to 0.28.0, what was published,
+    and the two SHAs."""
+    root = tmp_path_factory.mktemp("published-0.27")
+    bare = root / "vllm.git"
+    git(root, "clone", "--quiet", "--bare", str(vllm_repo), str(bare))
+    old = move(bare, "v0.27.0")
+    copy_scans(whole_package_cache, root / "cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(root / "cache"))
+        assert main(["nightly", "--repo", str(bare), "--output", str(root / "pub"), "--quiet", *WHOLE_PACKAGE]) == 0
+    return Published(bare, root / "pub", old, move(bare, "v0.28.0"))
+
+
+@dataclass(frozen=True)
+class Published:
+    bare: Path
+    out: Path
+    old: str
+    new: str
+
+
 @pytest.mark.release
 @pytest.mark.parametrize(
     ("marker", "delay"),
@@ -151,19 +180,16 @@ def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
     ],
 )
 def test_killed_runs_leave_the_published_state_whole(
-    vllm_repo: Path, whole_package_scans: Path, tmp_path: Path, marker: str, delay: float
+    published_0_27: Published, whole_package_scans: Path, tmp_path: Path, marker: str, delay: float
 ) -> None:
     """SIGKILL at several moments of publishing vLLM 0.28.0 over 0.27.0 (whole package, several seconds; its
-    scans are the session's, its catalogs made by each run)."""
+    scans are the session's, its catalog made by each run, over a copy of the module's 0.27.0 publication)."""
     import time
 
-    bare = tmp_path / "vllm.git"
-    git(tmp_path, "clone", "--quiet", "--bare", str(vllm_repo), str(bare))
+    bare, old, new = published_0_27.bare, published_0_27.old, published_0_27.new
     out = tmp_path / "pub"
-    old = move(bare, "v0.27.0")
-    scope = ["--path", "vllm"]
-    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet", *scope]) == 0
-    new = move(bare, "v0.28.0")
+    shutil.copytree(published_0_27.out, out, symlinks=True)
+    scope = WHOLE_PACKAGE
 
     run = nightly_process(bare, out, *scope)
     assert run.stderr is not None

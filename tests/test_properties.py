@@ -7,7 +7,6 @@ import re
 from typing import Any
 
 import hypothesis.strategies as st
-import hypothesmith
 from hypothesis import HealthCheck, assume, given, settings
 
 from extractor.scan import Scanned, ScanOptions, scan
@@ -140,11 +139,21 @@ def followed_by_raises(programs: st.SearchStrategy[str]) -> st.SearchStrategy[st
     )
 
 
+def hypothesmith_strategy(name: str) -> st.SearchStrategy[str]:
+    """hypothesmith's `from_grammar` or `from_node`, imported when first drawn: its import builds strategies
+    from CPython's grammar (most of a second), which a session that runs no test of this module (a
+    collection, a worker given other tests) need not pay."""
+    import hypothesmith
+
+    strategy: st.SearchStrategy[str] = getattr(hypothesmith, name)()
+    return strategy
+
+
 # Sized to what it proves, that no construct of the grammar breaks the visitor: a draw costs about 0.1 s
 # (hypothesmith derives programs from CPython's grammar); the raises themselves are fuzzed below, by the
 # hundred, in every compound statement.
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(followed_by_raises(st.deferred(hypothesmith.from_grammar)))  # deferred: the grammar is built when drawn
+@given(followed_by_raises(st.deferred(lambda: hypothesmith_strategy("from_grammar"))))
 def test_any_program_every_raise_is_a_record_or_a_named_skip(source: str) -> None:
     result = scan(source.encode(), options=ScanOptions(exceptions=("*",)))
     assert isinstance(result, Scanned)
@@ -156,7 +165,7 @@ def test_any_program_every_raise_is_a_record_or_a_named_skip(source: str) -> Non
 
 # No example database: replaying the saved examples of this strategy took minutes, not seconds.
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(followed_by_raises(hypothesmith.from_node()))
+@given(followed_by_raises(st.deferred(lambda: hypothesmith_strategy("from_node"))))
 def test_any_libcst_generated_program_scans_without_an_exception(source: str) -> None:
     try:
         tree = ast.parse(source)

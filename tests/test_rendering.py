@@ -14,7 +14,7 @@ from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 
 from extractor.models import Site
 from extractor.scan import Scanned, ScanOptions, scan
@@ -106,6 +106,9 @@ def test_generated_raises_print_what_their_records_say(raise_: tuple[str, list[s
     exec(body, namespace)
     with pytest.raises(Exception) as caught:
         namespace["f"](a, b)  # type: ignore[operator]
+    # A program that fails before its raise (`msg += a` or `" | ".join(errors)` with a number) prints no
+    # message of the raise's: nothing to compare.
+    assume(f"raise {type(caught.value).__name__}(" in statement)
     rendered = str(caught.value)
     site = site_of(body)
     found = re.fullmatch(site.messagePattern, rendered, re.S)

@@ -1,4 +1,7 @@
-"""Bad input and hostile source: one line on stderr and exit 2, or a complete run that names what it skipped."""
+"""Bad input and hostile source: one line on stderr and exit 2, or a complete run that names what it skipped.
+
+The complete runs over hostile source run the command line in this process (`cli`); the rest, about the
+process (its exit status, signals, streams), start `python -m extractor`."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import orjson
 import pytest
 
 from extractor.cli import main
-from tests.conftest import GitRepo, git
+from tests.conftest import GitRepo, cli, git
 from tests.conftest import run_cli as run
 
 
@@ -125,7 +128,7 @@ def test_hostile_tree_completes_and_names_every_skipped_file(git_repo: GitRepo, 
     os.symlink("good.py", git_repo.path / "vllm" / "config" / "link.py")
     git_repo.commit({}, tag="v1")
     out = tmp_path / "out"
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", str(out), cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "extractor: warning: 6 file(s) in scope could not be parsed" in result.stderr
     sha = git(git_repo.path, "rev-parse", "HEAD")
@@ -149,7 +152,7 @@ def test_a_huge_generated_module_completes(git_repo: GitRepo, tmp_path: Path) ->
     )
     git_repo.commit({"vllm/config/generated.py": "def check(x):\n" + body}, tag="v1")
     assert len((git_repo.path / "vllm" / "config" / "generated.py").read_bytes()) > 320_000
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-500:]
     assert result.stdout.count("\n") == 5_000
 
@@ -214,7 +217,7 @@ def test_a_damaged_object_names_its_file(git_repo: GitRepo, tmp_path: Path) -> N
 @pytest.mark.parametrize("whole", [".", "/", "", "./"])
 def test_a_path_that_is_the_root_selects_the_whole_repository(git_repo: GitRepo, tmp_path: Path, whole: str) -> None:
     git_repo.commit({"top.py": "raise ValueError('top')\n", "pkg/deep/m.py": "raise ValueError('deep')\n"}, tag="v1")
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--path", whole, "--output", "out", cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--path", whole, "--output", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     (directory,) = (tmp_path / "out").iterdir()
     records = [json.loads(line)["record"] for line in (directory / "records.jsonl").read_text().splitlines()]
@@ -538,7 +541,7 @@ def test_a_coding_line_on_line_2_is_honoured_whatever_its_position(
     source = first_line + f"# -*- coding: {codec} -*-\n".encode() + hidden
     assert b"raise" not in source and b"ValueError" not in source
     git_repo.commit({"vllm/engine/hidden.py": source}, tag="v2")  # not read for config classes anyway
-    result = run("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/engine", "--output", "-", cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/engine", "--output", "-", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     messages = [json.loads(line)["record"]["errorMessage"] for line in result.stdout.splitlines()]
     assert messages == [f"hidden by {codec}"]
@@ -550,7 +553,7 @@ def test_a_long_line_is_cut_in_every_window_so_output_stays_proportional(git_rep
     raises = "; ".join(f"raise ValueError('message {i:04}')" for i in range(4000))
     source = f"def f(x):\n    if x: {raises}\n    return x\n"
     git_repo.commit({"vllm/config/long.py": source}, tag="v1")
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--context", "1", cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--context", "1", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert len(result.stdout) < 4000 * 3000  # a record's own fields, and 1,000 characters of the line
     records = [json.loads(line)["record"] for line in result.stdout.splitlines()]
@@ -601,7 +604,7 @@ def test_a_lone_surrogate_in_a_config_docstring_or_flag_is_shown_as_its_escape(
     config = SURROGATE_CONFIG if where == "docstring" else SURROGATE_CONFIG.replace("\\ud800", "")
     args = SURROGATE_ARGS if where == "flag" else SURROGATE_ARGS.replace("\\udcff", "").replace("\\ud800", "")
     git_repo.commit({"vllm/config/s.py": config, "vllm/engine/arg_utils.py": args}, tag="v1")
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     ((field,),) = [json.loads(line)["extraction"]["fields"] for line in result.stdout.splitlines()]
     doc = "At most \\ud800 tokens." if where == "docstring" else "At most  tokens."

@@ -18,7 +18,7 @@ from extractor.analysis import AnalysisEntry, basis, carry_forward
 from extractor.catalog import load_catalog
 from extractor.cli import main
 from extractor.models import CatalogLine, replace
-from tests.conftest import GitRepo, git, run_cli
+from tests.conftest import GitRepo, cli, git
 
 CONFIG_V1 = '''\
 from dataclasses import dataclass
@@ -133,7 +133,7 @@ def crawl(site: Path) -> set[Path]:
 
 
 def build(*args: str) -> None:
-    result = run_cli("site", *args)
+    result = cli("site", *args)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
 
@@ -236,7 +236,7 @@ def test_bad_analysis_is_one_error_line_and_nothing_written(
     published: dict[str, Any], tmp_path: Path, content: str, message: str
 ) -> None:
     (tmp_path / "analysis.jsonl").write_text(content)
-    result = run_cli(
+    result = cli(
         "site", "--catalog", str(published["v1"]), "--analysis", str(tmp_path / "analysis.jsonl"), "--output",
         str(tmp_path / "site"),
     )  # fmt: skip
@@ -293,7 +293,7 @@ def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any
     precious = tmp_path / "home"
     precious.mkdir()
     (precious / "notes.txt").write_text("mine")
-    result = run_cli("site", "--catalog", str(published["v1"]), "--output", str(precious))
+    result = cli("site", "--catalog", str(published["v1"]), "--output", str(precious))
     assert result.returncode == 2
     assert (
         result.stderr == f"extractor: error: {precious} exists and is not a site built by extractor: not replacing it\n"
@@ -716,7 +716,7 @@ def test_a_history_that_is_not_what_history_writes_is_one_error_line(
     history = shutil.copytree(history_run, tmp_path / "history")
     name = message.split(":")[0]
     (history / name).write_text(content)
-    result = run_cli("site", "--catalog", str(published["v2"]), "--history", str(history / "history.jsonl"),
+    result = cli("site", "--catalog", str(published["v2"]), "--history", str(history / "history.jsonl"),
                      "--output", str(tmp_path / "site"))  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.startswith(f"extractor: error: {history / name}") and message in result.stderr

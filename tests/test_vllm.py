@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import jsonschema
 import orjson
 import pytest
 
+from extractor.cache import ScanCache, wait_for_writes
 from extractor.catalog import open_catalog
 from extractor.diff import CatalogDiff, diff_catalogs
 from extractor.extract import ExtractOptions, extract
@@ -23,6 +23,8 @@ from extractor.git import list_blobs, read_blobs, resolve
 from extractor.match import Matcher
 from extractor.models import CatalogLine
 from extractor.schema import json_schema
+from tests.conftest import cli, copy_scans
+from tests.rendering import statements
 
 pytestmark = pytest.mark.release
 # The downstream reference: a published record and the messages of three rendered pages (copied here).
@@ -31,13 +33,14 @@ DATA = Path(__file__).parent / "data"
 
 def ast_sites(repo: Path, revision: str, prefix: str) -> set[tuple[str, int]]:
     """Count `raise ValueError` sites independently, with Python's ast alone (a file that never spells
-    `ValueError` cannot name it: only the others are parsed)."""
+    `raise` and `ValueError` cannot hold one: only the others are parsed; a raise is a statement, so only
+    statements are visited)."""
     commit = resolve(str(repo), revision)
     found = set()
     for blob, data in read_blobs(commit, list_blobs(commit, [prefix])):
-        if b"ValueError" not in data:
+        if b"ValueError" not in data or b"raise" not in data:
             continue
-        for node in ast.walk(ast.parse(data)):
+        for node, _ in statements(ast.parse(data)):
             if isinstance(node, ast.Raise) and node.exc is not None:
                 target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
                 name = getattr(target, "id", None) or getattr(target, "attr", None)
@@ -162,20 +165,14 @@ def test_tag_and_short_sha_give_identical_bytes_that_validate(vllm_repo: Path, t
     sha = resolve(str(vllm_repo), "v0.28.0").sha
     outputs = []
     for revision in ("v0.28.0", sha[:10]):
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "extractor",
-                "--repo",
-                str(vllm_repo),
-                "--sha",
-                revision,
-                "--output",
-                str(tmp_path / revision),
-            ],
-            capture_output=True,
-            env={**os.environ, "SOURCE_DATE_EPOCH": "1767225600"},
+        result = cli(
+            "--repo",
+            str(vllm_repo),
+            "--sha",
+            revision,
+            "--output",
+            str(tmp_path / revision),
+            env={"SOURCE_DATE_EPOCH": "1767225600"},
         )
         assert result.returncode == 0, result.stderr
         outputs.append((tmp_path / revision / sha / "records.jsonl").read_bytes())
@@ -245,10 +242,7 @@ def test_release_diff_threshold_cases_0_28_to_0_33(diff_28_33: CatalogDiff) -> N
 
 
 def test_release_sources_diff_like_tagged_commits(vllm_repo: Path, diff_27_28: CatalogDiff) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "extractor", "diff", "release:0.27.0", "release:0.28.0"],
-        capture_output=True,
-    )
+    result = cli("diff", "release:0.27.0", "release:0.28.0")
     assert result.returncode == 1, result.stderr
     document = json.loads(result.stdout)
     assert document["summary"] == diff_27_28.summary
@@ -289,11 +283,7 @@ def test_match_a_log_yields_exactly_the_two_errors(vllm_repo: Path) -> None:
             "ValueError: Async scheduling is not compatible with disable_padded_drafter_batch=True.",
         ]
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "extractor", "match", "--catalog", "v0.28.0", "--repo", str(vllm_repo)],
-        input=log.encode(),
-        capture_output=True,
-    )
+    result = cli("match", "--catalog", "v0.28.0", "--repo", str(vllm_repo), input=log)
     assert result.returncode == 0, result.stderr
     outputs = [json.loads(line) for line in result.stdout.splitlines()]
     assert [[m["slug"] for m in o["matches"]] for o in outputs] == [
@@ -304,14 +294,22 @@ def test_match_a_log_yields_exactly_the_two_errors(vllm_repo: Path) -> None:
 
 
 def test_incremental_scan_of_0_28_after_0_27_equals_a_cold_one(
-    vllm_repo: Path, whole_package_cache: Path, monkeypatch: pytest.MonkeyPatch
+    vllm_repo: Path, whole_package_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every raised class over the whole package: the reused pieces change no byte of output (the rescans
-    of 0.27.1 and 0.28.0 after 0.27.0 are the session's, made once for this test and the README's)."""
+    of 0.27.1 and 0.28.0 after 0.27.0 are the session's, made once for this test and the README's).
+
+    The cold catalog is made from cold scans alone: those of the session's first, cold, scan of 0.27.0 for
+    the files 0.28.0 did not change, and the others parsed whole here (no earlier version of any file is
+    known to this cache), not from pieces."""
     warm = json.loads((whole_package_cache / "incremental.json").read_text())
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
-    options = ExtractOptions(paths=("vllm",), exceptions=("*",), cache=False, jobs=1)
+    copy_scans(whole_package_cache / "cold", tmp_path / "cold")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cold"))
+    monkeypatch.setattr(ScanCache, "previous_versions", lambda self, paths: {})
+    options = ExtractOptions(paths=("vllm",), exceptions=("*",), jobs=1)
     cold = extract(repo=str(vllm_repo), revision="v0.28.0", options=options)
+    wait_for_writes()
     assert len(warm["lines"]) == len(cold.lines) > 2693  # more than the ValueErrors alone
     assert warm["lines"] == [line.model_dump(mode="json") for line in cold.lines]
     assert warm["manifest"] == cold.manifest.model_dump(mode="json")
@@ -357,12 +355,12 @@ def test_explain_the_rendered_scheduler_message(vllm_repo: Path) -> None:
         "sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase "
         "max_num_batched_tokens or decrease max_model_len."
     )
-    command = [sys.executable, "-m", "extractor", "explain", "--catalog", "v0.28.0", "--repo", str(vllm_repo), text]
-    plain = subprocess.run(command, capture_output=True, text=True)
+    command = ["explain", "--catalog", "v0.28.0", "--repo", str(vllm_repo), text]
+    plain = cli(*command)
     assert plain.returncode == 0, plain.stderr
     assert "vllm/config/scheduler.py:254" in plain.stdout and "--max-num-batched-tokens" in plain.stdout
     assert "Related errors" in plain.stdout and "must be greater than or equal to" in plain.stdout
-    markdown = subprocess.run([*command, "--format", "markdown"], capture_output=True, text=True).stdout
+    markdown = cli(*command, "--format", "markdown").stdout
     assert "| field | set with | default | constraints | meaning |" in markdown
     row = "| `SchedulerConfig.max_num_batched_tokens` | --max-num-batched-tokens | `DEFAULT_MAX_NUM_BATCHED_TOKENS` |"
     assert row + " `ge=1` |" in markdown
