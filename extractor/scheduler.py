@@ -137,14 +137,8 @@ def _scan_ahead(
         for blob in unique
         if (old := here.get(blob.path)) is not None and old in results
     }
-    ordered = sorted(_ready(commit, unique), key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
-    total = sum(blob.size or 0 for blob in ordered)
-    limit = min(_BATCH_BYTES, max(16 * 1024, total // ((pool.workers + 1) * _BATCHES_PER_JOB)))
-    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
-    return {
-        pool.executor.submit(scan_batch, commit.git_dir, batch, scan_options): batch
-        for batch in _batches(items, ordered, limit)
-    }
+    batches = _cut(_largest_first(_ready(commit, unique)), previous, facts, scanners=pool.workers + 1)
+    return {pool.executor.submit(scan_batch, commit.git_dir, batch, scan_options): batch for batch in batches}
 
 
 def _scan_new(
@@ -247,13 +241,16 @@ def _pool(missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache 
     pool = take_ahead()
     if pool is None:
         jobs = jobs or os.cpu_count() or 1
-        small = sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES
-        if jobs < 2 or (_carried is None and (small or len(missing) < 2)):
+        if _carried is None:  # for this extraction alone: only as many as it has files, and enough source
+            jobs = min(jobs, len(missing))
+            if sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES:
+                return None
+        if jobs < 2:
             return None
         if cache is not None:
             cache.release()  # no SQLite connection may cross the fork
         wait_for_writes()  # no thread of this process may hold a lock while it forks
-        pool = start((jobs if _carried is not None else min(jobs, len(missing))) - 1)
+        pool = start(jobs - 1)
     if _carried is not None:
         _carried.pool = pool
     return pool
@@ -277,21 +274,14 @@ def _scan_missing(
     parsed result to `parsed`. `idle` is work for this process, done once: the first time it would
     otherwise wait for the workers, else once the scan is over. `running` are batches the pool was
     given before (taken back if not started, else waited for)."""
-    # Largest first, so the last batch handed out is a small one and workers finish together (a size
-    # git cannot tell goes first: reading that blob will say what is wrong).
-    ordered = sorted(missing, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
+    ordered = _largest_first(missing)
+    # Workers started ahead import the parser already: this process imports it too only for a big scan
+    # (or to take back batches given ahead, which are the next to be done).
     total = sum(blob.size or 0 for blob in ordered)
-    # Workers started ahead import the parser already: this process imports it too only for a big scan.
-    main_scans = pool is None or not pool.ahead or total >= _MAIN_SCANS_BYTES
-    scanners = (pool.workers if pool is not None else 0) + main_scans
-    limit = min(_BATCH_BYTES, max(16 * 1024, total // (scanners * _BATCHES_PER_JOB)))
-    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
-    batches = _batches(items, ordered, limit)
+    main_scans = pool is None or not pool.ahead or total >= _MAIN_SCANS_BYTES or bool(running)
+    batches = _cut(ordered, previous, facts, scanners=(pool.workers if pool is not None else 0) + main_scans)
     try:
         done: Iterator[list[Result]]
-        if running:
-            batches = [batch for batch in batches if batch]
-            main_scans = True
         if pool is not None:
             done = _shared(pool, commit.git_dir, batches, options, idle, main_scans=main_scans, running=running)
         else:
@@ -307,12 +297,29 @@ def _scan_missing(
         git_stage.close_readers()
 
 
+def _largest_first(blobs: Sequence[git_stage.Blob]) -> list[git_stage.Blob]:
+    """Blobs largest first, so the last batch handed out is a small one and workers finish together (a
+    size git cannot tell goes first: reading that blob will say what is wrong)."""
+    return sorted(blobs, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
+
+
+def _cut(
+    ordered: Sequence[git_stage.Blob], previous: dict[str, bytes], facts: set[str], *, scanners: int
+) -> list[list[Item]]:
+    """The work items of blobs (each with its previous version's result, if any, and whether its facts are
+    wanted), cut into about _BATCHES_PER_JOB batches for each of `scanners` processes."""
+    total = sum(blob.size or 0 for blob in ordered)
+    limit = min(_BATCH_BYTES, max(16 * 1024, total // (scanners * _BATCHES_PER_JOB)))
+    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
+    return _batches(items, ordered, limit)
+
+
 def _batches(items: Sequence[Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[Item]]:
     """Cut work into batches of about `limit` bytes of source (or _BATCH_FILES files), in order."""
-    batches: list[list[Item]] = [[]]
+    batches: list[list[Item]] = []
     size = 0
     for item, blob in zip(items, blobs, strict=True):
-        if size >= limit or len(batches[-1]) >= _BATCH_FILES:
+        if not batches or size >= limit or len(batches[-1]) >= _BATCH_FILES:
             batches.append([])
             size = 0
         batches[-1].append(item)
