@@ -152,12 +152,11 @@ def _extract_commit(
     cache: ScanCache | None,
     then: git_stage.Commit | None = None,
 ) -> Catalog:
-    scope = _listed.pop((commit.sha, options), None) or _list_scope(commit, options)
+    scope = _list_scope(commit, options)
     upcoming = None
-    _listed.clear()
     if then is not None:
         with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
-            following = _listed[then.sha, options] = _list_scope(then, options)
+            following = _list_scope(then, options)
             upcoming = (then, [*following.regular, *following.auxiliary], following.facts)
     with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
         results = scan_blobs(
@@ -219,11 +218,6 @@ class _Scope:
     listed: list[git_stage.Blob]  # every file listed, its name UTF-8
     facts: set[str]  # blob ids parsed whole for their classes and flags
     skipped_files: list[SkippedFile]  # not scanned: a name that is not UTF-8, not a regular file
-
-
-# The scope of the commit a history extracts next, listed while it scans ahead (see `then`): by commit and
-# options, taken by that extraction.
-_listed: dict[tuple[str, ExtractOptions], _Scope] = {}
 
 
 def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
