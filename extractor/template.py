@@ -665,8 +665,7 @@ def message_template(
 # The commonest messages, read without libcst: string literals (implicitly concatenated, blanks between) with
 # no backslash, on one line each, no raw, bytes or triple quotes; an f-string's fields are names or
 # attributes, with a conversion or none. Anything else is libcst's (a field with a call, a spec, a comment).
-_TOKEN = re.compile(r"""(?P<prefix>[uUfF]?)(?:"(?P<double>[^"\\\n]*)"|'(?P<single>[^'\\\n]*)')""")
-_GAP = re.compile(r"[ \t\n]*")
+_TOKEN = re.compile(r"""(?P<prefix>[uUfF]?)(?:"(?P<double>[^"\\\n]*)"|'(?P<single>[^'\\\n]*)')[ \t\n]*""")
 _BRACES = re.compile(r"\{\{|\}\}|\{[^{}]*\}|[{}]")
 _FIELD = re.compile(r"\{(?P<expression>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:!(?P<conversion>[rsa]))?\}", re.ASCII)
 
@@ -694,8 +693,7 @@ def _quick_parts(builder: _Builder, source: str) -> list[_Part] | None:
         else:
             kinds.add(MessageKind.LITERAL)
             parts.append(body)  # (no backslash: no escape to read, and `{{` stays as written)
-        gap = _GAP.match(text, token.end())
-        position = gap.end() if gap is not None else token.end()
+        position = token.end()  # (past the blanks before the next literal)
     builder.kinds |= kinds
     return parts
 
