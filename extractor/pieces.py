@@ -27,7 +27,7 @@ from typing import Any
 from extractor.kinds import Piece
 from extractor.scanned import ConditionData, Result, Site, SiteData, SkippedSite, SkippedSiteData
 from extractor.source import ScanOptions, window
-from extractor.walk import visit
+from extractor.walk import extent, visit
 
 __all__ = ["pieces_of", "rescan"]
 
@@ -47,13 +47,6 @@ def _statements(body: Sequence[ast.stmt], scope: tuple[str, ...] = ()) -> Iterat
             yield from _statements(statement.body, (statement.name,))
 
 
-def _extent(statement: ast.stmt) -> tuple[int, int]:
-    """A statement's first and last lines, its decorators included (they come first, in order)."""
-    decorators = getattr(statement, "decorator_list", None)
-    start = min(statement.lineno, decorators[0].lineno) if decorators else statement.lineno
-    return start, statement.end_lineno or statement.lineno
-
-
 def pieces_of(lines: Sequence[str], body: Sequence[ast.stmt], skip: frozenset[int] = frozenset()) -> list[Piece]:
     """List the pieces of a parsed file (none starting at a line in `skip`: placeholders of reused ones)."""
     pieces: list[Piece] = []
@@ -64,7 +57,7 @@ def pieces_of(lines: Sequence[str], body: Sequence[ast.stmt], skip: frozenset[in
 def _collect(
     lines: Sequence[str], body: Sequence[ast.stmt], scope: tuple[str, ...], skip: frozenset[int], out: list[Piece]
 ) -> None:
-    extents = [_extent(statement) for statement in body]
+    extents = [extent(statement) for statement in body]
     for index, statement in enumerate(body):
         start, end = extents[index]
         if isinstance(statement, ast.ClassDef) and not scope:

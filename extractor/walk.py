@@ -23,7 +23,7 @@ from extractor.source import ScanOptions, lines_with_raise, window
 if TYPE_CHECKING:
     from extractor.template import Template
 
-__all__ = ["Visitor", "visit"]
+__all__ = ["Visitor", "extent", "visit"]
 
 _SKIP_TOKENS = frozenset(
     {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
@@ -54,6 +54,13 @@ def visit(
         except RecursionError:
             return "cannot scan: nesting too deep"
     return tree.body, visitor
+
+
+def extent(statement: ast.stmt) -> tuple[int, int]:
+    """A statement's first and last lines, its decorators included (they come first, in order)."""
+    decorators = getattr(statement, "decorator_list", None)
+    start = min(statement.lineno, decorators[0].lineno) if decorators else statement.lineno
+    return start, statement.end_lineno or statement.lineno
 
 
 class _State(NamedTuple):
@@ -343,12 +350,8 @@ class Visitor:
         if self._ascii is None:
             self._ascii = all(line.isascii() for line in self.lines)
         for statement in self.module:
-            if not self._ascii:
-                yield statement
-                continue
-            decorators = getattr(statement, "decorator_list", None)
-            start = min(statement.lineno, decorators[0].lineno) if decorators else statement.lineno
-            if any(name in line for line in self.lines[start - 1 : statement.end_lineno or statement.lineno]):
+            start, end = extent(statement)
+            if not self._ascii or any(name in line for line in self.lines[start - 1 : end]):
                 yield statement
 
     def _skip(self, node: ast.Raise, reason: str) -> None:
