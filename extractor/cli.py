@@ -228,9 +228,9 @@ def _resolve_starting_workers(
 ) -> tuple[Commit, str | None]:
     """Resolve the revision (or the release, with the SHA its records point at), forking the extraction's
     workers first thing, before the pipeline's modules are imported: they import the parser meanwhile, on
-    the other cores. None if one process scans (`--jobs 1`, or one core), or if the catalog is in the
-    cache already (nothing to scan: they would only take a core from this process); with no catalog in
-    the cache at all, before the revision is even resolved."""
+    the other cores. None are forked if one process scans (`--jobs 1`, or one core), or if the catalog
+    is in the cache already (nothing to scan: they would only take a core from this process); with no
+    catalog in the cache at all, they are forked before the revision is even resolved."""
     from extractor.git import cache_dir, resolve
     from extractor.workers import start_ahead
 

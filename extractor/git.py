@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import re
@@ -10,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -309,7 +308,7 @@ def with_sizes(commit: Commit, blobs: Sequence[Blob]) -> list[Blob]:
         parts = line.split()  # "<oid> missing" where git cannot tell
         if len(parts) == 3 and parts[1] == "blob" and parts[2].isdigit():
             sizes[parts[0]] = int(parts[2])
-    return [blob if blob.size is not None else dataclasses.replace(blob, size=sizes.get(blob.oid)) for blob in blobs]
+    return [blob if blob.size is not None else replace(blob, size=sizes.get(blob.oid)) for blob in blobs]
 
 
 class BlobReader:
