@@ -63,6 +63,23 @@ def extent(statement: ast.stmt) -> tuple[int, int]:
     return start, statement.end_lineno or statement.lineno
 
 
+# The fields of a statement (or an except clause, a match case) that hold statements.
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _declares(statement: ast.stmt, name: str) -> bool:
+    """Tell whether a statement, or one nested in it, declares `name` global or nonlocal. Declarations are
+    statements, and no expression holds one (a lambda's body is an expression): only bodies are walked."""
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+            return True
+        for field in _BODIES:
+            stack.extend(getattr(node, field, ()))
+    return False
+
+
 class _State(NamedTuple):
     """Where the walk stands; replaced, never mutated, on the way down."""
 
@@ -338,9 +355,7 @@ class Visitor:
                 and isinstance(assigned.value, str)
             ):
                 value = assigned
-            declared = declared or any(
-                isinstance(node, ast.Global | ast.Nonlocal) and name in node.names for node in ast.walk(statement)
-            )
+            declared = declared or _declares(statement, name)
         found = self._constants[name] = value if count == 1 and not declared else None
         return found
 

@@ -394,6 +394,19 @@ WIDE = "\uff2d\uff33\uff27"  # MSG in fullwidth letters
         pytest.param('MSG = "a."\nfrom m import MSG\n', "{MSG}", id="rebound by an import"),
         pytest.param('MSG = "a."\n\ndef g():\n    global MSG\n    MSG = "b."\n', "{MSG}", id="declared global"),
         pytest.param('MSG = "a."\n\n@(MSG := d)\ndef g():\n    pass\n', "{MSG}", id="rebound in a decorator"),
+        pytest.param(
+            'MSG = "a."\n\nclass K:\n    def g(self):\n        try:\n            pass\n        except E:\n'
+            "            with c:\n                while x:\n                    pass\n                else:\n"
+            "                    global MSG\n",
+            "{MSG}",
+            id="declared global deep in a method",
+        ),
+        pytest.param(
+            'MSG = "a."\n\ndef g(v):\n    match v:\n        case 1:\n            pass\n        case _:\n'
+            "            try:\n                pass\n            finally:\n                global MSG\n",
+            "{MSG}",
+            id="declared global in a match case",
+        ),
         pytest.param('MSG = "a."\n\ndef g(x=(MSG := 1)):\n    pass\n', "{MSG}", id="rebound in a default"),
         pytest.param('MSG = "a."\n\nclass C((MSG := B)):\n    pass\n', "{MSG}", id="rebound in a base"),
         pytest.param('MSG = "a."\ng = lambda x=(MSG := 1): x\n', "{MSG}", id="rebound in a lambda default"),
