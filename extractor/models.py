@@ -22,8 +22,14 @@ Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{7,40}$")]
 Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")]
 
 
+# Every model's validator and serializer are built when it is first used, not when this module is imported:
+# a run builds only the models it uses (an extraction, those of its manifest and of the config files'
+# facts; not the catalog line's, whose lines it writes as data).
+_BUILT_ON_USE = ConfigDict(defer_build=True)
+
+
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", **_BUILT_ON_USE)
 
 
 class ErrorType(StrEnum):
@@ -78,7 +84,9 @@ class FieldRef(_Frozen):
     resolved: bool = False
     reason: str | None = None
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True, **_BUILT_ON_USE
+    )
 
 
 class Extraction(_Frozen):
@@ -216,6 +224,8 @@ class StoredCatalogHeader(BaseModel):
     in records.jsonl the run's timestamp stands (the start of each value of a record's analyzedAt and
     datasetVersion)."""
 
+    model_config = ConfigDict(**_BUILT_ON_USE)
+
     manifest: Manifest
     warnings: list[str]
     stamps: list[int]
@@ -268,7 +278,7 @@ class FlagFacts(_Frozen):
 class FileOutcome(BaseModel):
     """A FileResult without its pieces: how a config or CLI file's classes and flags are read back."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", **_BUILT_ON_USE)
 
     kind: Literal["scanned", "skipped", "ruled-out"]
     reason: str | None = None
@@ -285,7 +295,7 @@ class FileOutcome(BaseModel):
 class FileResult(FileOutcome):
     """What scanning one blob gave (a cache entry): the outcome, and the pieces a later version may reuse."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", **_BUILT_ON_USE)
 
     pieces: list[Piece] = []
 
