@@ -22,6 +22,8 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress, count
+from operator import itemgetter
 from typing import Any
 
 from extractor.kinds import Piece
@@ -123,7 +125,8 @@ def rescan(
     total = len(lines)
     matches: list[tuple[int, int, Piece]] = []
     reached = 0  # the last line of the last piece found: what follows may start another
-    for position in [number for number, line in enumerate(lines, start=1) if line[:_FIRST] in known]:
+    # The lines that begin like a known piece (by C iterators alone: this looks at every line of the file).
+    for position in compress(count(1), map(known.__contains__, map(itemgetter(slice(_FIRST)), lines))):
         if position <= reached:
             continue
         for piece in known[lines[position - 1][:_FIRST]]:
