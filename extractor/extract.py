@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from collections import Counter
@@ -119,14 +120,14 @@ def extract_commit(
     options: ExtractOptions,
     pinned_sha: str | None = None,
     keep: bool = True,
-    then: git_stage.Commit | None = None,
+    then: Sequence[git_stage.Commit] = (),
 ) -> Catalog:
     """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at.
 
     A catalog made before for the same commit, scope and code is read back and only restamped; a new one
     is kept in the cache too unless `keep` is false (a history of many revisions keeps per-file results only).
-    `then` is the commit extracted next, in a history (see scheduler.carrying_results): its new files are
-    scanned in the background while this one's catalog is built.
+    `then` are the commits extracted next, in a history (see scheduler.carrying_results): their new files
+    are scanned in the background while this one's catalog is built.
     """
     if not options.cache:
         return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None, then=then)
@@ -150,14 +151,14 @@ def _extract_commit(
     options: ExtractOptions,
     pinned_sha: str | None,
     cache: ScanCache | None,
-    then: git_stage.Commit | None = None,
+    then: Sequence[git_stage.Commit] = (),
 ) -> Catalog:
     scope = _list_scope(commit, options)
-    upcoming = None
-    if then is not None:
+    upcoming = []
+    for later in then:
         with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
-            following = _list_scope(then, options)
-            upcoming = (then, [*following.regular, *following.auxiliary], following.facts)
+            following = _list_scope(later, options)
+            upcoming.append((later, [*following.regular, *following.auxiliary], following.facts))
     with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
         results = scan_blobs(
             commit,
@@ -220,6 +221,8 @@ class _Scope:
     skipped_files: list[SkippedFile]  # not scanned: a name that is not UTF-8, not a regular file
 
 
+# A history lists each revision as one of the next ones, then as the one extracted: once.
+@functools.lru_cache(maxsize=8)
 def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     blobs = [blob for blob in every if _under(blob.path, options.paths)]

@@ -48,6 +48,10 @@ __all__ = [
 ]
 
 HISTORY = "history.jsonl"
+# How many of the next revisions' files the workers are given while a revision's catalog is built: the
+# nearest first; with two, the workers have the one after next to scan while the main process takes back
+# the next one's unstarted files.
+_AHEAD = 2
 HISTORY_MANIFEST = "history.json"
 
 _EVENT_OF = {
@@ -445,13 +449,13 @@ def _restamped(line: CatalogLine, url: str, sha: str, stamp: str) -> CatalogLine
     return replace_model(line, record=restamped, datasetVersion=stamp)
 
 
-def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines, then: Revision | None) -> LoadedCatalog:
+def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines, then: Sequence[Revision]) -> LoadedCatalog:
     """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
 
     Only per-file results are kept in the cache, not each revision's whole catalog. The files of `then`,
-    the revision that comes next, are scanned while this one's catalog is built."""
+    the revisions that come next, are scanned while this one's catalog is built."""
     sha = revision.pinned or revision.commit.sha
-    following = then.commit if then is not None else None
+    following = [later.commit for later in then]
     try:
         catalog = extract_commit(
             revision.commit, options=options, pinned_sha=revision.pinned, keep=False, then=following
@@ -476,7 +480,7 @@ def build_history(
     lines = _Lines()
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
-            catalog = _catalog(revision, options, lines, revisions[number] if number < len(revisions) else None)
+            catalog = _catalog(revision, options, lines, revisions[number : number + _AHEAD])
             advance(history, previous, catalog, revision.label)
             summary = history.revisions[-1].summary
             changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)

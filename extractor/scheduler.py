@@ -43,13 +43,17 @@ _AHEAD = 4
 
 # In a process that extracts revision after revision (a history), what one extraction leaves the next:
 # the per-file results of its blobs (by scan options, by blob id), the worker processes (forked once, not
-# once per revision from an ever bigger process), and the batches of the next revision's files the workers
-# were given while this process built the last revision's catalog.
+# once per revision from an ever bigger process), and the batches of the next revisions' files the workers
+# were given while this process built the last revisions' catalogs (in the order given: nearest first).
 @dataclass
 class _Carried:
     results: dict[ScanOptions, dict[str, dict[str, Any]]] = field(default_factory=dict)
     pool: Pool | None = None
     ahead: dict[Future[list[Result]], list[Item]] = field(default_factory=dict)
+
+
+# An extraction to come: its commit, its blobs and those whose facts it wants.
+Upcoming = tuple[git_stage.Commit, Sequence[git_stage.Blob], set[str]]
 
 
 _carried: _Carried | None = None
@@ -59,8 +63,8 @@ _carried: _Carried | None = None
 def carrying_results() -> Iterator[None]:
     """Within this, each extraction takes the per-file results of the blobs the previous one had from
     memory rather than from the cache (the same data: a result depends on the blob and the options alone),
-    the worker processes are kept from one extraction to the next, and an extraction told which one
-    comes next (`then`) hands its new files to the workers as soon as its own are scanned."""
+    the worker processes are kept from one extraction to the next, and an extraction told which ones
+    come next (`then`) hands their new files to the workers as soon as its own are scanned."""
     global _carried
     _carried = _Carried()
     try:
@@ -79,11 +83,11 @@ def scan_blobs(
     jobs: int | None,
     cache: ScanCache | None,
     facts: set[str],
-    then: tuple[git_stage.Commit, Sequence[git_stage.Blob], set[str]] | None = None,
+    then: Sequence[Upcoming] = (),
 ) -> dict[str, dict[str, Any]]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
-    results are carried (see carrying_results). `then` is the extraction that comes next (its commit,
-    blobs and facts): when results are carried, the workers start on its new files once these are done."""
+    results are carried (see carrying_results). `then` are the extractions that come next, nearest first:
+    when results are carried, the workers start on their new files once these are done."""
     if _carried is None:
         return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)
     before = _carried.results.get(scan_options, {})
@@ -93,19 +97,34 @@ def scan_blobs(
         for blob in blobs
         if (found := before.get(blob.oid)) is not None and (blob.oid not in facts or found.get("facts"))
     }
-    running, _carried.ahead = _carried.ahead, {}
+    # The batches given ahead that hold a blob this extraction needs are taken (or taken back); those of
+    # later extractions only are left running.
+    needed = {(blob.oid, blob.oid in facts) for blob in blobs if blob.oid not in results}
+    running = {
+        future: items
+        for future, items in _carried.ahead.items()
+        if any((oid, wanted) in needed for oid, _, wanted, _ in items)
+    }
+    for future in running:
+        del _carried.ahead[future]
     given = {(oid, wanted) for items in running.values() for oid, _, wanted, _ in items}
-    rest = [blob for blob in blobs if blob.oid not in results and (blob.oid, blob.oid in facts) not in given]
-    # What the cache holds of the next extraction's blobs is asked now: once this one stores its results,
+    rest = [blob for blob in blobs if (blob.oid, blob.oid in facts) in needed - given]
+    # What the cache holds of the next extractions' blobs is asked now: once this one stores its results,
     # the cache is only written to.
-    held = cache.held(list({blob.oid for blob in then[1]})) if then is not None and cache is not None else set()
+    upcoming = {blob.oid for _, later, _ in then for blob in later}
+    held = cache.held(sorted(upcoming)) if upcoming and cache is not None else set()
     if rest or running:
         results.update(
             _scan_new(commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, running=running)
         )
     _carried.results[scan_options] = results
-    if then is not None and _carried.pool is not None:
-        _carried.ahead = _scan_ahead(_carried.pool, *then, blobs, results, scan_options=scan_options, held=held)
+    if _carried.pool is not None:
+        previous = blobs
+        for later in then:  # each with the blobs of the revision just before it, whose results it may reuse
+            _carried.ahead.update(
+                _scan_ahead(_carried.pool, *later, previous, results, scan_options=scan_options, held=held)
+            )
+            previous = later[1]
     return results
 
 
@@ -120,18 +139,25 @@ def _scan_ahead(
     scan_options: ScanOptions,
     held: set[str],
 ) -> dict[Future[list[Result]], list[Item]]:
-    """Hand the workers the blobs of the next extraction that neither this one's results nor the cache
-    (`held`) hold, each with the result of its path's blob here (what it may reuse), and return the
-    batches by their futures. This process does not wait for them: the next extraction takes them (or
-    takes them back)."""
+    """Hand the workers the blobs of a later extraction that neither the results, the cache (`held`)
+    nor the batches already given ahead hold, each with the result of its path's blob in `blobs`, those of
+    the revision just before it (what it may reuse), and return the batches by their futures. A blob whose
+    path's blob there has no result yet waits for a later call (it would reuse less), unless it is read
+    for its facts (parsed whole). This process does not wait for them: the extraction that needs them
+    takes them (or takes them back)."""
+    assert _carried is not None
+    given = {(oid, wanted) for items in _carried.ahead.values() for oid, _, wanted, _ in items}
+    here = {blob.path: blob.oid for blob in blobs}
     unique = [
         blob
         for blob in {blob.oid: blob for blob in upcoming}.values()
-        if blob.oid not in results and blob.oid not in held
+        if blob.oid not in results
+        and blob.oid not in held
+        and (blob.oid, blob.oid in facts) not in given
+        and (blob.oid in facts or blob.path not in here or here[blob.path] in results)
     ]
     if not unique:
         return {}
-    here = {blob.path: blob.oid for blob in blobs}
     previous = {
         blob.oid: orjson.dumps(results[old])
         for blob in unique
@@ -283,7 +309,23 @@ def _scan_missing(
     try:
         done: Iterator[list[Result]]
         if pool is not None:
-            done = _shared(pool, commit.git_dir, batches, options, idle, main_scans=main_scans, running=running)
+
+            def spare(results: list[Result]) -> None:  # a later extraction's batch, scanned rather than wait
+                into.extend(results)
+                parsed.update((oid, orjson.loads(data)) for oid, data in results)
+
+            later = _carried.ahead if _carried is not None else None
+            done = _shared(
+                pool,
+                commit.git_dir,
+                batches,
+                options,
+                idle,
+                main_scans=main_scans,
+                running=running,
+                later=later,
+                spare=spare,
+            )
         else:
             done = (scan_batch(commit.git_dir, batch, options) for batch in batches)
         for results in bar(done, len(batches) + len(running or ()), "scanning", unit="batch"):
@@ -336,6 +378,8 @@ def _shared(
     *,
     main_scans: bool,
     running: dict[Future[list[Result]], list[Item]] | None = None,
+    later: dict[Future[list[Result]], list[Item]] | None = None,
+    spare: Callable[[list[Result]], None] | None = None,
 ) -> Iterator[list[Result]]:
     """Scan batches in the worker processes, and in this one if `main_scans`, yielding each batch's
     results as it is done (the caller orders results by path, so output does not depend on timing).
@@ -344,7 +388,9 @@ def _shared(
     process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
     none is left, it takes back those handed out that no worker has started yet, then does `idle`,
     and only then waits; `idle` is done once, at the end if never before. A process that does not
-    scan does `idle` first, then waits.
+    scan does `idle` first, then waits. In a history, `later` are the batches given ahead for later
+    revisions (of the same repository): rather than wait, this process takes those back too, one at a
+    time, and hands their results to `spare`.
     """
     from concurrent.futures import FIRST_COMPLETED, wait
 
@@ -363,6 +409,14 @@ def _shared(
             elif idle is not None and not any(future.done() for future in running):
                 idle()
                 idle = None
+            elif (
+                main_scans
+                and later
+                and spare is not None
+                and not any(future.done() for future in running)
+                and (taken := _take_back(later)) is not None
+            ):
+                spare(scan_batch(git_dir, taken, scan_options))
             else:
                 wait(running, return_when=FIRST_COMPLETED)
             for future in [f for f in running if f.done()]:

@@ -102,7 +102,7 @@ def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_pa
     assert (other.returncode, other.stderr) == (0, "forked 1\n" if jobs == "2" else "")
 
 
-# Says on stderr when workers are forked and how many batches of the next revision they are given ahead.
+# Says on stderr when workers are forked, and how many batches of a later revision they are given ahead.
 _HISTORY_SPY = """
 import sys
 import extractor.scheduler, extractor.workers
@@ -112,7 +112,7 @@ def start(count):
     return real_start(count)
 def ahead(*args, **kwargs):
     given = real_ahead(*args, **kwargs)
-    print("ahead", len(given), file=sys.__stderr__)
+    print("ahead", args[1].revision, len(given), file=sys.__stderr__)
     return given
 extractor.scheduler.start, extractor.scheduler._scan_ahead = start, ahead
 sys.argv = ["extractor", *sys.argv[1:]]
@@ -123,8 +123,8 @@ run()
 
 def test_a_history_forks_its_workers_once_and_scans_each_revision_ahead(git_repo: GitRepo, tmp_path: Path) -> None:
     """A history keeps its workers from one revision to the next (forked once, not once per revision
-    from an ever bigger process), and gives them the next revision's new files while the main process
-    builds the last one's catalog. The history is the one a single process makes."""
+    from an ever bigger process), and gives them the next two revisions' new files while the main process
+    builds the last one's catalog, each file once. The history is the one a single process makes."""
     for number in range(4):  # each revision changes two files and adds one
         files = {
             f"pkg/m{i}.py": f"def f{i}(x):\n    if x:\n        raise ValueError('v{number} m{i} {{x}}')\n"
@@ -145,8 +145,16 @@ def test_a_history_forks_its_workers_once_and_scans_each_revision_ahead(git_repo
         )
         assert result.returncode == 0, result.stderr
         outputs.append(result.stdout)
-        if jobs == "2":  # forked once; after each revision but the last, its successor's 3 new files go ahead
-            assert result.stderr.splitlines() == ["forked 1", "ahead 1", "ahead 1", "ahead 1"]
+        # Forked once. While a revision's catalog is built, the next revision's new files go ahead, and of
+        # the one after, those that can reuse nothing of the next one: here, the file it adds (the changed
+        # ones go ahead a revision later, with the results of their versions in the next one).
+        if jobs == "2":
+            assert result.stderr.splitlines() == [
+                "forked 1",
+                *("ahead v1 1", "ahead v2 1"),  # while v0's catalog is built: v1's 3 files, v2's new one
+                *("ahead v2 1", "ahead v3 1"),  # v1's: v2's 2 changed files, v3's new one
+                "ahead v3 1",  # v2's: v3's 2 changed files
+            ]
         else:
             assert result.stderr == ""
     assert outputs[0] == outputs[1] and outputs[0].count("\n") == 2 + 4
