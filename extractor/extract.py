@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 from collections import Counter
@@ -221,8 +220,6 @@ class _Scope:
     skipped_files: list[SkippedFile]  # not scanned: a name that is not UTF-8, not a regular file
 
 
-# A history lists each revision as one of the next ones, then as the one extracted: once.
-@functools.lru_cache(maxsize=8)
 def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     blobs = [blob for blob in every if _under(blob.path, options.paths)]

@@ -48,11 +48,11 @@ __all__ = [
 ]
 
 HISTORY = "history.jsonl"
+HISTORY_MANIFEST = "history.json"
 # How many of the next revisions' files the workers are given while a revision's catalog is built: the
 # nearest first; with two, the workers have the one after next to scan while the main process takes back
 # the next one's unstarted files.
-_AHEAD = 2
-HISTORY_MANIFEST = "history.json"
+_REVISIONS_AHEAD = 2
 
 _EVENT_OF = {
     ChangeKind.REWORDED: EventKind.REWORDED,
@@ -480,7 +480,7 @@ def build_history(
     lines = _Lines()
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
-            catalog = _catalog(revision, options, lines, revisions[number : number + _AHEAD])
+            catalog = _catalog(revision, options, lines, revisions[number : number + _REVISIONS_AHEAD])
             advance(history, previous, catalog, revision.label)
             summary = history.revisions[-1].summary
             changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
