@@ -202,4 +202,6 @@ def carry_forward(
 
 def encode_entries(entries: Iterable[BaseModel]) -> bytes:
     """Serialize entries as JSONL, leaving out what is null."""
-    return b"".join(orjson.dumps(e.model_dump(mode="json", exclude_none=True)) + b"\n" for e in entries)
+    return b"".join(
+        orjson.dumps(e.model_dump(mode="json", exclude_none=True), option=orjson.OPT_APPEND_NEWLINE) for e in entries
+    )

@@ -181,7 +181,7 @@ def _extract_commit(
         if not lines and "*" not in options.exceptions:
             _check_raised(commit, scope.regular, options)
         lines = _field_index(scope, results, options).annotate(lines, reads)
-        encoded = b"".join([orjson.dumps(line) + b"\n" for line in lines])
+        encoded = b"".join([orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines])
     skipped_files = [*scope.skipped_files, *found.skipped_files]
     manifest = Manifest(
         repo=run.repo_name,

@@ -205,23 +205,22 @@ class FieldIndex:
     def annotate(self, lines: Sequence[LineData], reads: Sequence[Sequence[str]]) -> list[LineData]:
         """Set `fields` and `related` in every line's extraction (lines sorted by file and line; `reads`
         holds each line's chains)."""
-        resolved = [
-            self.fields_of(chains, line["extraction"]["function"]) for line, chains in zip(lines, reads, strict=True)
-        ]
+        functions = [line["extraction"]["function"] for line in lines]
+        paths = [line["record"]["filePath"] for line in lines]
+        numbers = [line["record"]["lineNumber"] for line in lines]
+        resolved = [self.fields_of(chains, function) for function, chains in zip(functions, reads, strict=True)]
         keys = [sorted({(f["class"] or "", f["field"] or "") for f in refs if f["resolved"]}) for refs in resolved]
         by_field: dict[tuple[str, str], list[int]] = {}
         by_function: dict[tuple[str, str], list[int]] = {}
-        for index, line in enumerate(lines):
+        for index, (path, function) in enumerate(zip(paths, functions, strict=True)):
             for key in keys[index]:
                 by_field.setdefault(key, []).append(index)
-            by_function.setdefault((line["record"]["filePath"], line["extraction"]["function"]), []).append(index)
+            by_function.setdefault((path, function), []).append(index)
         for index, line in enumerate(lines):
             related: list[int] = []
             taken = {index}
-            for group in [by_function[(line["record"]["filePath"], line["extraction"]["function"])]] + [
-                by_field[key] for key in keys[index]
-            ]:
-                for other in _nearest(lines, group, index, RELATED_LIMIT - len(related), taken):
+            for group in [by_function[(paths[index], functions[index])]] + [by_field[key] for key in keys[index]]:
+                for other in _nearest(paths, numbers, group, index, RELATED_LIMIT - len(related), taken):
                     related.append(other)
                     taken.add(other)
                 if len(related) >= RELATED_LIMIT:
@@ -232,34 +231,38 @@ class FieldIndex:
         return list(lines)
 
 
-def _nearest(lines: Sequence[LineData], group: list[int], origin: int, limit: int, taken: set[int]) -> list[int]:
-    """Pick up to `limit` members of a group (indexes in file and line order): same file first, nearest
-    lines first, then the other files in path order. Linear in what it returns, not in the group."""
+def _nearest(
+    paths: Sequence[str], numbers: Sequence[int], group: list[int], origin: int, limit: int, taken: set[int]
+) -> list[int]:
+    """Pick up to `limit` members of a group (indexes of lines in file and line order, whose paths and line
+    numbers are given): same file first, nearest lines first (the earlier of two as near), then the other
+    files in path order. Linear in what it returns, not in the group."""
     if limit <= 0:
         return []
-    record = lines[origin]["record"]
+    path, number = paths[origin], numbers[origin]
     position = bisect.bisect_left(group, origin)
     before, after = position - 1, position
+    size = len(group)
     picked: list[int] = []
     same_file = True
-    while len(picked) < limit and (before >= 0 or after < len(group)):
-        candidates = []
-        if before >= 0:
-            candidates.append(group[before])
-        if after < len(group):
-            candidates.append(group[after])
+    while len(picked) < limit and (before >= 0 or after < size):
+        low = group[before] if before >= 0 else None
+        high = group[after] if after < size else None
         if same_file:
-            near = [c for c in candidates if lines[c]["record"]["filePath"] == record["filePath"]]
-            if not near:
+            low_near = low is not None and paths[low] == path
+            high_near = high is not None and paths[high] == path
+            if not (low_near or high_near):
                 same_file = False
                 continue
-            best = min(near, key=lambda c: (abs(lines[c]["record"]["lineNumber"] - record["lineNumber"]), c))
+            both = low_near and high_near  # (then neither is None)
+            take_low = abs(numbers[low] - number) <= abs(numbers[high] - number) if both else low_near  # type: ignore[index]
         else:
-            best = min(candidates)  # other files: in path order, this one's neighbours first
-        if best == (group[before] if before >= 0 else None):
-            before -= 1
+            take_low = low is not None  # other files: in path order, this one's neighbours first
+        if take_low:
+            best, before = low, before - 1
         else:
-            after += 1
+            best, after = high, after + 1
+        assert best is not None
         if best not in taken:
             picked.append(best)
     return picked

@@ -284,7 +284,9 @@ class History:
 
     def encode(self) -> tuple[bytes, bytes]:
         """history.jsonl and history.json, as written."""
-        lines = b"".join(orjson.dumps(lineage.model_dump(mode="json")) + b"\n" for lineage in self.lineages)
+        lines = b"".join(
+            orjson.dumps(lineage.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE) for lineage in self.lineages
+        )
         return lines, orjson.dumps(self.manifest().model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
 
 

@@ -67,6 +67,10 @@ class RunContext:
     analyzed_at: str
 
 
+_TYPE_VALUES = {name: kind.value for name, kind in ERROR_TYPES.items()}
+_OTHER = ErrorType.OTHER.value
+
+
 def error_type(error_class: str) -> ErrorType:
     return ERROR_TYPES.get(error_class, ErrorType.OTHER)
 
@@ -100,18 +104,25 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
     )
     occurrences: Counter[tuple[str, str, str]] = Counter()
     used: set[str] = set()
+    # The suffix each stem's next duplicate tries first: those below it are taken (`used` only grows), so
+    # the search resumes there rather than at 2 (thousands of `not-implemented`s made it quadratic).
+    tried: dict[str, int] = {}
     lines: list[LineData] = []
     reads: list[list[str]] = []
+    url_path = url = ""
     for path, site in ordered:
+        if path != url_path:  # (lines come by path: each path is quoted once)
+            url_path, url = path, f"https://github.com/{run.repo_name}/blob/{run.sha}/{quote(path, safe='/')}#L"
         error_class, message = site["errorClass"], site["errorMessage"]
         key = (path, error_class, message)
         identifier = record_id(run.repo_name, path, error_class, message, occurrences[key])
         occurrences[key] += 1
         slug = stem = site["slugStem"]
-        suffix = 1
-        while slug in used:
-            suffix += 1
-            slug = f"{stem}-{suffix}"
+        if slug in used:
+            suffix = tried.get(stem, 2)
+            while (slug := f"{stem}-{suffix}") in used:
+                suffix += 1
+            tried[stem] = suffix + 1
         used.add(slug)
         start, end = site["sourceCodeStart"], site["sourceCodeEnd"]
         record = {
@@ -121,14 +132,14 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
             "slug": slug,
             "errorMessage": message,
             "messagePattern": site["messagePattern"],
-            "errorType": error_type(error_class).value,
+            "errorType": _TYPE_VALUES.get(error_class, _OTHER),
             "errorClass": error_class,
             "filePath": path,
             "lineNumber": site["lineNumber"],
             "sourceCode": site["sourceCode"],
             "sourceCodeStart": start,
             "sourceCodeEnd": end,
-            "githubUrl": f"https://github.com/{run.repo_name}/blob/{run.sha}/{quote(path, safe='/')}#L{start}-L{end}",
+            "githubUrl": f"{url}{start}-L{end}",
             "analyzedSha": run.sha,
             "analyzedAt": run.analyzed_at,
         }

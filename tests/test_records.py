@@ -84,3 +84,25 @@ def test_error_type_table() -> None:
     assert error_type("TypeError") is ErrorType.VALIDATION
     assert error_type("NotImplementedError") is ErrorType.UNSUPPORTED
     assert error_type("SomethingCustom") is ErrorType.OTHER
+
+
+def test_slug_suffixes_skip_slugs_taken_by_other_stems() -> None:
+    # "same-2" is a stem of its own here: the third "same" must not take it, nor the fourth "same-3".
+    found = records(
+        {
+            "a.py": """
+            raise ValueError("same")
+            raise ValueError("same")
+            raise ValueError("same 2")
+            raise ValueError("same")
+            raise ValueError("same 3")
+            raise ValueError("same")
+            """
+        }
+    )
+    assert [r.slug for r in found] == ["same", "same-2", "same-2-2", "same-3", "same-3-2", "same-4"]
+
+
+def test_each_file_has_its_own_quoted_permalink() -> None:
+    found = records({"a b.py": 'raise ValueError("x")\n', "c.py": 'raise ValueError("y")\n'})
+    assert [r.githubUrl.split("/blob/")[1] for r in found] == [f"{'a' * 40}/a%20b.py#L1-L1", f"{'a' * 40}/c.py#L1-L1"]
