@@ -100,6 +100,18 @@ def _insert(cursor: sqlite3.Cursor, table: str, rows: Sequence[tuple[str, str, s
 
 
 _ROWS_PER_STATEMENT = 300  # 900 parameters: under SQLite's oldest limit of 999
+_KEYS_PER_STATEMENT = 500
+
+_PATHS_QUERY = "SELECT path, oid FROM paths WHERE scope = ? AND path IN ({})"
+
+
+def _rows(db: sqlite3.Connection, query: str, scope: str, keys: Sequence[str]) -> list[Any]:
+    """The rows a query (`{}` standing for the keys' placeholders) finds for keys, a few hundred at a time."""
+    rows: list[Any] = []
+    for start in range(0, len(keys), _KEYS_PER_STATEMENT):
+        chunk = keys[start : start + _KEYS_PER_STATEMENT]
+        rows += db.execute(query.format(",".join("?" * len(chunk))), (scope, *chunk)).fetchall()
+    return rows
 
 
 def _insert_all(db: sqlite3.Connection, table: str, rows: Sequence[tuple[str, str, str | bytes]]) -> None:
@@ -183,22 +195,17 @@ class ScanCache:
 
     def previous_versions(self, paths: Sequence[str]) -> dict[str, str]:
         """Map paths to the blob each had when last scanned in this scope."""
-        rows = self._select("SELECT path, oid FROM paths WHERE scope = ? AND path IN ({})", paths)
+        rows = self._select(_PATHS_QUERY, paths)
         return {path: str(oid) for path, oid in rows}
 
     def _select(self, query: str, keys: Sequence[str]) -> list[Any]:
         db = self._connect()
         if db is None:
             return []
-        rows: list[Any] = []
         try:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                sql = query.format(",".join("?" * len(chunk)))
-                rows += db.execute(sql, (self.scope, *chunk)).fetchall()
+            return _rows(db, query, self.scope, keys)
         except sqlite3.DatabaseError:
             return []
-        return rows
 
     def store_entries(self, entries: Sequence[tuple[str, bytes]]) -> None:
         """Store scan results by blob id (sealed, in the background, in one transaction)."""
@@ -212,10 +219,14 @@ class ScanCache:
         self._write(write)
 
     def store_paths(self, paths: dict[str, str]) -> None:
-        """Record the blob each path has now (in the background), for a later version to reuse pieces of."""
+        """Record the blob each path has now (in the background), for a later version to reuse pieces of.
+        Only the paths whose blob changed are written: a revision shares most of them with the last one."""
 
         def write(db: sqlite3.Connection) -> None:
-            _insert_all(db, "paths (scope, path, oid)", [(self.scope, p, oid) for p, oid in paths.items()])
+            stored = dict(_rows(db, _PATHS_QUERY, self.scope, list(paths)))
+            changed = [(self.scope, p, oid) for p, oid in paths.items() if stored.get(p) != oid]
+            if changed:
+                _insert_all(db, "paths (scope, path, oid)", changed)
 
         self._write(write)
 

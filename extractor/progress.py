@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["bar", "byte_bar", "note", "set_quiet"]
@@ -36,14 +36,23 @@ def _shape() -> dict[str, int]:
     return {"ncols": size.columns or fallback.columns or 80, "nrows": size.lines or fallback.lines or 24}
 
 
-def bar(items: Iterable[T], total: int, label: str, *, unit: str = "file") -> Iterator[T]:
-    """Show a progress bar over `items` on a terminal; stay quiet in pipes and CI."""
+def bar(
+    items: Iterable[T], total: int, label: str, *, unit: str = "file", size: Callable[[T], int] | None = None
+) -> Iterator[T]:
+    """Show a progress bar over `items` on a terminal (each counting `size(item)` units, else one); stay
+    quiet in pipes and CI."""
     if not _on_terminal():
         yield from items
         return
     from tqdm import tqdm
 
-    yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape())
+    if size is None:
+        yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape())
+        return
+    with tqdm(total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape()) as shown:
+        for item in items:
+            yield item
+            shown.update(size(item))
 
 
 def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator[bytes]:

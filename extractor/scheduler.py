@@ -31,12 +31,14 @@ _PARALLEL_BYTES = 256 * 1024
 # rest), this process scans too only from this much source on: below it, its own import of the parser
 # (some 0.2 s of CPU, as much as scanning 0.7 MB) would cost more than its share of the scan saves.
 _MAIN_SCANS_BYTES = 2 * 1024 * 1024
-# Work is handed to workers in batches of about this much source (or this many files), largest first.
-# A batch costs a round trip to git, a transaction and a result message: few and large batches are
-# cheaper, but there must be enough of them (about 8 per process) for the processes to end together.
+# Work is handed out in batches, the largest files first, each about 1/_BATCHES_PER_JOB of a process's share
+# of what is left, at most this much source (or this many files) and at least _LEAST_BYTES. A batch costs a
+# round trip to git, a transaction and a result message: few and large batches are cheaper, but the last
+# ones must be small for the processes to end together (a batch a worker holds cannot be taken back).
 _BATCH_BYTES = 256 * 1024
 _BATCH_FILES = 256
 _BATCHES_PER_JOB = 8
+_LEAST_BYTES = 16 * 1024
 # Each worker is kept this many batches ahead.
 _AHEAD = 4
 
@@ -197,10 +199,10 @@ def _scan_new(
     new: list[Result] = []
     fresh: dict[str, dict[str, Any]] = {}  # `new`, parsed as it comes
     entries = held - facts  # the results read from the cache as they are
-    cached: dict[str, bytes] = {}
+    cached: dict[str, dict[str, Any]] = {}
 
-    def read_cached() -> None:
-        cached.update(_read(cache, entries))
+    def read_cached() -> None:  # (parsed here too: while this process would wait, if it ever does)
+        cached.update((oid, orjson.loads(data)) for oid, data in _read(cache, entries).items())
 
     try:
         if missing or running:
@@ -238,7 +240,7 @@ def _scan_new(
                 pool.executor.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
-    results.update((oid, orjson.loads(data)) for oid, data in cached.items())
+    results.update(cached)
     results.update(fresh)
     return results
 
@@ -305,7 +307,8 @@ def _scan_missing(
     # (or to take back batches given ahead, which are the next to be done).
     total = sum(blob.size or 0 for blob in ordered)
     main_scans = pool is None or not pool.ahead or total >= _MAIN_SCANS_BYTES or bool(running)
-    batches = _cut(ordered, previous, facts, scanners=(pool.workers if pool is not None else 0) + main_scans)
+    work = _Work(ordered, previous, facts, scanners=(pool.workers if pool is not None else 0) + main_scans)
+    files = len(work) + sum(len(items) for items in (running or {}).values())
     try:
         done: Iterator[list[Result]]
         if pool is not None:
@@ -318,7 +321,7 @@ def _scan_missing(
             done = _shared(
                 pool,
                 commit.git_dir,
-                batches,
+                work,
                 options,
                 idle,
                 main_scans=main_scans,
@@ -327,8 +330,13 @@ def _scan_missing(
                 spare=spare,
             )
         else:
-            done = (scan_batch(commit.git_dir, batch, options) for batch in batches)
-        for results in bar(done, len(batches) + len(running or ()), "scanning", unit="batch"):
+
+            def alone() -> Iterator[list[Result]]:
+                while work:
+                    yield scan_batch(commit.git_dir, work.first(), options)
+
+            done = alone()
+        for results in bar(done, files, "scanning", size=len):
             into += results
             # Parsed now, not after the scan: the work shares the cores with the scan instead of following
             # it on one (this process scans that much less, or parses while it would wait).
@@ -345,34 +353,59 @@ def _largest_first(blobs: Sequence[git_stage.Blob]) -> list[git_stage.Blob]:
     return sorted(blobs, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
 
 
+class _Work:
+    """Work items (blob id, its previous version's result, whether its facts are wanted, its path), the
+    largest blobs first, cut into batches as they are handed out: the largest from the front, the
+    smallest from the back, each sized by what is left (see _BATCH_BYTES), so batches shrink as the
+    work runs out."""
+
+    def __init__(
+        self, ordered: Sequence[git_stage.Blob], previous: dict[str, bytes], facts: set[str], *, scanners: int
+    ) -> None:
+        self._items = deque(
+            ((blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path), blob.size or 0) for blob in ordered
+        )
+        self._left = sum(size for _, size in self._items)
+        self._scanners = max(1, scanners)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def first(self) -> list[Item]:
+        """A batch of the largest items left."""
+        return self._take(self._items.popleft)
+
+    def last(self) -> list[Item]:
+        """A batch of the smallest items left."""
+        return self._take(self._items.pop)
+
+    def _take(self, pop: Callable[[], tuple[Item, int]]) -> list[Item]:
+        limit = min(_BATCH_BYTES, max(_LEAST_BYTES, self._left // (self._scanners * _BATCHES_PER_JOB)))
+        batch: list[Item] = []
+        size = 0
+        while self._items and size < limit and len(batch) < _BATCH_FILES:
+            item, item_size = pop()
+            batch.append(item)
+            size += item_size
+        self._left -= size
+        return batch
+
+
 def _cut(
     ordered: Sequence[git_stage.Blob], previous: dict[str, bytes], facts: set[str], *, scanners: int
 ) -> list[list[Item]]:
-    """The work items of blobs (each with its previous version's result, if any, and whether its facts are
-    wanted), cut into about _BATCHES_PER_JOB batches for each of `scanners` processes."""
-    total = sum(blob.size or 0 for blob in ordered)
-    limit = min(_BATCH_BYTES, max(16 * 1024, total // (scanners * _BATCHES_PER_JOB)))
-    items = [(blob.oid, previous.get(blob.oid), blob.oid in facts, blob.path) for blob in ordered]
-    return _batches(items, ordered, limit)
-
-
-def _batches(items: Sequence[Item], blobs: Sequence[git_stage.Blob], limit: int) -> list[list[Item]]:
-    """Cut work into batches of about `limit` bytes of source (or _BATCH_FILES files), in order."""
-    batches: list[list[Item]] = []
-    size = 0
-    for item, blob in zip(items, blobs, strict=True):
-        if not batches or size >= limit or len(batches[-1]) >= _BATCH_FILES:
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += blob.size or 0
+    """The work items of blobs (see _Work) cut into batches at once, the largest first."""
+    work = _Work(ordered, previous, facts, scanners=scanners)
+    batches = []
+    while work:
+        batches.append(work.first())
     return batches
 
 
 def _shared(
     pool: Pool,
     git_dir: Path,
-    batches: list[list[Item]],
+    work: _Work,
     scan_options: ScanOptions,
     idle: Callable[[], None] | None,
     *,
@@ -394,16 +427,15 @@ def _shared(
     """
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    pending = deque(batches)
     running = dict(running or {})  # in the order handed out
     # The pool's feeding and collecting threads need the GIL while this thread scans: let it go often.
     with quick_switching():
-        while pending or running:
-            while pending and len(running) < _AHEAD * pool.workers:
-                batch = pending.popleft()
+        while work or running:
+            while work and len(running) < _AHEAD * pool.workers:
+                batch = work.first()
                 running[pool.executor.submit(scan_batch, git_dir, batch, scan_options)] = batch
-            if main_scans and pending:
-                yield scan_batch(git_dir, pending.pop(), scan_options)
+            if main_scans and work:
+                yield scan_batch(git_dir, work.last(), scan_options)
             elif main_scans and (taken := _take_back(running)) is not None:
                 yield scan_batch(git_dir, taken, scan_options)
             elif idle is not None and not any(future.done() for future in running):
