@@ -118,7 +118,6 @@ class Visitor:
         self.module: Sequence[ast.stmt] = ()
         self.globals_read = False  # a message was looked up among the module's constants
         self._constants: dict[str, ast.expr | None] = {}  # by name (see `constant`)
-        self._ascii: bool | None = None
 
     # Source text helpers -------------------------------------------------------------------------
     def _line_bytes(self, lineno: int) -> bytes:
@@ -360,14 +359,15 @@ class Visitor:
         return found
 
     def _spelling(self, name: str) -> Iterator[ast.stmt]:
-        """The module's statements whose text spells `name`: only those can bind or declare it (in a
-        source that is all ASCII; elsewhere an identifier may be spelled otherwise, NFKC: every one)."""
-        if self._ascii is None:
-            self._ascii = all(line.isascii() for line in self.lines)
+        """The module's statements whose text spells `name`: only those can bind or declare it."""
         for statement in self.module:
-            start, end = extent(statement)
-            if not self._ascii or any(name in line for line in self.lines[start - 1 : end]):
+            if self.spells(name, *extent(statement)):
                 yield statement
+
+    def spells(self, word: str, start: int, end: int) -> bool:
+        """Whether lines `start` to `end` may spell the identifier `word`: they hold it, or one is not all
+        ASCII (where an identifier may be spelled otherwise: NFKC makes fullwidth letters ASCII ones)."""
+        return any(word in line or not line.isascii() for line in self.lines[start - 1 : end])
 
     def _skip(self, node: ast.Raise, reason: str) -> None:
         self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
@@ -389,7 +389,8 @@ class Visitor:
             sources = [self.segment(arg) for arg in args]
         keywords = [self.segment(keyword) for keyword in exc.keywords]
         joins: dict[str, tuple[str | None, list[tuple[str, bool]]]] = {}
-        for joined in sorted(_joined_names(exc)):
+        joined_names = _joined_names(exc) if self.spells("join", exc.lineno, exc.end_lineno or exc.lineno) else set()
+        for joined in sorted(joined_names):
             filled = resolve_list(joined, state.chain)
             if filled is not None and filled[1]:  # it adds known text only with items of its own
                 head, items = filled

@@ -423,3 +423,17 @@ def test_a_global_message_resolves_to_the_module_constant_bound_once(module: str
     found = scan((module + "\n\ndef f():\n    raise ValueError(MSG)\n").encode(), options=ScanOptions())
     (site,) = found.sites  # type: ignore[union-attr]
     assert (site.errorMessage, site.extraction.messageKind.value) == (message, "variable")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param('", ".join(errors)', id="on one line"),
+        pytest.param('(\n        ", "\n        .join(errors)\n    )', id="join on a later line of the raise"),
+        pytest.param('", ".join(  # the items\n        errors)', id="with a comment inside"),
+    ],
+)
+def test_a_known_list_joined_into_the_message_gives_its_items(call: str) -> None:
+    source = f'def f():\n    errors = ["a", "b"]\n    raise ValueError({call})\n'
+    (site,) = scan(source.encode(), options=ScanOptions()).sites  # type: ignore[union-attr]
+    assert site.errorMessage == "a, b"
