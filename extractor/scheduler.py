@@ -86,12 +86,14 @@ def scan_blobs(
     cache: ScanCache | None,
     facts: set[str],
     then: Sequence[Upcoming] = (),
+    idle: Callable[[], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
     results are carried (see carrying_results). `then` are the extractions that come next, nearest first:
-    when results are carried, the workers start on their new files once these are done."""
+    when results are carried, the workers start on their new files once these are done. `idle` is the
+    caller's work for the time this process would wait for the workers (done once, at the end if never)."""
     if _carried is None:
-        return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)
+        return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, idle=idle)
     before = _carried.results.get(scan_options, {})
     # A config or CLI file's result must hold its facts: one scanned for its sites alone is not taken.
     results = {
@@ -117,8 +119,12 @@ def scan_blobs(
     held = cache.held(sorted(upcoming)) if upcoming and cache is not None else set()
     if rest or running:
         results.update(
-            _scan_new(commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, running=running)
+            _scan_new(
+                commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, running=running, idle=idle
+            )
         )
+    elif idle is not None:
+        idle()
     _carried.results[scan_options] = results
     if _carried.pool is not None:
         previous = blobs
@@ -178,13 +184,15 @@ def _scan_new(
     cache: ScanCache | None,
     facts: set[str],
     running: dict[Future[list[Result]], list[Item]] | None = None,
+    idle: Callable[[], None] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
     Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
     classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
     included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
-    their results are taken too.
+    their results are taken too. `idle` is done once, with the reading of cached results: while this
+    process would wait for the workers, or once the scan is over.
     """
     running = running or {}
     unique = list({blob.oid: blob for blob in blobs}.values())
@@ -203,6 +211,8 @@ def _scan_new(
 
     def read_cached() -> None:  # (parsed here too: while this process would wait, if it ever does)
         cached.update((oid, orjson.loads(data)) for oid, data in _read(cache, entries).items())
+        if idle is not None:
+            idle()
 
     try:
         if missing or running:
