@@ -92,6 +92,7 @@ def _add_run(parser: argparse.ArgumentParser, *, extracts: bool = True) -> None:
             help="neither read nor write the caches of scans and catalogs (in the user cache directory)",
         )
     group.add_argument(
+        "-q",
         "--quiet",
         action="store_true",
         help="print nothing on stderr but errors: no progress, notes, warnings or summary",

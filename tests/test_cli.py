@@ -407,10 +407,11 @@ def test_scan_progress_bar_shows_when_the_terminal_width_is_unknown(raises: GitR
     code, shown = run_on_terminal("--repo", str(raises.path), "--sha", "v1", "--no-cache", cwd=tmp_path, env={})
     assert code == 0, shown
     assert re.search(r"\rscanning: +\d+%\|", shown)
-    code, shown = run_on_terminal(
-        "--repo", str(raises.path), "--sha", "v1", "--no-cache", "--quiet", cwd=tmp_path, env={}
-    )
-    assert (code, shown) == (0, "")
+    for quiet in ("--quiet", "-q"):
+        code, shown = run_on_terminal(
+            "--repo", str(raises.path), "--sha", "v1", "--no-cache", quiet, cwd=tmp_path, env={}
+        )
+        assert (code, shown) == (0, "")
 
 
 def test_clone_without_network_says_so_and_what_works_offline(tmp_path: Path, isolated_cache: Path) -> None:
@@ -438,11 +439,12 @@ def test_help_groups_scope_apart_from_run_options_and_every_command_has_quiet(co
     if command != ["cache"]:
         assert "--jobs" in by_title["run"] and "--no-cache" in by_title["run"]
         assert "--path" in by_title["scope"] and "--jobs" not in by_title["scope"]
-    options = re.findall(r"^  (--[\w-]+)", result.stdout, re.M)
-    assert "--quiet" in options
+    short = r"(?:-\w, )?"  # an option's short form, if it has one, comes first
+    options = re.findall(rf"^  {short}(--[\w-]+)", result.stdout, re.M)
+    assert "--quiet" in options and re.search(r"^  -q, --quiet ", result.stdout, re.M)
     for option in options:  # every option says what it does
-        assert re.search(rf"^  {option}(?: \S+)*  +\S", result.stdout, re.M) or re.search(
-            rf"^  {option}[^\n]*\n {{10,}}\S", result.stdout, re.M
+        assert re.search(rf"^  {short}{option}(?: \S+)*  +\S", result.stdout, re.M) or re.search(
+            rf"^  {short}{option}[^\n]*\n {{10,}}\S", result.stdout, re.M
         ), option
 
 
