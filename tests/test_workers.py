@@ -158,3 +158,28 @@ def test_a_history_forks_its_workers_once_and_scans_each_revision_ahead(git_repo
         else:
             assert result.stderr == ""
     assert outputs[0] == outputs[1] and outputs[0].count("\n") == 2 + 4
+
+
+def test_work_is_cut_as_it_is_handed_out_each_file_once_the_last_batches_small() -> None:
+    """Batches come largest first from the front and smallest first from the back, each file once; they
+    shrink as the work runs out, so the last ones a worker holds (which cannot be taken back) are small."""
+    from extractor.git import Blob
+    from extractor.scheduler import _BATCH_BYTES, _largest_first, _Work
+
+    sizes = [200_000, 150_000, *[30_000] * 40, *[3_000] * 300, *[500] * 200]
+    blobs = _largest_first([Blob(f"f{i}.py", f"{i:040x}", "100644", size) for i, size in enumerate(sizes)])
+    size_of = {blob.oid: blob.size or 0 for blob in blobs}
+    work = _Work(blobs, {}, set(), scanners=2)
+    cut: list[tuple[str, list[str]]] = []  # in the order handed out: (side, blob ids)
+    while work:
+        cut.append(("front", [item[0] for item in work.first()]))
+        if work:
+            cut.append(("back", [item[0] for item in work.last()]))
+    handed = [oid for _, oids in cut for oid in oids]
+    assert sorted(handed) == sorted(size_of) and len(handed) == len(size_of)
+    front = [oid for side, oids in cut if side == "front" for oid in oids]
+    assert front == [blob.oid for blob in blobs][: len(front)]  # the largest, in order
+    weight = [sum(size_of[oid] for oid in oids) for _, oids in cut]
+    back = [w for (side, _), w in zip(cut, weight, strict=True) if side == "back"]
+    assert max(weight) <= _BATCH_BYTES and back[0] > 4 * back[-1]  # the back's batches shrink
+    assert all(w <= _BATCH_BYTES // 7 for w in weight[-3:])  # the last ones handed out are small
