@@ -7,15 +7,17 @@ import contextlib
 import os
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from extractor import git as git_stage
+from extractor import scheduler
 from extractor._version import __version__
 from extractor.cache import ScanCache, StoredCatalog
 from extractor.errors import ExtractorError, ScopeError
@@ -34,7 +36,7 @@ from extractor.options import ExtractOptions as ExtractOptions
 from extractor.options import scope_path as scope_path
 from extractor.records import RunContext, build_records
 from extractor.scanned import SiteData
-from extractor.scheduler import carrying_results, scan_blobs
+from extractor.scheduler import scan_blobs
 
 if TYPE_CHECKING:
     from extractor.fields import FieldIndex
@@ -146,6 +148,37 @@ def extract_commit(
         cache.close()  # what is queued is written in the background
 
 
+# Within `carrying_results`: the scopes of the commits to come, listed once each (a history lists a revision
+# as the next but one, as the next, then as the one it extracts), by commit and options.
+_listings: dict[tuple[Path, str, ExtractOptions], _Scope] | None = None
+
+
+@contextlib.contextmanager
+def carrying_results() -> Iterator[None]:
+    """What one extraction leaves the next, in a history (see scheduler.carrying_results), and each
+    commit's scope listed once."""
+    global _listings
+    with scheduler.carrying_results():
+        _listings = {}
+        try:
+            yield
+        finally:
+            _listings = None
+
+
+def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool) -> _Scope:
+    """The scope of a commit, listed once within `carrying_results`; `last` when it is not asked again."""
+    if _listings is None:
+        return _list_scope(commit, options)
+    key = (commit.git_dir, commit.sha, options)
+    scope = _listings.pop(key, None) if last else _listings.get(key)
+    if scope is None:
+        scope = _list_scope(commit, options)
+        if not last:
+            _listings[key] = scope
+    return scope
+
+
 def _extract_commit(
     commit: git_stage.Commit,
     *,
@@ -154,11 +187,11 @@ def _extract_commit(
     cache: ScanCache | None,
     then: Sequence[git_stage.Commit] = (),
 ) -> Catalog:
-    scope = _list_scope(commit, options)
+    scope = _listed(commit, options, last=True)
     upcoming = []
     for later in then:
         with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
-            following = _list_scope(later, options)
+            following = _listed(later, options, last=False)
             upcoming.append((later, [*following.regular, *following.auxiliary], following.facts))
     with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
         results = scan_blobs(

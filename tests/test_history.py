@@ -299,3 +299,29 @@ def test_lines_unchanged_between_revisions_are_carried_with_the_new_sha(history_
     assert [a.extraction is b.extraction for a, b in zip(read[0][1], read[1][1], strict=True)] == [False, False]
     assert [a.extraction is b.extraction for a, b in zip(read[1][1], lines, strict=True)] == [True, True]
     assert [line.record.githubUrl.split("/")[6] for line in lines] == ["f" * 40] * 2
+
+
+def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scope of a revision to come is listed once and kept for when it is extracted (a revision is
+    the next but one, then the next, then the one extracted); outside a history nothing is kept."""
+    from collections import Counter
+
+    from extractor import extract
+
+    listed: Counter[str] = Counter()
+    real = extract._list_scope
+
+    def counting(commit, options):  # type: ignore[no-untyped-def]
+        listed[commit.revision] += 1
+        return real(commit, options)
+
+    monkeypatch.setattr(extract, "_list_scope", counting)
+    options = ExtractOptions(paths=following(["pkg/config"]), config_from=following(["pkg/config"]))
+    revisions = list_revisions(["v*"], repo=str(history_repo.path))
+    build_history(revisions, options=options)
+    assert len(revisions) >= 4 and set(listed.values()) == {1}, listed
+    assert extract._listings is None
+    listed.clear()
+    extract.extract_commit(revisions[0].commit, options=options, then=[revisions[1].commit])
+    extract.extract_commit(revisions[1].commit, options=options)
+    assert listed == Counter({revisions[0].commit.revision: 1, revisions[1].commit.revision: 2})
