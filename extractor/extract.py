@@ -129,7 +129,7 @@ def extract_commit(
 
     A catalog made before for the same commit, scope and code is read back and only restamped; a new one
     is kept in the cache too unless `keep` is false (a history of many revisions keeps per-file results only).
-    `then` are the commits extracted next, in a history (see scheduler.carrying_results): their new files
+    `then` are the commits extracted next, in a history (see carrying_results): their new files
     are scanned in the background while this one's catalog is built.
     """
     if not options.cache:
