@@ -246,23 +246,21 @@ def _nearest(
     picked: list[int] = []
     same_file = True
     while len(picked) < limit and (before >= 0 or after < size):
-        low = group[before] if before >= 0 else None
-        high = group[after] if after < size else None
+        low = group[before] if before >= 0 else -1  # (-1: none on that side)
+        high = group[after] if after < size else -1
         if same_file:
-            low_near = low is not None and paths[low] == path
-            high_near = high is not None and paths[high] == path
+            low_near = low >= 0 and paths[low] == path
+            high_near = high >= 0 and paths[high] == path
             if not (low_near or high_near):
                 same_file = False
                 continue
-            both = low_near and high_near  # (then neither is None)
-            take_low = abs(numbers[low] - number) <= abs(numbers[high] - number) if both else low_near  # type: ignore[index]
+            take_low = low_near and (not high_near or abs(numbers[low] - number) <= abs(numbers[high] - number))
         else:
-            take_low = low is not None  # other files: in path order, this one's neighbours first
+            take_low = low >= 0  # other files: in path order, this one's neighbours first
         if take_low:
             best, before = low, before - 1
         else:
             best, after = high, after + 1
-        assert best is not None
         if best not in taken:
             picked.append(best)
     return picked

@@ -36,19 +36,14 @@ def _shape() -> dict[str, int]:
     return {"ncols": size.columns or fallback.columns or 80, "nrows": size.lines or fallback.lines or 24}
 
 
-def bar(
-    items: Iterable[T], total: int, label: str, *, unit: str = "file", size: Callable[[T], int] | None = None
-) -> Iterator[T]:
-    """Show a progress bar over `items` on a terminal (each counting `size(item)` units, else one); stay
+def bar(items: Iterable[T], total: int, label: str, *, size: Callable[[T], int], unit: str = "file") -> Iterator[T]:
+    """Show a progress bar over `items`, each counting `size(item)` of `total` units, on a terminal; stay
     quiet in pipes and CI."""
     if not _on_terminal():
         yield from items
         return
     from tqdm import tqdm
 
-    if size is None:
-        yield from tqdm(items, total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape())
-        return
     with tqdm(total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape()) as shown:
         for item in items:
             yield item
