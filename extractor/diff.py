@@ -6,10 +6,10 @@ import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +22,18 @@ from extractor.models import CatalogLine
 if TYPE_CHECKING:  # a type only: importing catalog would bring in extract, git and write
     from extractor.catalog import LoadedCatalog
 
-__all__ = ["ACROSS_FUNCTIONS", "WITHIN_FUNCTION", "CatalogDiff", "Change", "ChangeKind", "diff_catalogs", "similarity"]
+__all__ = [
+    "ACROSS_FUNCTIONS",
+    "WITHIN_FUNCTION",
+    "CatalogDiff",
+    "Change",
+    "ChangeKind",
+    "Check",
+    "Pair",
+    "diff_catalogs",
+    "pair_checks",
+    "similarity",
+]
 
 # Reworded pairs: word-level similarity (rapidfuzz Indel on word lists: 2*common/(len a + len b)).
 # Within one function 0.5 pairs a check whose message was rewritten around the same words, and one that was
@@ -54,9 +65,89 @@ class ChangeKind(StrEnum):
 _ORDER = {kind: index for index, kind in enumerate(ChangeKind)}
 
 
+@dataclass(frozen=True, slots=True)
+class Check:
+    """What pairing reads of one catalog line (the same whether the line was validated into a model or is
+    the data a run built), and the line's position in its catalog."""
+
+    index: int
+    id: str
+    error_class: str
+    message: str
+    error_type: str
+    path: str
+    line: int
+    column: int
+    function: str
+    conditions: tuple[tuple[str, str, bool], ...]
+    cause: str | None
+    fields: tuple[tuple[object, ...], ...]  # the config fields it reads and how they are set, if resolved
+    slug: str
+    url: str
+
+    @classmethod
+    def of(cls, index: int, line: CatalogLine) -> Check:
+        record, extraction = line.record, line.extraction
+        return cls(
+            index,
+            record.id,
+            record.errorClass,
+            record.errorMessage,
+            str(record.errorType),
+            record.filePath,
+            record.lineNumber,
+            extraction.column,
+            extraction.function,
+            tuple((str(c.kind), c.test, c.negated) for c in extraction.conditions),
+            extraction.cause,
+            tuple((f.class_, f.field, tuple(f.flags), f.via, f.key) for f in extraction.fields if f.resolved),
+            record.slug,
+            record.githubUrl,
+        )
+
+    @classmethod
+    def of_data(cls, index: int, line: Mapping[str, Any]) -> Check:
+        """The check of a line as data (as records.jsonl holds it), read with the models' defaults."""
+        record, extraction = line["record"], line["extraction"]
+        return cls(
+            index,
+            record["id"],
+            record["errorClass"],
+            record["errorMessage"],
+            record["errorType"],
+            record["filePath"],
+            record["lineNumber"],
+            extraction["column"],
+            extraction["function"],
+            tuple((c["kind"], c["test"], c.get("negated", False)) for c in extraction["conditions"]),
+            extraction["cause"],
+            tuple(
+                (f.get("class"), f.get("field"), tuple(f.get("flags", ())), f.get("via"), f.get("key"))
+                for f in extraction.get("fields", ())
+                if f.get("resolved", False)
+            ),
+            record["slug"],
+            record["githubUrl"],
+        )
+
+
+class Pair(NamedTuple):
+    """One check's fate: its old and new checks (one may be None) and the fields that differ."""
+
+    kind: ChangeKind
+    old: Check | None
+    new: Check | None
+    fields: tuple[str, ...] = ()
+
+    def sort_key(self) -> tuple[int, str, int, int]:
+        check = self.new or self.old
+        assert check is not None
+        return (_ORDER[self.kind], check.path, check.line, check.column)
+
+
 @dataclass(frozen=True)
 class Change:
-    """One check's fate: its old and new lines (one may be None) and the fields that differ."""
+    """One check's fate in a catalog diff: its old and new lines (one may be None) and the fields that differ."""
 
     kind: ChangeKind
     old: CatalogLine | None
@@ -69,11 +160,6 @@ class Change:
         assert line is not None
         return line.record.id
 
-    def sort_key(self) -> tuple[int, str, int, int]:
-        line = self.new or self.old
-        assert line is not None
-        return (_ORDER[self.kind], line.record.filePath, line.record.lineNumber, line.extraction.column)
-
 
 @dataclass(frozen=True)
 class CatalogDiff:
@@ -82,6 +168,7 @@ class CatalogDiff:
     old: LoadedCatalog
     new: LoadedCatalog
     changes: tuple[Change, ...]
+    pairs: tuple[Pair, ...]  # the same, as checks
 
     @property
     def summary(self) -> dict[str, int]:
@@ -104,89 +191,98 @@ def similarity(old: str, new: str) -> float:
     return float(Indel.normalized_similarity(_words(old), _words(new)))
 
 
-def _conditions(line: CatalogLine) -> list[tuple[str, str, bool]]:
-    return [(c.kind.value, c.test, c.negated) for c in line.extraction.conditions]
-
-
-def _differing(old: CatalogLine, new: CatalogLine) -> list[str]:
-    """Name what differs between two lines, ignoring columns, the source window and the pinned SHA."""
+def _differing(old: Check, new: Check) -> list[str]:
+    """Name what differs between two checks, ignoring columns, the source window and the pinned SHA."""
     fields = []
-    if old.record.filePath != new.record.filePath:
+    if old.path != new.path:
         fields.append("filePath")
-    if old.record.lineNumber != new.record.lineNumber:
+    if old.line != new.line:
         fields.append("lineNumber")
-    same = old.extraction is new.extraction  # one line copied with another SHA (a history's revisions)
-    if not same and old.extraction.function != new.extraction.function:
+    if old.function != new.function:
         fields.append("function")
-    if old.record.errorMessage != new.record.errorMessage:
+    if old.message != new.message:
         fields.append("errorMessage")
-    if not same and _conditions(old) != _conditions(new):
+    if old.conditions != new.conditions:
         fields.append("conditions")
-    if not same and old.extraction.cause != new.extraction.cause:
+    if old.cause != new.cause:
         fields.append("cause")
-    if old.record.errorType != new.record.errorType:
+    if old.error_type != new.error_type:
         fields.append("errorType")
-    if not same and _fields(old) != _fields(new):
+    if old.fields != new.fields:
         fields.append("fields")
     return fields
-
-
-def _fields(line: CatalogLine) -> list[tuple[object, ...]]:
-    """The config fields a record reads and how they are set (unresolved names change with the text)."""
-    return [(f.class_, f.field, f.flags, f.via, f.key) for f in line.extraction.fields if f.resolved]
 
 
 _LOCATION = {"filePath", "lineNumber", "function"}
 
 
-def _pair_same_id(line: CatalogLine, match: CatalogLine) -> Change:
+def _pair_same_id(old: Check, new: Check) -> Pair:
     """The same check in both: a line shift within its function is no change; another function is a move."""
-    fields = _differing(line, match)
+    fields = _differing(old, new)
     if not fields or fields == ["lineNumber"]:
-        return Change(ChangeKind.UNCHANGED, line, match)
+        return Pair(ChangeKind.UNCHANGED, old, new)
     if set(fields) <= _LOCATION:
-        return Change(ChangeKind.MOVED, line, match, tuple(fields))
-    return Change(ChangeKind.MODIFIED, line, match, tuple(fields))
+        return Pair(ChangeKind.MOVED, old, new, tuple(fields))
+    return Pair(ChangeKind.MODIFIED, old, new, tuple(fields))
 
 
 def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     """Pair the checks of two catalogs: same id, then same template elsewhere, then similar wording."""
-    changes: list[Change] = []
-    new_by_id = {line.record.id: line for line in new.lines}
-    old_left: list[CatalogLine] = []
-    for line in old.lines:
-        match = new_by_id.pop(line.record.id, None)
+    pairs = pair_checks(
+        [Check.of(index, line) for index, line in enumerate(old.lines)],
+        [Check.of(index, line) for index, line in enumerate(new.lines)],
+    )
+    changes = tuple(
+        Change(
+            pair.kind,
+            old.lines[pair.old.index] if pair.old is not None else None,
+            new.lines[pair.new.index] if pair.new is not None else None,
+            pair.fields,
+        )
+        for pair in pairs
+    )
+    return CatalogDiff(old, new, changes, tuple(pairs))
+
+
+def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
+    """Pair two catalogs' checks: same id, then same template elsewhere, then similar wording; sorted by
+    kind then location, unchanged ones included."""
+    pairs: list[Pair] = []
+    new_by_id = {check.id: check for check in new}
+    old_left: list[Check] = []
+    for check in old:
+        match = new_by_id.pop(check.id, None)
         if match is None:
-            old_left.append(line)
+            old_left.append(check)
         else:
-            changes.append(_pair_same_id(line, match))
-    new_left = [line for line in new.lines if line.record.id in new_by_id]
+            pairs.append(_pair_same_id(check, match))
+    new_left = [check for check in new if check.id in new_by_id]
 
     # Same class and template in another file: a module split or renamed.
-    by_template: dict[tuple[str, str], list[CatalogLine]] = {}
-    for line in new_left:
-        by_template.setdefault((line.record.errorClass, line.record.errorMessage), []).append(line)
+    by_template: dict[tuple[str, str], list[Check]] = {}
+    for check in new_left:
+        by_template.setdefault((check.error_class, check.message), []).append(check)
     still_old = []
-    for line in old_left:
-        candidates = by_template.get((line.record.errorClass, line.record.errorMessage), [])
-        match = next((c for c in candidates if c.record.filePath != line.record.filePath), None)
+    for check in old_left:
+        candidates = by_template.get((check.error_class, check.message), [])
+        match = next((c for c in candidates if c.path != check.path), None)
         if match is not None:
             candidates.remove(match)
-            changes.append(Change(ChangeKind.MOVED, line, match, tuple(_differing(line, match))))
+            pairs.append(Pair(ChangeKind.MOVED, check, match, tuple(_differing(check, match))))
         else:
-            still_old.append(line)
-    paired = {id(c.new) for c in changes}
-    still_new = [line for line in new_left if id(line) not in paired]
+            still_old.append(check)
+    paired = {id(p.new) for p in pairs}
+    still_new = [check for check in new_left if id(check) not in paired]
 
     # Similar templates in the same file: reworded, best pairs first, one to one.
     used: set[int] = set()
     for a, b in _reworded(still_old, still_new):
         used.update((id(a), id(b)))
-        changes.append(Change(ChangeKind.REWORDED, a, b, tuple(_differing(a, b))))
-    changes += [Change(ChangeKind.REMOVED, line, None) for line in still_old if id(line) not in used]
-    changes += [Change(ChangeKind.ADDED, None, line) for line in still_new if id(line) not in used]
-    changes.sort(key=Change.sort_key)
-    return CatalogDiff(old, new, tuple(changes))
+        pairs.append(Pair(ChangeKind.REWORDED, a, b, tuple(_differing(a, b))))
+    pairs += [Pair(ChangeKind.REMOVED, check, None) for check in still_old if id(check) not in used]
+    pairs += [Pair(ChangeKind.ADDED, None, check) for check in still_new if id(check) not in used]
+    pairs.sort(key=Pair.sort_key)
+    return pairs
 
 
 # Rewordings pair within one file and class, so each such group is paired on its own: greedily, the best
@@ -205,15 +301,15 @@ _Ints = npt.NDArray[np.int64]
 _Floats = npt.NDArray[np.float64]
 
 
-def _reworded(old: Sequence[CatalogLine], new: Sequence[CatalogLine]) -> list[tuple[CatalogLine, CatalogLine]]:
+def _reworded(old: Sequence[Check], new: Sequence[Check]) -> list[tuple[Check, Check]]:
     """Pair the old and new checks whose templates are similar enough (see WITHIN_FUNCTION)."""
-    groups: dict[tuple[str, str], tuple[list[CatalogLine], list[CatalogLine]]] = {}
-    for line in old:
-        groups.setdefault((line.record.filePath, line.record.errorClass), ([], []))[0].append(line)
-    for line in new:
-        group = groups.get((line.record.filePath, line.record.errorClass))
+    groups: dict[tuple[str, str], tuple[list[Check], list[Check]]] = {}
+    for check in old:
+        groups.setdefault((check.path, check.error_class), ([], []))[0].append(check)
+    for check in new:
+        group = groups.get((check.path, check.error_class))
         if group is not None:
-            group[1].append(line)
+            group[1].append(check)
     return [pair for olds, news in groups.values() if news for pair in _Group(olds, news).pairs()]
 
 
@@ -231,15 +327,15 @@ class _Candidates:
 class _Group:
     """The unpaired checks of one file and class, old and new, their messages' words as numbers."""
 
-    def __init__(self, old: list[CatalogLine], new: list[CatalogLine]) -> None:
+    def __init__(self, old: list[Check], new: list[Check]) -> None:
         self.old, self.new = old, new
         vocabulary: dict[str, int] = {}
-        self.a = [[vocabulary.setdefault(w, len(vocabulary)) for w in _words(x.record.errorMessage)] for x in old]
-        self.b = [[vocabulary.setdefault(w, len(vocabulary)) for w in _words(x.record.errorMessage)] for x in new]
+        self.a = [[vocabulary.setdefault(w, len(vocabulary)) for w in _words(x.message)] for x in old]
+        self.b = [[vocabulary.setdefault(w, len(vocabulary)) for w in _words(x.message)] for x in new]
         functions: dict[str, int] = {}
-        self.a_function = [functions.setdefault(x.extraction.function, len(functions)) for x in old]
-        self.b_function = np.array([functions.setdefault(x.extraction.function, len(functions)) for x in new])
-        self.b_line = np.array([x.record.lineNumber for x in new], dtype=np.int64)
+        self.a_function = [functions.setdefault(x.function, len(functions)) for x in old]
+        self.b_function = np.array([functions.setdefault(x.function, len(functions)) for x in new])
+        self.b_line = np.array([x.line for x in new], dtype=np.int64)
         self.columns = np.arange(len(new), dtype=np.int64)
         self.postings: dict[tuple[int, int], _Ints] | None = None
         if len(old) * len(new) > _DENSE_CELLS:
@@ -329,7 +425,7 @@ class _Group:
         found = self._best(row, columns, self._scores([row], columns)[0], limit)
         return found if len(found.columns) else None
 
-    def pairs(self) -> list[tuple[CatalogLine, CatalogLine]]:
+    def pairs(self) -> list[tuple[Check, Check]]:
         """Pair greedily, the best pair first: each old check waits in a heap with its best candidate, which
         is taken or not when it comes out (if it is, the check waits again with its next)."""
         lists = list(self._first())
@@ -338,11 +434,11 @@ class _Group:
         def entry(row: int, candidates: _Candidates) -> tuple[float, int, int, int, int]:
             column = int(candidates.columns[candidates.at])
             score = -float(candidates.scores[candidates.at])
-            return (score, self.old[row].record.lineNumber, int(self.b_line[column]), row, column)
+            return (score, self.old[row].line, int(self.b_line[column]), row, column)
 
         heap = [entry(row, candidates) for row, candidates in enumerate(lists) if len(candidates.columns)]
         heapq.heapify(heap)
-        out: list[tuple[CatalogLine, CatalogLine]] = []
+        out: list[tuple[Check, Check]] = []
         while heap and len(out) < len(self.b):
             _, _, _, row, column = heapq.heappop(heap)
             if not taken[column]:

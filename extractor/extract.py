@@ -7,8 +7,8 @@ import contextlib
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -34,7 +34,7 @@ from extractor.models import (
 )
 from extractor.options import ExtractOptions as ExtractOptions
 from extractor.options import scope_path as scope_path
-from extractor.records import RunContext, build_records
+from extractor.records import LineData, RunContext, build_records
 from extractor.scanned import SiteData
 from extractor.scheduler import scan_blobs
 
@@ -54,12 +54,28 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Catalog:
-    """An extracted catalog: records.jsonl as written, the manifest that describes it, and its lines
-    (read from the JSONL, and validated, the first time they are asked for)."""
+    """An extracted catalog: the manifest that describes it, its lines as built (or as read back from the
+    cache, already encoded), records.jsonl as written, and its lines validated (each made the first time
+    it is asked for)."""
 
-    encoded: bytes
     manifest: Manifest
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
+    built: Sequence[LineData] | None = None  # the lines this run built; None for a stored catalog
+    stored: bytes | None = None  # records.jsonl read back from the cache
+
+    @cached_property
+    def encoded(self) -> bytes:
+        if self.stored is not None:
+            return self.stored
+        assert self.built is not None
+        return b"".join([orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in self.built])
+
+    @cached_property
+    def data(self) -> Sequence[Mapping[str, Any]]:
+        """The lines as data (what the JSON holds), with no model made."""
+        if self.built is not None:
+            return self.built
+        return [orjson.loads(line) for line in self.encoded.splitlines()]
 
     @cached_property
     def lines(self) -> tuple[CatalogLine, ...]:
@@ -139,7 +155,7 @@ def extract_commit(
         key = cache.catalog_key(options.catalog_parts(commit, pinned_sha))
         stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
         if stored is not None:
-            return Catalog(encoded=stored.encoded, manifest=stored.manifest, warnings=stored.warnings)
+            return Catalog(stored.manifest, stored.warnings, stored=stored.encoded)
         catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache, then=then)
         if keep:
             cache.store_catalog(key, StoredCatalog(catalog.encoded, catalog.manifest, catalog.warnings))
@@ -217,7 +233,6 @@ def _extract_commit(
         if not lines and "*" not in options.exceptions:
             _check_raised(commit, scope.regular, options)
         lines = _field_index(scope, results, options).annotate(lines, reads)
-        encoded = b"".join([orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in lines])
     skipped_files = [*scope.skipped_files, *found.skipped_files]
     manifest = Manifest(
         repo=run.repo_name,
@@ -241,7 +256,7 @@ def _extract_commit(
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
     keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
-    return Catalog(encoded=encoded, manifest=manifest, warnings=tuple(warnings))
+    return Catalog(manifest, tuple(warnings), built=lines)
 
 
 # The models the catalog's last steps use (each is built on its first use, some 60 ms in all): built while

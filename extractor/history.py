@@ -12,13 +12,12 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, scope_label
-from extractor.diff import Change, ChangeKind, diff_catalogs
+from extractor.diff import ChangeKind, Check, Pair, pair_checks
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, carrying_results, extract_commit
 from extractor.git import Commit, decode_name, open_repo, resolve
 from extractor.git import _git as _git_bytes
 from extractor.models import (
-    CatalogLine,
     EventKind,
     HistoryManifest,
     HistoryRevision,
@@ -27,7 +26,6 @@ from extractor.models import (
     Previous,
     Scope,
 )
-from extractor.models import replace as replace_model
 from extractor.write import atomic_write
 
 __all__ = [
@@ -228,16 +226,15 @@ class _Thread:
     def message(self) -> str:
         return str(self.last["errorMessage"])
 
-    def see(self, line: CatalogLine, label: str) -> None:
-        record = line.record
+    def see(self, check: Check, label: str) -> None:
         self.last = {
-            "id": record.id,
-            "errorMessage": record.errorMessage,
-            "slug": record.slug,
-            "filePath": record.filePath,
-            "lineNumber": record.lineNumber,
-            "function": line.extraction.function,
-            "githubUrl": record.githubUrl,
+            "id": check.id,
+            "errorMessage": check.message,
+            "slug": check.slug,
+            "filePath": check.path,
+            "lineNumber": check.line,
+            "function": check.function,
+            "githubUrl": check.url,
         }
         self.last_seen = label
 
@@ -294,48 +291,62 @@ def _event(
     kind: EventKind,
     revision: str,
     sha: str,
-    line: CatalogLine,
-    before: CatalogLine | None = None,
+    check: Check,
+    before: Check | None = None,
     fields: Sequence[str] = (),
 ) -> LineageEvent:
-    record = line.record
     previous = None
     if before is not None:
         previous = Previous(
-            id=before.record.id,
-            filePath=before.record.filePath,
-            lineNumber=before.record.lineNumber,
-            function=before.extraction.function,
-            errorMessage=before.record.errorMessage,
+            id=before.id,
+            filePath=before.path,
+            lineNumber=before.line,
+            function=before.function,
+            errorMessage=before.message,
         )
     return LineageEvent(
         kind=kind,
         revision=revision,
         sha=sha,
-        id=record.id,
-        filePath=record.filePath,
-        lineNumber=record.lineNumber,
-        function=line.extraction.function,
-        errorMessage=record.errorMessage,
-        githubUrl=record.githubUrl,
+        id=check.id,
+        filePath=check.path,
+        lineNumber=check.line,
+        function=check.function,
+        errorMessage=check.message,
+        githubUrl=check.url,
         previous=previous,
         fields=[name for name in fields if name != "lineNumber"],  # line shifts are no news in a history
     )
 
 
+@dataclass(frozen=True)
+class Checks:
+    """One revision as a history reads it: the SHA its records point at, when it was committed, and the
+    checks of its catalog."""
+
+    sha: str
+    committed_at: str | None
+    checks: Sequence[Check]
+
+    @classmethod
+    def of(cls, catalog: LoadedCatalog) -> Checks:
+        committed = catalog.manifest.committedAt if catalog.manifest is not None else None
+        return cls(catalog.sha, committed, [Check.of(index, line) for index, line in enumerate(catalog.lines)])
+
+
 def advance(
     history: History,
-    previous: LoadedCatalog | None,
-    catalog: LoadedCatalog,
+    previous: Checks | None,
+    revision: Checks,
     label: str,
     *,
-    changes: Sequence[Change] | None = None,
+    pairs: Sequence[Pair] | None = None,
 ) -> History:
-    """Add one revision to a history: pair its catalog with the previous revision's (as `diff` does, or
-    as `changes`, their diff, says) and record each lineage's events. The history's last revision must be
-    `previous`'s."""
+    """Add one revision to a history: pair its checks with the previous revision's (as `diff` does, or
+    as `pairs`, their diff, says) and record each lineage's events. The history's last revision must be
+    `previous`."""
     index = len(history.revisions)
-    sha = catalog.sha
+    sha = revision.sha
     present = {t.id: t for t in history.threads if t.present}
     # A removed check may come back: by the same id (same file, class and template), else by its template.
     dormant_ids = {t.id: t for t in history.threads if not t.present}
@@ -344,22 +355,22 @@ def advance(
         if not thread.present:
             dormant_templates.setdefault((thread.error_class, thread.message), []).append(thread)
     counts: Counter[str] = Counter()
-    if changes is None:
-        changes = diff_catalogs(previous if previous is not None else LoadedCatalog((), None, "", ""), catalog).changes
-    touched: list[tuple[_Thread, CatalogLine]] = []
-    for change in changes:
-        if change.kind is ChangeKind.REMOVED:
-            assert change.old is not None
-            thread = present[change.old.record.id]
-            thread.events.append(_event(EventKind.REMOVED, label, sha, change.old))
+    if pairs is None:
+        pairs = pair_checks(previous.checks if previous is not None else (), revision.checks)
+    touched: list[tuple[_Thread, Check]] = []
+    for pair in pairs:
+        if pair.kind is ChangeKind.REMOVED:
+            assert pair.old is not None
+            thread = present[pair.old.id]
+            thread.events.append(_event(EventKind.REMOVED, label, sha, pair.old))
             thread.present = False
             counts[EventKind.REMOVED] += 1
             continue
-        new = change.new
+        new = pair.new
         assert new is not None
-        if change.kind is ChangeKind.ADDED:
-            key = (new.record.errorClass, new.record.errorMessage)
-            back = dormant_ids.pop(new.record.id, None)
+        if pair.kind is ChangeKind.ADDED:
+            key = (new.error_class, new.message)
+            back = dormant_ids.pop(new.id, None)
             if back is None and dormant_templates.get(key):
                 back = dormant_templates[key][0]
                 dormant_ids.pop(back.id, None)
@@ -371,8 +382,8 @@ def advance(
                 touched.append((back, new))
                 continue
             thread = _Thread(
-                lineage=new.record.id,
-                error_class=new.record.errorClass,
+                lineage=new.id,
+                error_class=new.error_class,
                 events=[_event(EventKind.INTRODUCED, label, sha, new)],
                 last={},
                 first_seen=label,
@@ -384,89 +395,42 @@ def advance(
             counts[EventKind.INTRODUCED] += 1
             touched.append((thread, new))
             continue
-        assert change.old is not None
-        thread = present[change.old.record.id]
-        kind = _EVENT_OF.get(change.kind)
+        assert pair.old is not None
+        thread = present[pair.old.id]
+        kind = _EVENT_OF.get(pair.kind)
         if kind is not None:
-            thread.events.append(_event(kind, label, sha, new, change.old, change.fields))
+            thread.events.append(_event(kind, label, sha, new, pair.old, pair.fields))
             counts[kind] += 1
         touched.append((thread, new))
-    for thread, line in touched:
-        thread.see(line, label)
-    committed = catalog.manifest.committedAt if catalog.manifest is not None else None
+    for thread, check in touched:
+        thread.see(check, label)
     history.revisions.append(
         HistoryRevision(
             revision=label,
             sha=sha,
-            committedAt=committed,
-            records=len(catalog.lines),
+            committedAt=revision.committed_at,
+            records=len(revision.checks),
             summary={kind.value: counts[kind] for kind in EventKind},
         )
     )
     return history
 
 
-class _Lines:
-    """Read catalogs' lines revision after revision, validating each line once while it stays the same: a
-    line is known by its bytes less the revision's SHA (in `githubUrl` and `analyzedSha`) and the run's
-    timestamp (`analyzedAt`, `datasetVersion`), and one known from the previous revision is copied with
-    this revision's rather than validated again. Only the previous revision's lines are kept."""
-
-    def __init__(self) -> None:
-        self.previous: dict[bytes, CatalogLine] = {}
-
-    def read(self, encoded: bytes, *, repo: str, sha: str, stamp: str) -> tuple[CatalogLine, ...]:
-        # Only a key's own value can read `"githubUrl":"...`: inside a string the quotes are escaped.
-        url = f"https://github.com/{repo}/blob/{sha}/"
-        marks = [
-            (f'"githubUrl":"{url}'.encode(), b'"githubUrl":"\0'),
-            (f'"analyzedSha":"{sha}"'.encode(), b'"analyzedSha":"\0"'),
-            (f'"analyzedAt":"{stamp}"'.encode(), b'"analyzedAt":"\0"'),
-            (f'"datasetVersion":"{stamp}"'.encode(), b'"datasetVersion":"\0"'),
-        ]
-        current: dict[bytes, CatalogLine] = {}
-        out = []
-        for raw in encoded.splitlines():
-            key = raw
-            for mark, placeholder in marks:
-                key = key.replace(mark, placeholder)
-            known = self.previous.get(key)
-            line = _restamped(known, url, sha, stamp) if known is not None else None
-            if line is None:
-                line = CatalogLine.model_validate_json(raw)
-            current[key] = line
-            out.append(line)
-        self.previous = current
-        return tuple(out)
-
-
-def _restamped(line: CatalogLine, url: str, sha: str, stamp: str) -> CatalogLine | None:
-    """A copy of a line pinned to `sha` and stamped `stamp` (None if its permalink is not of the usual
-    form). Always a copy: two catalogs a diff compares never share a line."""
-    record = line.record
-    head, found, rest = record.githubUrl.partition(f"/blob/{record.analyzedSha}/")
-    if not found or not url.startswith(head + "/blob/"):
-        return None
-    restamped = replace_model(record, githubUrl=url + rest, analyzedSha=sha, analyzedAt=stamp)
-    return replace_model(line, record=restamped, datasetVersion=stamp)
-
-
-def _catalog(revision: Revision, options: ExtractOptions, lines: _Lines, then: Sequence[Revision]) -> LoadedCatalog:
-    """The catalog of one revision; a revision where the scope holds no file has none (an empty one).
+def _revision(revision: Revision, options: ExtractOptions, then: Sequence[Revision]) -> Checks:
+    """The checks of one revision; a revision where the scope holds no file has none.
 
     Only per-file results are kept in the cache, not each revision's whole catalog. The files of `then`,
-    the revisions that come next, are scanned while this one's catalog is built."""
-    sha = revision.pinned or revision.commit.sha
+    the revisions that come next, are scanned while this one's catalog is built. The checks are read from
+    the lines as the run built them, not from models validated again."""
     following = [later.commit for later in then]
     try:
         catalog = extract_commit(
             revision.commit, options=options, pinned_sha=revision.pinned, keep=False, then=following
         )
     except ScopeError:
-        return LoadedCatalog((), None, sha, revision.commit.revision)
-    manifest = catalog.manifest
-    read = lines.read(catalog.encoded, repo=manifest.repo, sha=manifest.sha, stamp=manifest.analyzedAt)
-    return LoadedCatalog(read, manifest, sha, revision.commit.revision)
+        return Checks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ())
+    checks = [Check.of_data(index, line) for index, line in enumerate(catalog.data)]
+    return Checks(catalog.manifest.sha, catalog.manifest.committedAt, checks)
 
 
 def build_history(
@@ -478,16 +442,15 @@ def build_history(
     """Follow every check in scope from the oldest revision to the newest."""
     repo = options.repo_name or (revisions[0].commit.repo_name if revisions else "")
     history = History(repo=repo, options=options)
-    previous: LoadedCatalog | None = None
-    lines = _Lines()
+    previous: Checks | None = None
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
-            catalog = _catalog(revision, options, lines, revisions[number : number + _REVISIONS_AHEAD])
-            advance(history, previous, catalog, revision.label)
+            checks = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD])
+            advance(history, previous, checks, revision.label)
             summary = history.revisions[-1].summary
             changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
-            log(f"{revision.label} ({number}/{len(revisions)}): {len(catalog.lines)} checks; {changed or 'no change'}")
-            previous = catalog
+            log(f"{revision.label} ({number}/{len(revisions)}): {len(checks.checks)} checks; {changed or 'no change'}")
+            previous = checks
     return history
 
 
@@ -497,7 +460,7 @@ def roll(
     previous: LoadedCatalog | None,
     catalog: LoadedCatalog,
     options: ExtractOptions,
-    changes: Sequence[Change] | None = None,
+    pairs: Sequence[Pair] | None = None,
 ) -> History:
     """Add a published catalog to the rolling history in `directory` (the nightly job's), incrementally:
     the history is read back and advanced by one revision, labelled by its SHA. A history that already
@@ -509,9 +472,10 @@ def roll(
     if history is None or not history.revisions or previous is None or history.revisions[-1].sha != previous.sha:
         history = History(repo=_repo_of(catalog, options), options=options)
         if previous is not None:
-            advance(history, None, previous, previous.sha[:12])
-            changes = None
-    advance(history, previous, catalog, catalog.sha[:12], changes=changes)
+            advance(history, None, Checks.of(previous), previous.sha[:12])
+            pairs = None
+    before = Checks.of(previous) if previous is not None else None
+    advance(history, before, Checks.of(catalog), catalog.sha[:12], pairs=pairs)
     lines, manifest = history.encode()
     atomic_write(directory / HISTORY, lines)
     atomic_write(directory / HISTORY_MANIFEST, manifest)

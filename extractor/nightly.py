@@ -149,7 +149,7 @@ def _publish(
     carry_analysis(before, directory, catalog, diff, analysis, log)
 
     step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
-    history = roll(root, previous=previous, catalog=catalog, options=options, changes=diff.changes if diff else None)
+    history = roll(root, previous=previous, catalog=catalog, options=options, pairs=diff.pairs if diff else None)
     nights = len(history.revisions)
     log(f"rolled the history on: {len(history.threads)} lineages over {nights} nights ({time.monotonic() - step:.2f}s)")
 

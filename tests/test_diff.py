@@ -14,7 +14,15 @@ import pytest
 from extractor import diff as diff_module
 from extractor.catalog import LoadedCatalog, open_catalog
 from extractor.cli import main
-from extractor.diff import ACROSS_FUNCTIONS, WITHIN_FUNCTION, _reworded, diff_catalogs, render_markdown, similarity
+from extractor.diff import (
+    ACROSS_FUNCTIONS,
+    WITHIN_FUNCTION,
+    Check,
+    _reworded,
+    diff_catalogs,
+    render_markdown,
+    similarity,
+)
 from extractor.extract import ExtractOptions
 from extractor.models import CatalogLine, Extraction, Record
 from tests.conftest import GitRepo
@@ -281,9 +289,9 @@ def test_rewording_pairs_are_those_of_scoring_every_pair(dense: bool, monkeypatc
 
     for _ in range(4):
         old, new = checks(), checks()
-        position_old = {id(line): i for i, line in enumerate(old.lines)}
-        position_new = {id(line): j for j, line in enumerate(new.lines)}
-        found = {(position_old[id(a)], position_new[id(b)]) for a, b in _reworded(old.lines, new.lines)}
+        old_checks = [Check.of(i, line) for i, line in enumerate(old.lines)]
+        new_checks = [Check.of(j, line) for j, line in enumerate(new.lines)]
+        found = {(a.index, b.index) for a, b in _reworded(old_checks, new_checks)}
         assert found == _greedy(old, new) and len(found) > 60
 
 

@@ -267,38 +267,33 @@ def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> No
     assert (check.filePath, check.lineNumber, check.lastSeen) == ("vllm/config/scheduler.py", 322, "0.33.0")
 
 
-def test_lines_unchanged_between_revisions_are_carried_with_the_new_sha(history_repo: GitRepo) -> None:
-    """A line whose bytes, less the SHA and the run's timestamp, are the previous revision's is a copy of it
-    restamped (its extraction shared), equal to the line validated from its own bytes; a changed line is
-    read anew. Each extraction here has its own timestamp (no SOURCE_DATE_EPOCH)."""
+def test_checks_read_from_the_data_a_run_built_are_those_of_validated_lines(history_repo: GitRepo) -> None:
+    """A history pairs checks read from the lines as the run built them, with no model made: they are the
+    checks of the same lines validated, revision after revision, also for a catalog read back from the
+    cache (encoded) and for a line that leaves out what the models default."""
+    from extractor.diff import Check
     from extractor.extract import extract_commit
     from extractor.git import resolve
-    from extractor.history import _Lines
     from extractor.models import CatalogLine
 
     options = ExtractOptions(paths=following(("pkg/config",)))
-    reader = _Lines()
-    read = []
-    for tag in ("v5", "v6"):  # v6 shifts every line: nothing is carried; v6 again (another SHA): all are
-        catalog = extract_commit(resolve(str(history_repo.path), tag), options=options, keep=False)
-        read.append(
-            (
-                catalog.encoded,
-                reader.read(
-                    catalog.encoded,
-                    repo=catalog.manifest.repo,
-                    sha=catalog.manifest.sha,
-                    stamp=catalog.manifest.analyzedAt,
-                ),
-            )
-        )
-    again = extract_commit(resolve(str(history_repo.path), "v6"), options=options, keep=False, pinned_sha="f" * 40)
-    lines = reader.read(again.encoded, repo=again.manifest.repo, sha="f" * 40, stamp=again.manifest.analyzedAt)
-    for encoded, got in [*read, (again.encoded, lines)]:
-        assert list(got) == [CatalogLine.model_validate_json(raw) for raw in encoded.splitlines()]
-    assert [a.extraction is b.extraction for a, b in zip(read[0][1], read[1][1], strict=True)] == [False, False]
-    assert [a.extraction is b.extraction for a, b in zip(read[1][1], lines, strict=True)] == [True, True]
-    assert [line.record.githubUrl.split("/")[6] for line in lines] == ["f" * 40] * 2
+    seen = 0
+    for tag in ("v1", "v2", "v3", "v4", "v5", "v6"):
+        for keep in (False, True, True):  # built, then kept in the cache, then read back from it
+            catalog = extract_commit(resolve(str(history_repo.path), tag), options=options, keep=keep)
+            assert (catalog.built is None) == (catalog.stored is not None)
+            validated = [CatalogLine.model_validate_json(raw) for raw in catalog.encoded.splitlines()]
+            read = [Check.of_data(index, line) for index, line in enumerate(catalog.data)]
+            assert read == [Check.of(index, line) for index, line in enumerate(validated)]
+            seen += len(read)
+    assert seen > 18
+
+    line = orjson.loads(catalog.encoded.splitlines()[0])
+    line["extraction"]["conditions"] = [{"kind": "if", "test": "n < 0", "line": 3}]
+    line["extraction"]["fields"] = [{"expression": "self.n", "class": "C", "field": "n", "resolved": True}]
+    minimal = Check.of_data(0, line)
+    assert minimal == Check.of(0, CatalogLine.model_validate(line))
+    assert (minimal.conditions, minimal.fields) == ((("if", "n < 0", False),), (("C", "n", (), None, None),))
 
 
 def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
