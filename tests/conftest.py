@@ -240,14 +240,16 @@ def whole_package_cache(vllm_repo: Path) -> Path:
     """A user cache that scanned the whole vllm/ package for every class at 0.27.0 (cold), then 0.27.1 and
     0.28.0 (each rescanning what changed from pieces of the one before), and for ValueError at 0.28.0 (cold)
     then 0.27.0, built once per session by whichever worker asks first. Beside its `extractor/`,
-    `incremental.json` holds the 0.28.0 catalog of every class those rescans made (lines and manifest as
-    plain data, SOURCE_DATE_EPOCH fixed), and `cold/` is a user cache holding the scans of 0.27.0 alone."""
+    `incremental.json` holds the 0.28.0 catalog of every class those rescans made (records.jsonl as
+    written, and the manifest as data, SOURCE_DATE_EPOCH fixed), and `cold/` is a user cache holding the
+    scans of 0.27.0 alone."""
     import json
 
     from filelock import FileLock
 
     from extractor.cache import wait_for_writes
     from extractor.extract import ExtractOptions, extract
+    from tests.rendering import collector_paused
 
     root = Path(os.environ["XDG_CACHE_HOME"]) / "whole-package"
     done = root / "incremental.json"
@@ -259,13 +261,14 @@ def whole_package_cache(vllm_repo: Path) -> Path:
         saved = {key: os.environ.get(key) for key in ("XDG_CACHE_HOME", "SOURCE_DATE_EPOCH")}
         os.environ.update(XDG_CACHE_HOME=str(root), SOURCE_DATE_EPOCH="1767225600")
         try:
-            for version in WHOLE_PACKAGE:
-                catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=every)
-                if version == WHOLE_PACKAGE[0]:  # the cold scans, apart: test_vllm's reference reads them
-                    wait_for_writes()
-                    copy_scans(root, root / "cold")
-            for version in WHOLE_PACKAGE_VALUE_ERRORS:
-                extract(repo=str(vllm_repo), revision=f"v{version}", options=ExtractOptions(paths=("vllm",)))
+            with collector_paused():  # as on the command line (a library caller's collector is left alone)
+                for version in WHOLE_PACKAGE:
+                    catalog = extract(repo=str(vllm_repo), revision=f"v{version}", options=every)
+                    if version == WHOLE_PACKAGE[0]:  # the cold scans, apart: test_vllm's reference reads them
+                        wait_for_writes()
+                        copy_scans(root, root / "cold")
+                for version in WHOLE_PACKAGE_VALUE_ERRORS:
+                    extract(repo=str(vllm_repo), revision=f"v{version}", options=ExtractOptions(paths=("vllm",)))
             wait_for_writes()  # every scan stored before the workers copy them
         finally:
             for key, value in saved.items():
@@ -273,8 +276,8 @@ def whole_package_cache(vllm_repo: Path) -> Path:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
-        lines = [line.model_dump(mode="json") for line in catalog.lines]
-        done.write_text(json.dumps({"lines": lines, "manifest": catalog.manifest.model_dump(mode="json")}))
+        records = catalog.encoded.decode()
+        done.write_text(json.dumps({"records": records, "manifest": catalog.manifest.model_dump(mode="json")}))
     return root
 
 

@@ -22,7 +22,8 @@ runs again whenever pyproject.toml, the line itself or the Python it runs with c
 runs it always).
 
 Labels, in a command's trailing comment: `needs GitHub` leaves it out, `exits N` expects exit status N
-(else 0). A `pytest` command is only collected: running the suite inside itself would never end.
+(else 0). A `pytest` command is only collected (its asserts not rewritten: they do not run): running the
+suite inside itself would never end.
 """
 
 from __future__ import annotations
@@ -310,7 +311,7 @@ def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
 def _run(command: Command, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     text = command.text
     if re.search(r"(^|\s|/)(python3? -m )?pytest\b", text):
-        text += " --collect-only -q"
+        text += " --collect-only -q --assert=plain"  # collected, not run: no assertion to rewrite
     venv = cwd / ".venv" / "bin"
     path = f"{venv}{os.pathsep}{env['PATH']}" if venv.is_dir() else env["PATH"]
     return subprocess.run(
