@@ -320,7 +320,7 @@ def _event(
 
 
 @dataclass(frozen=True)
-class Checks:
+class RevisionChecks:
     """One revision as a history reads it: the SHA its records point at, when it was committed, and the
     checks of its catalog."""
 
@@ -329,15 +329,15 @@ class Checks:
     checks: Sequence[Check]
 
     @classmethod
-    def of(cls, catalog: LoadedCatalog) -> Checks:
+    def of(cls, catalog: LoadedCatalog) -> RevisionChecks:
         committed = catalog.manifest.committedAt if catalog.manifest is not None else None
         return cls(catalog.sha, committed, [Check.of(index, line) for index, line in enumerate(catalog.lines)])
 
 
 def advance(
     history: History,
-    previous: Checks | None,
-    revision: Checks,
+    previous: RevisionChecks | None,
+    revision: RevisionChecks,
     label: str,
     *,
     pairs: Sequence[Pair] | None = None,
@@ -416,7 +416,7 @@ def advance(
     return history
 
 
-def _revision(revision: Revision, options: ExtractOptions, then: Sequence[Revision]) -> Checks:
+def _revision(revision: Revision, options: ExtractOptions, then: Sequence[Revision]) -> RevisionChecks:
     """The checks of one revision; a revision where the scope holds no file has none.
 
     Only per-file results are kept in the cache, not each revision's whole catalog. The files of `then`,
@@ -428,9 +428,9 @@ def _revision(revision: Revision, options: ExtractOptions, then: Sequence[Revisi
             revision.commit, options=options, pinned_sha=revision.pinned, keep=False, then=following
         )
     except ScopeError:
-        return Checks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ())
+        return RevisionChecks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ())
     checks = [Check.of_data(index, line) for index, line in enumerate(catalog.data)]
-    return Checks(catalog.manifest.sha, catalog.manifest.committedAt, checks)
+    return RevisionChecks(catalog.manifest.sha, catalog.manifest.committedAt, checks)
 
 
 def build_history(
@@ -442,7 +442,7 @@ def build_history(
     """Follow every check in scope from the oldest revision to the newest."""
     repo = options.repo_name or (revisions[0].commit.repo_name if revisions else "")
     history = History(repo=repo, options=options)
-    previous: Checks | None = None
+    previous: RevisionChecks | None = None
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
             checks = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD])
@@ -472,10 +472,10 @@ def roll(
     if history is None or not history.revisions or previous is None or history.revisions[-1].sha != previous.sha:
         history = History(repo=_repo_of(catalog, options), options=options)
         if previous is not None:
-            advance(history, None, Checks.of(previous), previous.sha[:12])
+            advance(history, None, RevisionChecks.of(previous), previous.sha[:12])
             pairs = None
-    before = Checks.of(previous) if previous is not None else None
-    advance(history, before, Checks.of(catalog), catalog.sha[:12], pairs=pairs)
+    before = RevisionChecks.of(previous) if previous is not None else None
+    advance(history, before, RevisionChecks.of(catalog), catalog.sha[:12], pairs=pairs)
     lines, manifest = history.encode()
     atomic_write(directory / HISTORY, lines)
     atomic_write(directory / HISTORY_MANIFEST, manifest)
