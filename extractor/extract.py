@@ -35,7 +35,7 @@ from extractor.models import (
 from extractor.options import ExtractOptions as ExtractOptions
 from extractor.options import scope_path as scope_path
 from extractor.records import LineData, RunContext, build_records
-from extractor.scanned import SiteData
+from extractor.scanned import ResultData, SiteData
 from extractor.scheduler import scan_blobs
 
 if TYPE_CHECKING:
@@ -318,7 +318,7 @@ class _Sites:
     parsed: int  # files parsed (the prefilter ruled the others out)
 
 
-def _sites(scope: _Scope, results: dict[str, dict[str, Any]]) -> _Sites:
+def _sites(scope: _Scope, results: dict[str, ResultData]) -> _Sites:
     files: list[tuple[str, list[SiteData]]] = []
     skipped_files: list[SkippedFile] = []
     skipped_sites: list[SkippedSite] = []
@@ -336,7 +336,7 @@ def _sites(scope: _Scope, results: dict[str, dict[str, Any]]) -> _Sites:
     return _Sites(files, skipped_files, skipped_sites, parsed)
 
 
-def _field_index(scope: _Scope, results: dict[str, dict[str, Any]], options: ExtractOptions) -> FieldIndex:
+def _field_index(scope: _Scope, results: dict[str, ResultData], options: ExtractOptions) -> FieldIndex:
     """Resolve what records' fields and flags mean from the config classes and the CLI definition."""
     from extractor.fields import FieldIndex
 

@@ -24,10 +24,9 @@ import hashlib
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, count
 from operator import itemgetter
-from typing import Any
 
 from extractor.kinds import Piece
-from extractor.scanned import ConditionData, Result, Site, SiteData, SkippedSite, SkippedSiteData
+from extractor.scanned import ConditionData, Result, ResultData, Site, SiteData, SkippedSite, SkippedSiteData
 from extractor.source import ScanOptions, window
 from extractor.walk import extent, visit
 
@@ -109,7 +108,7 @@ def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
 
 def rescan(
     lines: list[str],
-    previous: Mapping[str, Any],
+    previous: ResultData,
     options: ScanOptions,
     templates: Mapping[str, SiteData] | None = None,
 ) -> Result | None:

@@ -9,13 +9,13 @@ import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
 from extractor.facts import file_facts
 from extractor.pieces import pieces_of, rescan
-from extractor.scanned import ClassFacts, FlagFacts, Result, SiteData
+from extractor.scanned import ClassFacts, FlagFacts, Result, ResultData, SiteData
 from extractor.source import ScanOptions, could_hold, decode, split_lines
 from extractor.walk import visit
 
@@ -58,7 +58,7 @@ def scan_blob(
     return FileResult.model_validate_json(orjson.dumps(_scan(data, options, earlier, facts)))
 
 
-def _scan(data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool) -> Result:
+def _scan(data: bytes, options: ScanOptions, previous: ResultData | None, facts: bool) -> Result:
     """`scan_blob`, with the previous result as data (as the cache holds it)."""
     if could_hold(data, options):
         return _parse(data, options, previous, facts)
@@ -68,7 +68,7 @@ def _scan(data: bytes, options: ScanOptions, previous: dict[str, Any] | None, fa
     return dataclasses.replace(_parse(data, options, None, facts), couldHold=False)
 
 
-def _parse(data: bytes, options: ScanOptions, previous: dict[str, Any] | None, facts: bool) -> Result:
+def _parse(data: bytes, options: ScanOptions, previous: ResultData | None, facts: bool) -> Result:
     try:
         text = decode(data)
     except (SyntaxError, LookupError) as error:
@@ -80,7 +80,7 @@ def _parse(data: bytes, options: ScanOptions, previous: dict[str, Any] | None, f
     templates: dict[str, SiteData] = {}
     if previous is not None:
         with contextlib.suppress(KeyError, TypeError, AttributeError):  # not a result this code wrote
-            templates = {site["templateKey"]: site for site in previous["sites"] if site.get("templateKey")}
+            templates = {key: site for site in previous["sites"] if (key := site.get("templateKey"))}
     if previous is not None and previous.get("pieces") and not facts:
         try:
             reused = rescan(lines, previous, options, templates)
@@ -130,7 +130,8 @@ def scan_many(batch: list[tuple[str, bytes, bytes | None, bool]], options: ScanO
         if previous is not None:
             with contextlib.suppress(orjson.JSONDecodeError):  # a corrupt previous entry costs a full parse
                 earlier = orjson.loads(previous)
-        result = _scan(data, options, earlier if isinstance(earlier, dict) else None, facts)
+        written = cast("ResultData", earlier) if isinstance(earlier, dict) else None  # as this code writes it
+        result = _scan(data, options, written, facts)
         out.append((oid, orjson.dumps(result)))
     return out
 

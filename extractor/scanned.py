@@ -27,6 +27,7 @@ __all__ = [
     "Placeholder",
     "PlaceholderData",
     "Result",
+    "ResultData",
     "Site",
     "SiteData",
     "SkippedSite",
@@ -201,3 +202,17 @@ class SkippedSiteData(TypedDict):
     path: str
     line: int
     reason: str
+
+
+class ResultData(TypedDict):
+    """A Result as data: what the cache holds and the pipeline reads back (a FileResult's JSON)."""
+
+    kind: Literal["scanned", "skipped", "ruled-out"]
+    reason: str | None
+    sites: list[SiteData]
+    skippedSites: list[SkippedSiteData]
+    classes: list[dict[str, Any]]
+    flags: dict[str, Any] | None
+    facts: bool
+    couldHold: bool
+    pieces: list[list[Any]]  # Piece's fields

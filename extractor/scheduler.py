@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -16,6 +16,7 @@ from extractor import git as git_stage
 from extractor.cache import ScanCache, wait_for_writes
 from extractor.lifecycle import quick_switching
 from extractor.progress import bar
+from extractor.scanned import ResultData
 from extractor.workers import Item, Pool, Result, scan_batch, start, take_ahead
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ _AHEAD = 4
 # were given while this process built the last revisions' catalogs (in the order given: nearest first).
 @dataclass
 class _Carried:
-    results: dict[ScanOptions, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    results: dict[ScanOptions, dict[str, ResultData]] = field(default_factory=dict)
     pool: Pool | None = None
     ahead: dict[Future[list[Result]], list[Item]] = field(default_factory=dict)
 
@@ -87,7 +88,7 @@ def scan_blobs(
     facts: set[str],
     then: Sequence[Upcoming] = (),
     idle: Callable[[], None] | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ResultData]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
     results are carried (see carrying_results). `then` are the extractions that come next, nearest first:
     when results are carried, the workers start on their new files once these are done. `idle` is the
@@ -142,7 +143,7 @@ def _scan_ahead(
     upcoming: Sequence[git_stage.Blob],
     facts: set[str],
     blobs: Sequence[git_stage.Blob],
-    results: dict[str, dict[str, Any]],
+    results: dict[str, ResultData],
     *,
     scan_options: ScanOptions,
     held: set[str],
@@ -185,7 +186,7 @@ def _scan_new(
     facts: set[str],
     running: dict[Future[list[Result]], list[Item]] | None = None,
     idle: Callable[[], None] | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ResultData]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
     Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
@@ -205,9 +206,9 @@ def _scan_new(
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
     pool = _pool(missing, jobs, cache)
     new: list[Result] = []
-    fresh: dict[str, dict[str, Any]] = {}  # `new`, parsed as it comes
+    fresh: dict[str, ResultData] = {}  # `new`, parsed as it comes
     entries = held - facts  # the results read from the cache as they are
-    cached: dict[str, dict[str, Any]] = {}
+    cached: dict[str, ResultData] = {}
 
     def read_cached() -> None:  # (parsed here too: while this process would wait, if it ever does)
         cached.update((oid, orjson.loads(data)) for oid, data in _read(cache, entries).items())
@@ -303,7 +304,7 @@ def _scan_missing(
     pool: Pool | None,
     facts: set[str],
     into: list[Result],
-    parsed: dict[str, dict[str, Any]],
+    parsed: dict[str, ResultData],
     idle: Callable[[], None] | None,
     running: dict[Future[list[Result]], list[Item]] | None = None,
 ) -> None:
