@@ -63,12 +63,15 @@ class Catalog:
     built: Sequence[LineData] | None = None  # the lines this run built; None for a stored catalog
     stored: bytes | None = None  # records.jsonl read back from the cache
 
+    def __post_init__(self) -> None:
+        if (self.built is None) == (self.stored is None):
+            raise ValueError("a catalog is either built by this run or stored, not both nor neither")
+
     @cached_property
     def encoded(self) -> bytes:
         if self.stored is not None:
             return self.stored
-        assert self.built is not None
-        return b"".join([orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in self.built])
+        return b"".join([orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in self.built or ()])
 
     @cached_property
     def data(self) -> Sequence[Mapping[str, Any]]:
