@@ -97,8 +97,13 @@ def test_lineages_follow_rewording_moves_removal_and_return(history_repo: GitRep
 def test_a_scope_without_the_package_loses_the_checks_when_the_module_moves(history_repo: GitRepo) -> None:
     """Without following, `pkg/config.py` alone sees both checks removed at v3: why the scope follows."""
     options = ExtractOptions(paths=("pkg/config.py",))
-    history = build_history(list_revisions(["v1..v3"], repo=str(history_repo.path)), options=options)
+    revisions = list_revisions(["v1..v3"], repo=str(history_repo.path))
+    history = build_history(revisions, options=options)
     assert [events(lineage)[-1][0] for lineage in history.lineages] == ["removed", "removed"]
+    # v3 holds nothing in scope: no records, and still the date it was committed (as every revision has)
+    last = history.revisions[-1]
+    assert (last.records, last.committedAt) == (0, revisions[-1].commit.committed_at)
+    assert last.committedAt is not None
 
 
 def test_cli_writes_history_files_that_validate_and_prints_them(history_repo: GitRepo, tmp_path: Path) -> None:
