@@ -298,14 +298,16 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
     with FileLock(str(target.parent / f".{target.name}.lock")):
         if not (target / "HEAD").exists():
             subprocess.run(["git", "init", "--quiet", "--bare", str(target)], check=True)
-        listed = subprocess.run(
-            ["git", "for-each-ref", "--format=%(refname)", "refs/tags/"],
-            cwd=target,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        missing = [v for v in dict.fromkeys(versions) if f"refs/tags/{release_tag(v)}" not in set(listed)]
+        listed = set(
+            subprocess.run(
+                ["git", "for-each-ref", "--format=%(refname)", "refs/tags/"],
+                cwd=target,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+        )
+        missing = [v for v in dict.fromkeys(versions) if f"refs/tags/{release_tag(v)}" not in listed]
         if missing:
             _import(target, missing)
     return target

@@ -113,7 +113,8 @@ def scan_blobs(
     for future in running:
         del _carried.ahead[future]
     given = {(oid, wanted) for items in running.values() for oid, _, wanted, _ in items}
-    rest = [blob for blob in blobs if (blob.oid, blob.oid in facts) in needed - given]
+    left = needed - given  # (once: in the comprehension's test it would be made again for every blob)
+    rest = [blob for blob in blobs if (blob.oid, blob.oid in facts) in left]
     # What the cache holds of the next extractions' blobs is asked now: once this one stores its results,
     # the cache is only written to.
     upcoming = {blob.oid for _, later, _ in then for blob in later}
