@@ -15,15 +15,19 @@ name a variable bound anywhere in the module or class): such a raise also sends 
 
 The raises in what is parsed again take their message templates from the old sites made of the same
 text (`templateKey`), rather than from libcst: most of a changed function's messages are not.
+
+A rescan lists the pieces a full parse of the new version would (tests/test_pieces.py): the defs of a
+class found again whole stay pieces, and a class whose last def was found again ends where that def does.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, count
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from extractor.kinds import Piece
 from extractor.scanned import ConditionData, Result, ResultData, Site, SiteData, SkippedSite, SkippedSiteData
@@ -48,24 +52,30 @@ def _statements(body: Sequence[ast.stmt], scope: tuple[str, ...] = ()) -> Iterat
             yield from _statements(statement.body, (statement.name,))
 
 
-def pieces_of(lines: Sequence[str], body: Sequence[ast.stmt], skip: frozenset[int] = frozenset()) -> list[Piece]:
-    """List the pieces of a parsed file (none starting at a line in `skip`: placeholders of reused ones)."""
+def pieces_of(lines: Sequence[str], body: Sequence[ast.stmt], placed: Mapping[int, int] | None = None) -> list[Piece]:
+    """List the pieces of a parsed file. `placed` maps the line of each `pass` that stands for a reused
+    piece to the piece's last line: the piece is not listed again, and a class ending on it (its last
+    def reused) ends where the piece does."""
     pieces: list[Piece] = []
-    _collect(lines, body, (), skip, pieces)
+    _collect(lines, body, (), placed or {}, pieces)
     return pieces
 
 
 def _collect(
-    lines: Sequence[str], body: Sequence[ast.stmt], scope: tuple[str, ...], skip: frozenset[int], out: list[Piece]
+    lines: Sequence[str],
+    body: Sequence[ast.stmt],
+    scope: tuple[str, ...],
+    placed: Mapping[int, int],
+    out: list[Piece],
 ) -> None:
-    extents = [extent(statement) for statement in body]
+    extents = [(start, placed.get(end, end)) for start, end in map(extent, body)]
     for index, statement in enumerate(body):
         start, end = extents[index]
         if isinstance(statement, ast.ClassDef) and not scope:
-            _collect(lines, statement.body, (statement.name,), skip, out)
+            _collect(lines, statement.body, (statement.name,), placed, out)
         # A piece owns its lines: no other statement may start or end on them (`a = 1; b = 2`).
         shared = (index and extents[index - 1][1] >= start) or (index + 1 < len(body) and extents[index + 1][0] <= end)
-        if start in skip or shared or end - start + 1 < _SHORTEST or lines[end - 1].rstrip().endswith("\\"):
+        if start in placed or shared or end - start + 1 < _SHORTEST or lines[end - 1].rstrip().endswith("\\"):
             continue
         if not isinstance(statement, _DEFS) and any("raise" in line for line in lines[start - 1 : end]):
             continue
@@ -119,8 +129,15 @@ def rescan(
     `templateKey`, for the raises parsed again.
     """
     known: dict[str, list[Piece]] = {}
-    for hash_, start, end, first, last, scope in previous["pieces"]:
-        known.setdefault(first, []).append(Piece(hash_, start, end, first, last, tuple(scope)))
+    ordered = sorted(
+        (
+            Piece(hash_, start, end, first, last, tuple(scope))
+            for hash_, start, end, first, last, scope in previous["pieces"]
+        ),
+        key=attrgetter("start"),
+    )
+    for piece in ordered:
+        known.setdefault(piece.first, []).append(piece)
     total = len(lines)
     matches: list[tuple[int, int, Piece]] = []
     reached = 0  # the last line of the last piece found: what follows may start another
@@ -179,7 +196,14 @@ def rescan(
             if piece.start <= skip["line"] <= piece.end
         ]
         pieces.append(piece._replace(start=start, end=end))
-    pieces += pieces_of(lines, body, frozenset(start for start, _, _ in matches))
+        # The defs of a class found again whole stay pieces, for a later version that changes only some.
+        index = bisect_right(ordered, piece.start, key=attrgetter("start"))
+        while index < len(ordered) and ordered[index].start <= piece.end:
+            inner = ordered[index]
+            if inner.end <= piece.end:
+                pieces.append(inner._replace(start=inner.start + delta, end=inner.end + delta))
+            index += 1
+    pieces += pieces_of(lines, body, {start: end for start, end, _ in matches})
     sites.sort(key=_site_order)
     skipped.sort(key=lambda skip: skip.line if isinstance(skip, SkippedSite) else skip["line"])
     pieces.sort(key=lambda piece: piece.start)

@@ -120,6 +120,42 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
     assert pieces.rescan(lines, previous, OPTIONS) is None  # without the check: a failed parse, then a full one
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            OLD + GROWING, OLD + GROWING.replace("a = 1", "a = 10"), id="a class whose last def is found again"
+        ),
+        pytest.param(OLD + GROWING, OLD.replace("is above", "exceeds") + GROWING, id="a class found again whole"),
+        pytest.param(OLD, "# a new header\n\n" + OLD, id="everything shifts down"),
+    ],
+)
+def test_a_rescan_lists_the_pieces_a_full_parse_lists(old: str, new: str) -> None:
+    """What a rescan keeps for the next version is what a full parse would: a class whose last def was found
+    again ends where that def does, and the defs of a class found again whole are pieces still."""
+    full, incremental = rescanned(old, new)
+    assert outcome(incremental) == outcome(full)
+    assert full.pieces and sorted(incremental.pieces) == sorted(full.pieces)
+
+
+def test_a_class_found_again_whole_lends_its_defs_to_the_next_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three versions: the second changes a function outside class C (C is found again whole), the third
+    changes one of C's methods; the third is rescanned from the second's result and parses only that
+    method of C's, not the one that stayed the same."""
+    from extractor import pieces
+
+    first = OLD + GROWING
+    second = OLD.replace("is above", "exceeds") + GROWING
+    third = OLD.replace("is above", "exceeds") + GROWING.replace("a = 1", "a = 10")
+    previous = scan_blob(second.encode(), options=OPTIONS, previous=scan_blob(first.encode(), options=OPTIONS))
+    parsed: list[str] = []
+    visit = pieces.visit
+    monkeypatch.setattr(pieces, "visit", lambda source, *rest: parsed.append(source) or visit(source, *rest))
+    result = scan_blob(third.encode(), options=OPTIONS, previous=previous)
+    assert outcome(result) == outcome(scan_blob(third.encode(), options=OPTIONS))
+    assert len(parsed) == 1 and "a = 10" in parsed[0] and '"small"' not in parsed[0]
+
+
 def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed function's unchanged messages keep their old templates (libcst is not asked again);
     a message whose text changed gets a template of its own."""
