@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extractor import diff as diff_module
+from extractor import rewording
 from extractor.catalog import LoadedCatalog, open_catalog
 from extractor.cli import main
 from extractor.diff import (
@@ -272,9 +272,9 @@ def test_rewording_pairs_are_those_of_scoring_every_pair(dense: bool, monkeypatc
     candidates through the index of rarest words instead of scoring every pair."""
     import random
 
-    monkeypatch.setattr(diff_module, "_KEPT", 2)
+    monkeypatch.setattr(rewording, "_KEPT", 2)
     if not dense:
-        monkeypatch.setattr(diff_module, "_DENSE_CELLS", 0)
+        monkeypatch.setattr(rewording, "_DENSE_CELLS", 0)
     chance = random.Random(18)
     vocabulary = ["a", "b", "c", "d", "e", "f", "g", "h"]
 
@@ -301,3 +301,22 @@ def test_markdown_titles_two_nights_of_one_branch_by_their_shas() -> None:
     assert render_markdown(diff_catalogs(old, new)).splitlines()[0] == (
         "# Error catalog changes: 111111111111 → 222222222222"
     )
+
+
+def test_numpy_is_imported_only_to_pair_rewordings() -> None:
+    """numpy (about 0.1 s to import) is loaded when there are unpaired checks of one file and class on
+    both sides, not before: diff, history and nightly runs that reword nothing start without it."""
+    code = (
+        "import sys\n"
+        "from extractor import cli, diff, history, nightly, site\n"
+        "diff.pair_checks([], [])\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert found.stdout.split() == ["False"]
