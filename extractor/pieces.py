@@ -8,8 +8,10 @@ To rescan a new version of a file, every piece of the old version found again (s
 same hash of its lines) is replaced by a `pass` at its indentation and blank lines, and the rest is parsed
 once. That parse equals the whole file's: the text before each replaced piece is the same in both, and
 a complete statement and a `pass` at the same indentation leave the tokenizer in the same state. It is
-checked, not assumed: each `pass` must come back as a statement at its line and column, inside the same
-classes as before (a `pass` inside a string, say, sends the file to a full parse). Replacing statements
+checked, not assumed: each `pass` must come back as a statement at its line and column (a `pass` inside
+a string, say, sends the file to a full parse). If it stands in other classes than before (a class renamed,
+a method moved to another class), its sites are reused with their qualified names changed, the one thing
+the classes around a piece decide. Replacing statements
 changes which names they bind, which only a raise outside any function could notice (its message may
 name a variable bound anywhere in the module or class): such a raise also sends the file to a full parse.
 
@@ -83,12 +85,13 @@ def _collect(
         out.append(Piece(_hash(lines, start, end), start, end, first, last, scope))
 
 
-def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int) -> SiteData:
-    """A reused site (as data) where its piece now stands: `delta` lines further, with its new window."""
+def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int, function: str | None = None) -> SiteData:
+    """A reused site (as data) where its piece now stands: `delta` lines further, with its new window,
+    and in `function` if its piece now stands in other classes (see `_moved`)."""
     line = site["lineNumber"] + delta
     start, end, code = window(lines, line, context, site["extraction"]["column"])
     shifted: SiteData = {**site, "lineNumber": line, "sourceCode": code, "sourceCodeStart": start, "sourceCodeEnd": end}
-    if delta:
+    if delta or function is not None:
         extraction = site["extraction"]
         conditions = [
             ConditionData(kind=c["kind"], test=c["test"], negated=c["negated"], line=c["line"] + delta)
@@ -98,8 +101,19 @@ def _shift(site: SiteData, delta: int, lines: Sequence[str], context: int) -> Si
             **extraction,
             "endLineNumber": extraction["endLineNumber"] + delta,
             "conditions": conditions,
+            "function": extraction["function"] if function is None else function,
         }
     return shifted
+
+
+def _moved(function: str, old: tuple[str, ...], new: tuple[str, ...]) -> str | None:
+    """The qualified name of a function of a piece that stood in classes `old` and now stands in `new`
+    (a class renamed, a def moved into or out of a class); None if the name is not under `old`."""
+    prefix = ".".join(old)
+    if prefix and not function.startswith(prefix + "."):
+        return None
+    rest = function[len(prefix) + 1 :] if prefix else function
+    return ".".join([*new, rest])
 
 
 def _ends_at(lines: Sequence[str], end: int, start: int) -> bool:
@@ -182,23 +196,30 @@ def rescan(
     pieces: list[Piece] = []
     for start, end, piece in matches:
         first = lines[start - 1]
-        if standing.get((start, len(first) - len(first.lstrip()))) != piece.scope:
+        scope = standing.get((start, len(first) - len(first.lstrip())))
+        if scope is None:
             return None
         delta = start - piece.start
-        sites += [
-            _shift(site, delta, lines, options.context)
-            for site in earlier
-            if piece.start <= site["lineNumber"] <= piece.end
-        ]
+        inside = [site for site in earlier if piece.start <= site["lineNumber"] <= piece.end]
+        if scope == piece.scope:
+            sites += [_shift(site, delta, lines, options.context) for site in inside]
+        else:  # the same text in other classes: only the qualified names change
+            names = [_moved(site["extraction"]["function"], piece.scope, scope) for site in inside]
+            if None in names:
+                return None
+            sites += [
+                _shift(site, delta, lines, options.context, name) for site, name in zip(inside, names, strict=True)
+            ]
         skipped += [
             SkippedSiteData(path=skip["path"], line=skip["line"] + delta, reason=skip["reason"])
             for skip in previous["skippedSites"]
             if piece.start <= skip["line"] <= piece.end
         ]
-        pieces.append(piece._replace(start=start, end=end))
-        # The defs of a class found again whole stay pieces, for a later version that changes only some.
+        pieces.append(piece._replace(start=start, end=end, scope=scope))
+        # The defs of a class found again whole (and still at the top level) stay pieces, for a later
+        # version that changes only some.
         index = bisect_right(ordered, piece.start, key=attrgetter("start"))
-        while index < len(ordered) and ordered[index].start <= piece.end:
+        while not scope and index < len(ordered) and ordered[index].start <= piece.end:
             inner = ordered[index]
             if inner.end <= piece.end:
                 pieces.append(inner._replace(start=inner.start + delta, end=inner.end + delta))

@@ -156,6 +156,38 @@ def test_a_class_found_again_whole_lends_its_defs_to_the_next_version(monkeypatc
     assert len(parsed) == 1 and "a = 10" in parsed[0] and '"small"' not in parsed[0]
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "function"),
+    [
+        pytest.param(GROWING, GROWING.replace("class C:", "class Renamed:"), "Renamed.keep", id="a class renamed"),
+        pytest.param(
+            GROWING,
+            GROWING.replace("    def keep(self, n):", "\nclass D:\n    def keep(self, n):"),
+            "D.keep",
+            id="a method moved to another class",
+        ),
+    ],
+)
+def test_a_def_found_again_in_other_classes_is_reused_under_its_new_name(
+    old: str, new: str, function: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same text in other classes gives the same sites but for their qualified names: they are reused
+    with the new names, not parsed again (what changed around them is parsed again without them)."""
+    from extractor import pieces
+    from extractor.source import decode, split_lines
+
+    parsed: list[str] = []
+    visit = pieces.visit
+    monkeypatch.setattr(pieces, "visit", lambda source, *rest: parsed.append(source) or visit(source, *rest))
+    previous = orjson.loads(scan_blob(old.encode(), options=OPTIONS).model_dump_json())
+    data = pieces.rescan(split_lines(decode(new.encode())), previous, OPTIONS)
+    assert data is not None and len(parsed) == 1 and "raise" not in parsed[0]  # every def was found again
+    reused = FileResult.model_validate_json(orjson.dumps(data))
+    full = scan_blob(new.encode(), options=OPTIONS)
+    assert outcome(reused) == outcome(full) and sorted(reused.pieces) == sorted(full.pieces)
+    assert function in [site.extraction.function for site in reused.sites]
+
+
 def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed function's unchanged messages keep their old templates (libcst is not asked again);
     a message whose text changed gets a template of its own."""
