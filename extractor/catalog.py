@@ -5,15 +5,17 @@ import contextlib
 import hashlib
 import os
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.errors import CatalogError, ExtractorError, ReleaseError
-from extractor.extract import ExtractOptions, extract_commit
+from extractor.extract import Catalog, ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, read_file, resolve
 from extractor.models import CatalogLine, Manifest, Scope
 from extractor.write import MANIFEST, RECORDS, default_root, records_digest
@@ -32,14 +34,33 @@ __all__ = [
 RELEASE_PREFIX = "release:"
 
 
-@dataclass(frozen=True)
 class LoadedCatalog:
-    """A catalog read from disk or extracted on the fly, with where it came from."""
+    """A catalog read from disk or extracted on the fly, with where it came from.
 
-    lines: tuple[CatalogLine, ...]
-    manifest: Manifest | None
-    sha: str
-    revision: str
+    Lines read from disk are validated as they are read. Those of an extraction (trusted: this run built
+    them) are validated only when `lines` is first asked for, and `data` gives them as plain data before
+    that: a reader that needs only a few fields of each line (match's index) reads them there."""
+
+    __slots__ = ("_extracted", "_lines", "manifest", "revision", "sha")
+
+    def __init__(
+        self, lines: tuple[CatalogLine, ...] | Catalog, manifest: Manifest | None, sha: str, revision: str
+    ) -> None:
+        self._lines: tuple[CatalogLine, ...] | None = lines if isinstance(lines, tuple) else None
+        self._extracted: Catalog | None = None if isinstance(lines, tuple) else lines
+        self.manifest, self.sha, self.revision = manifest, sha, revision
+
+    @property
+    def lines(self) -> tuple[CatalogLine, ...]:
+        if self._lines is None:
+            assert self._extracted is not None
+            self._lines = self._extracted.lines
+        return self._lines
+
+    @property
+    def data(self) -> Sequence[Mapping[str, Any]] | None:
+        """The lines as data if this run extracted them (None for a catalog read from disk)."""
+        return self._extracted.data if self._extracted is not None else None
 
 
 def load_catalog(path: Path) -> LoadedCatalog:
@@ -141,7 +162,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
             raise ReleaseError("release: needs a version, as in release:0.28.0")
         commit, pinned = release_commit(version)
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
-        return LoadedCatalog(catalog.lines, catalog.manifest, catalog.manifest.sha, spec)
+        return LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, spec)
     path = _expand(spec)
     if path.is_file() or (path / RECORDS).is_file():
         return load_catalog(path)
@@ -154,7 +175,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     if reused is not None:
         return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)
     catalog = extract_commit(commit, options=options)
-    return LoadedCatalog(catalog.lines, catalog.manifest, commit.sha, spec)
+    return LoadedCatalog(catalog, catalog.manifest, commit.sha, spec)
 
 
 def _expand(spec: str) -> Path:

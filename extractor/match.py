@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -171,38 +171,75 @@ class Template:
         return self.compiled
 
 
+class Row(NamedTuple):
+    """What an index reads of a catalog line: its template and where it is raised."""
+
+    errorClass: str
+    errorMessage: str
+    messagePattern: str
+    placeholders: tuple[tuple[str, str, int, int], ...]  # (group, expression, start, end) in message order
+    messageSource: str | None
+    place: tuple[str, int, str, str, str, str]  # a Site's fields after its releases
+
+    @classmethod
+    def of(cls, line: CatalogLine) -> Row:
+        """The row of a validated line."""
+        record, extraction = line.record, line.extraction
+        return cls(
+            record.errorClass,
+            record.errorMessage,
+            record.messagePattern,
+            tuple((p.group, p.expression, p.start, p.end) for p in extraction.placeholders),
+            extraction.messageSource,
+            (record.filePath, record.lineNumber, record.id, record.slug, record.githubUrl, extraction.function),
+        )
+
+    @classmethod
+    def of_data(cls, line: Mapping[str, Any]) -> Row:
+        """The row of a line as data, as this run built it (see LoadedCatalog.data)."""
+        record, extraction = line["record"], line["extraction"]
+        return cls(
+            record["errorClass"],
+            record["errorMessage"],
+            record["messagePattern"],
+            tuple((p["group"], p["expression"], p["start"], p["end"]) for p in extraction["placeholders"]),
+            extraction.get("messageSource"),
+            (
+                record["filePath"],
+                record["lineNumber"],
+                record["id"],
+                record["slug"],
+                record["githubUrl"],
+                extraction["function"],
+            ),
+        )
+
+
 def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str = "") -> list[Template]:
     """Group catalog lines by template (class and pattern), checking each pattern compiles with its groups.
 
     `origin` names the catalog file in errors, with the line's number.
     """
+    return templates_of_rows(map(Row.of, lines), release=release, origin=origin)
+
+
+def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "") -> list[Template]:
+    """`templates_of`, over what it reads of each line."""
     by_key: dict[tuple[str, str], Template] = {}
-    for number, line in enumerate(lines, start=1):
-        record = line.record
-        key = (record.errorClass, record.messagePattern)
+    for number, row in enumerate(rows, start=1):
+        key = (row.errorClass, row.messagePattern)
         template = by_key.get(key)
         if template is None:
-            held = line.extraction.placeholders
-            groups = tuple((p.group, p.expression) for p in held)
-            template = Template(
-                record.errorClass, record.errorMessage, record.messagePattern, groups, line.extraction.messageSource, []
-            )
-            template.texts = tuple(record.errorMessage[p.start : p.end] for p in held)
-            template.touching = tuple(bool(k) and held[k - 1].end == p.start for k, p in enumerate(held))
+            held = row.placeholders
+            groups = tuple((group, expression) for group, expression, _, _ in held)
+            template = Template(row.errorClass, row.errorMessage, row.messagePattern, groups, row.messageSource, [])
+            template.texts = tuple(row.errorMessage[start:end] for _, _, start, end in held)
+            template.touching = tuple(bool(k) and held[k - 1][3] == p[2] for k, p in enumerate(held))
             _check(template, where=f"{origin or 'catalog'}:{number}")
             by_key[key] = template
         if release and template.releases[-1:] != [release]:
             template.releases.append(release)
-        site = Site(
-            (release,) if release else (),
-            record.filePath,
-            record.lineNumber,
-            record.id,
-            record.slug,
-            record.githubUrl,
-            line.extraction.function,
-        )
-        template.sites.append(site)
+        template.sites.append(Site((release,) if release else (), *row.place))
     return list(by_key.values())
 
 

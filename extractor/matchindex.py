@@ -17,7 +17,7 @@ from extractor._version import __version__
 from extractor.atomic import replace_bytes
 from extractor.errors import ReleaseError
 from extractor.git import cache_dir
-from extractor.match import Matcher, Site, Template, templates_of
+from extractor.match import Matcher, Row, Site, Template, templates_of_rows
 
 if TYPE_CHECKING:
     from extractor.catalog import LoadedCatalog
@@ -75,7 +75,9 @@ def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[Template]:
     for label, origin, catalog in catalogs:
         # One catalog needs no labels: its matches say where, not in which of the catalogs.
         release = label if len(catalogs) > 1 else ""
-        for template in templates_of(catalog.lines, release=release, origin=origin):
+        data = catalog.data  # an extraction's lines are read as data, without validating a model
+        rows = map(Row.of_data, data) if data is not None else map(Row.of, catalog.lines)
+        for template in templates_of_rows(rows, release=release, origin=origin):
             key = (template.errorClass, template.messagePattern)
             held = merged.get(key)
             if held is None:

@@ -126,7 +126,7 @@ def _publish(
     if catalog is None:
         extracted = extract_commit(commit, options=options)
         write_catalog(extracted.encoded, extracted.manifest, directory)
-        catalog = LoadedCatalog(extracted.lines, extracted.manifest, commit.sha, commit.revision)
+        catalog = LoadedCatalog(extracted, extracted.manifest, commit.sha, commit.revision)
         log(f"extracted {len(catalog.lines)} records into {directory} ({time.monotonic() - step:.2f}s)")
     else:
         log(f"reused the complete catalog in {directory} ({time.monotonic() - step:.2f}s)")
