@@ -1,21 +1,22 @@
 # Explain: one record as a page: message, where, the condition in words, the fields and flags, related errors.
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import orjson
 
 from extractor.errors import ExtractorError
-from extractor.match import Matcher, Template
+from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
 
 if TYPE_CHECKING:
+    from extractor.catalog import LoadedCatalog
     from extractor.extract import ExtractOptions
     from extractor.matchindex import MatchIndex
 
-__all__ = ["Explanation", "condition_in_words", "explain_in", "find", "history", "render"]
+__all__ = ["Explanation", "condition_in_words", "explain_in", "find", "find_in", "history", "render"]
 
 
 @dataclass(frozen=True)
@@ -49,20 +50,51 @@ def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str |
 
 def find(lines: Sequence[CatalogLine], query: str) -> Explanation | None:
     """Look a record up by id, slug, a unique prefix of either, then as a rendered message (through `match`)."""
-    by_id = {line.record.id: line for line in lines}
+    return _find(
+        [line.record.id for line in lines],
+        [line.record.slug for line in lines],
+        lambda: map(Row.of, lines),
+        lines.__getitem__,
+        query,
+    )
+
+
+def find_in(catalog: LoadedCatalog, query: str) -> Explanation | None:
+    """`find` in a catalog; one this run extracted is searched as data, and only the lines shown (the
+    record and its related ones) are validated."""
+    data = catalog.data
+    if data is None:
+        return find(catalog.lines, query)
+    return _find(
+        [line["record"]["id"] for line in data],
+        [line["record"]["slug"] for line in data],
+        lambda: map(Row.of_data, data),
+        lambda index: CatalogLine.model_validate_json(orjson.dumps(data[index])),
+        query,
+    )
+
+
+def _find(
+    ids: Sequence[str],
+    slugs: Sequence[str],
+    rows: Callable[[], Iterable[Row]],
+    line: Callable[[int], CatalogLine],
+    query: str,
+) -> Explanation | None:
+    position = {id_: index for index, id_ in enumerate(ids)}
     names: dict[str, list[str]] = {}
-    for line in lines:
-        names.setdefault(line.record.id, []).append(line.record.id)
-        names.setdefault(line.record.slug, []).append(line.record.id)
+    for id_, slug in zip(ids, slugs, strict=True):
+        names.setdefault(id_, []).append(id_)
+        names.setdefault(slug, []).append(id_)
     found_id = _unique(_by_name(names, query), names, query)
-    found = by_id.get(found_id) if found_id else None
     values: dict[str, str] = {}
-    if found is None:
-        matches = Matcher.of_lines(lines).match(query).matches
+    if found_id is None or found_id not in position:
+        matches = Matcher(templates_of_rows(rows())).match(query).matches
         if not matches:
             return None
-        found, values = by_id[matches[0].site.id], matches[0].values
-    related = tuple(by_id[i] for i in found.extraction.related if i in by_id)
+        found_id, values = matches[0].site.id, matches[0].values
+    found = line(position[found_id])
+    related = tuple(line(position[i]) for i in found.extraction.related if i in position)
     return Explanation(found, values, related)
 
 
@@ -106,7 +138,7 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
 
     if len(expand_specs(specs)) == 1:
         (spec,) = expand_specs(specs)
-        return find(open_catalog(spec, repo=repo, options=options).lines, query)
+        return find_in(open_catalog(spec, repo=repo, options=options), query)
     index = match_index(specs, repo=repo, options=options)
     found = _find_template(index, query)
     if found is None:
@@ -114,7 +146,7 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
     template, values = found
     newest = max(index.labels.index(release) for release in template.releases)
     catalog = open_catalog(index.specs[newest], repo=repo, options=options)
-    explanation = find(catalog.lines, next(s.id for s in template.places() if index.labels[newest] in s.releases))
+    explanation = find_in(catalog, next(s.id for s in template.places() if index.labels[newest] in s.releases))
     if explanation is None:
         return None
     return Explanation(

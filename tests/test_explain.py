@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,27 @@ def test_markdown_related_errors_are_never_cut_inside_a_placeholder(catalog: str
     # The 100th character falls inside `{self.method_name_given_by_the_user}`: the cut comes before it.
     assert len(LONG + "got ") < 100 < len(LONG + "got {self.method_name_given_by_the_user}")
     assert related[0] == f"- [vllm/config/spec.py:3]({by_line[3]['githubUrl']}) {LONG}got ..."
+
+
+def test_a_catalog_this_run_extracted_is_searched_as_data_with_the_same_answers(tmp_path: Path) -> None:
+    """explain looks a record up in an extraction's lines as data and validates only what it shows: the
+    answers are those of the validated lines, by id, slug, prefix, rendered text, and for no match."""
+    from extractor.catalog import LoadedCatalog
+    from extractor.explain import find, find_in
+    from extractor.extract import ExtractOptions, extract
+
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"vllm/config/spec.py": SOURCE}, tag="v1")
+    catalog = extract(repo=str(repo.path), revision="v1", options=ExtractOptions(cache=False))
+    loaded = LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, "v1")
+    lines = catalog.lines
+    queries = [
+        lines[0].record.id,
+        lines[1].record.slug,
+        lines[2].record.id[:6],
+        f"ValueError: {LONG}got eagle7 instead.",
+        "nothing like any message here",
+    ]
+    for query in queries:
+        assert find_in(loaded, query) == find(lines, query), query
+    assert find_in(loaded, queries[3]) is not None and find_in(loaded, queries[-1]) is None
