@@ -41,13 +41,14 @@ class LoadedCatalog:
     them) are validated only when `lines` is first asked for, and `data` gives them as plain data before
     that: a reader that needs only a few fields of each line (match's index) reads them there."""
 
-    __slots__ = ("_extracted", "_lines", "manifest", "revision", "sha")
+    __slots__ = ("_extracted", "_lines", "_one", "manifest", "revision", "sha")
 
     def __init__(
         self, lines: tuple[CatalogLine, ...] | Catalog, manifest: Manifest | None, sha: str, revision: str
     ) -> None:
         self._lines: tuple[CatalogLine, ...] | None = lines if isinstance(lines, tuple) else None
         self._extracted: Catalog | None = None if isinstance(lines, tuple) else lines
+        self._one: dict[int, CatalogLine] = {}  # lines validated one at a time (see `line`)
         self.manifest, self.sha, self.revision = manifest, sha, revision
 
     @property
@@ -56,6 +57,21 @@ class LoadedCatalog:
             assert self._extracted is not None
             self._lines = self._extracted.lines
         return self._lines
+
+    def line(self, index: int) -> CatalogLine:
+        """One line, validated alone if the others are not (the same model `lines` holds at `index`)."""
+        if self._lines is not None:
+            return self._lines[index]
+        found = self._one.get(index)
+        if found is None:
+            assert self._extracted is not None
+            found = self._one[index] = CatalogLine.model_validate_json(orjson.dumps(self._extracted.data[index]))
+        return found
+
+    @property
+    def count(self) -> int:
+        """How many lines it holds (counted without validating them)."""
+        return len(self._lines if self._lines is not None else self.data or ())
 
     @property
     def data(self) -> Sequence[Mapping[str, Any]] | None:

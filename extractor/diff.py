@@ -123,14 +123,30 @@ class Pair(NamedTuple):
         return (_ORDER[self.kind], check.path, check.line, check.column)
 
 
-@dataclass(frozen=True)
 class Change:
-    """One check's fate in a catalog diff: its old and new lines (one may be None) and the fields that differ."""
+    """One check's fate in a catalog diff: its old and new lines (one may be None) and the fields that differ.
 
-    kind: ChangeKind
-    old: CatalogLine | None
-    new: CatalogLine | None
-    fields: tuple[str, ...] = ()
+    The lines are taken from their catalogs when first asked for: a renderer that shows only what changed
+    never validates the lines of an extraction that stayed the same (see LoadedCatalog.line)."""
+
+    __slots__ = ("_new", "_old", "fields", "kind")
+
+    def __init__(
+        self,
+        kind: ChangeKind,
+        old: tuple[LoadedCatalog, int] | None,
+        new: tuple[LoadedCatalog, int] | None,
+        fields: tuple[str, ...] = (),
+    ) -> None:
+        self.kind, self._old, self._new, self.fields = kind, old, new, fields
+
+    @property
+    def old(self) -> CatalogLine | None:
+        return self._old[0].line(self._old[1]) if self._old is not None else None
+
+    @property
+    def new(self) -> CatalogLine | None:
+        return self._new[0].line(self._new[1]) if self._new is not None else None
 
     @property
     def id(self) -> str:
@@ -197,20 +213,25 @@ def _pair_same_id(old: Check, new: Check) -> Pair:
 
 def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     """Pair the checks of two catalogs: same id, then same template elsewhere, then similar wording."""
-    pairs = pair_checks(
-        [Check.of(index, line) for index, line in enumerate(old.lines)],
-        [Check.of(index, line) for index, line in enumerate(new.lines)],
-    )
+    pairs = pair_checks(_checks(old), _checks(new))
     changes = tuple(
         Change(
             pair.kind,
-            old.lines[pair.old.index] if pair.old is not None else None,
-            new.lines[pair.new.index] if pair.new is not None else None,
+            (old, pair.old.index) if pair.old is not None else None,
+            (new, pair.new.index) if pair.new is not None else None,
             pair.fields,
         )
         for pair in pairs
     )
     return CatalogDiff(old, new, changes, tuple(pairs))
+
+
+def _checks(catalog: LoadedCatalog) -> list[Check]:
+    """A catalog's checks, read from its lines as data if this run extracted them, else validated."""
+    data = catalog.data
+    if data is not None:
+        return [Check.of_data(index, line) for index, line in enumerate(data)]
+    return [Check.of(index, line) for index, line in enumerate(catalog.lines)]
 
 
 def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
@@ -274,7 +295,7 @@ def _reworded(old: Sequence[Check], new: Sequence[Check]) -> list[tuple[Check, C
 
 
 def _side(catalog: LoadedCatalog) -> dict[str, Any]:
-    return {"sha": catalog.sha, "revision": catalog.revision, "records": len(catalog.lines)}
+    return {"sha": catalog.sha, "revision": catalog.revision, "records": catalog.count}
 
 
 def render_json(diff: CatalogDiff) -> bytes:
@@ -343,7 +364,7 @@ def render_markdown(diff: CatalogDiff) -> str:
     out = [
         f"# Error catalog changes: {_label(old, new)} → {_label(new, old)}",
         "",
-        f"{len(old.lines)} checks before, {len(new.lines)} after.",
+        f"{old.count} checks before, {new.count} after.",
         "",
         "| change | count |",
         "| --- | ---: |",

@@ -320,3 +320,29 @@ def test_numpy_is_imported_only_to_pair_rewordings() -> None:
         cwd=Path(__file__).resolve().parents[1],
     )
     assert found.stdout.split() == ["False"]
+
+
+def test_extracted_catalogs_diff_as_the_same_catalogs_read_from_disk(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A diff of catalogs this run extracted pairs their lines as data and validates only those it shows:
+    it renders the same bytes as the diff of the same catalogs written and read back (validated)."""
+    from extractor.catalog import load_catalog
+    from extractor.diff import render_json
+    from extractor.extract import extract
+    from extractor.write import write_catalog
+
+    before = "def f(x):\n    if x:\n        raise ValueError(f'the value {x} is too large for this')\n"
+    kept = "def g(y):\n    if y:\n        raise ValueError('g needs no y at all here')\n"
+    git_repo.commit({"pkg/a.py": before, "pkg/b.py": kept}, tag="v1")
+    after = before.replace("too large for this", "far too large for this setting")
+    git_repo.commit({"pkg/a.py": after + "\n\ndef h():\n    raise ValueError('new')\n"}, tag="v2")
+    options = ExtractOptions(paths=("pkg",), cache=False)
+    extracted, read = [], []
+    for tag in ("v1", "v2"):
+        catalog = extract(repo=str(git_repo.path), revision=tag, options=options)
+        extracted.append(LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, tag))
+        write_catalog(catalog.encoded, catalog.manifest, tmp_path / tag)
+        read.append(load_catalog(tmp_path / tag))
+    lazy, whole = diff_catalogs(*extracted), diff_catalogs(*read)
+    assert {c.kind.value for c in whole.changes} == {"unchanged", "reworded", "added"}
+    assert render_json(lazy) == render_json(whole) and render_markdown(lazy) == render_markdown(whole)
+    assert [extracted[1].line(i) for i in range(extracted[1].count)] == list(read[1].lines)
