@@ -9,9 +9,10 @@ same hash of its lines) is replaced by a `pass` at its indentation and blank lin
 once. That parse equals the whole file's: the text before each replaced piece is the same in both, and
 a complete statement and a `pass` at the same indentation leave the tokenizer in the same state. It is
 checked, not assumed: each `pass` must come back as a statement at its line and column (a `pass` inside
-a string, say, sends the file to a full parse). If it stands in other classes than before (a class renamed,
-a method moved to another class), its sites are reused with their qualified names changed, the one thing
-the classes around a piece decide. Replacing statements
+a string, say, sends the file to a full parse). A parse that stops at a `pass` (a def found again under a
+decorator it did not have) is tried again with that piece parsed too. If a `pass` stands in other classes
+than before (a class renamed, a method moved to another class), its sites are reused with their qualified
+names changed, the one thing the classes around a piece decide. Replacing statements
 changes which names they bind, which only a raise outside any function could notice (its message may
 name a variable bound anywhere in the module or class): such a raise also sends the file to a full parse.
 
@@ -41,6 +42,7 @@ __all__ = ["pieces_of", "rescan"]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FIRST = 80  # how much of a piece's first line is kept to find it again
 _SHORTEST = 4  # lines; shorter statements cost less to parse again than to remember
+_RETRIES = 2  # parses of a rescan that each leave out the piece the parser stopped at, before a full parse
 
 
 def _hash(lines: Sequence[str], start: int, end: int) -> str:
@@ -173,16 +175,25 @@ def rescan(
     if not matches:
         return None
 
-    synthetic = list(lines)
-    for start, end, _ in matches:
-        first = lines[start - 1]
-        synthetic[start - 1] = first[: len(first) - len(first.lstrip())] + "pass"
-        for index in range(start, end):
-            synthetic[index] = ""
-    earlier: list[SiteData] = previous["sites"]
-    visited = visit("\n".join(synthetic) + "\n", lines, options, templates)
-    if isinstance(visited, str):
+    for _ in range(_RETRIES + 1):
+        synthetic = list(lines)
+        for start, end, _ in matches:
+            first = lines[start - 1]
+            synthetic[start - 1] = first[: len(first) - len(first.lstrip())] + "pass"
+            for index in range(start, end):
+                synthetic[index] = ""
+        visited = visit("\n".join(synthetic) + "\n", lines, options, templates)
+        if not isinstance(visited, str):
+            break
+        # The parser stopped at a placeholder (a def found again under a decorator it did not have, say):
+        # that piece is parsed again with the rest.
+        kept = [match for match in matches if match[0] != getattr(visited, "line", None)]
+        if not kept or len(kept) == len(matches):
+            return None
+        matches = kept
+    else:
         return None
+    earlier: list[SiteData] = previous["sites"]
     body, visitor = visited
     if visitor.outside_function or visitor.globals_read:
         return None

@@ -23,7 +23,7 @@ from extractor.source import ScanOptions, lines_with_raise, window
 if TYPE_CHECKING:
     from extractor.template import Template
 
-__all__ = ["Visitor", "extent", "visit"]
+__all__ = ["Unparsed", "Visitor", "extent", "visit"]
 
 _SKIP_TOKENS = frozenset(
     {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
@@ -43,7 +43,7 @@ def visit(
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
-        return f"syntax error: {error.msg} (line {error.lineno})"
+        return Unparsed(f"syntax error: {error.msg} (line {error.lineno})", error.lineno)
     except (ValueError, RecursionError, MemoryError) as error:
         return f"cannot parse: {type(error).__name__}: {error}"
     visitor = Visitor(lines, options, lines_with_raise(source, lines), templates)
@@ -54,6 +54,18 @@ def visit(
         except RecursionError:
             return "cannot scan: nesting too deep"
     return tree.body, visitor
+
+
+class Unparsed(str):
+    """Why a source could not be parsed (the string `visit` returns), with the line the parser stopped at
+    when it said (a rescan leaves out the piece placed there and tries again)."""
+
+    line: int | None
+
+    def __new__(cls, reason: str, line: int | None = None) -> Unparsed:
+        made = super().__new__(cls, reason)
+        made.line = line
+        return made
 
 
 def extent(statement: ast.stmt) -> tuple[int, int]:

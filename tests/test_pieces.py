@@ -188,6 +188,25 @@ def test_a_def_found_again_in_other_classes_is_reused_under_its_new_name(
     assert function in [site.extraction.function for site in reused.sites]
 
 
+def test_a_def_given_a_decorator_is_parsed_again_and_the_rest_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A def found again under a decorator it did not have leaves `@cached` over a `pass`, which does not
+    parse: that def is parsed again with the rest, and the other pieces are still reused."""
+    from extractor import pieces
+    from extractor.source import decode, split_lines
+
+    new = GROWING.replace("    def keep(self, n):", "    @cached\n    def keep(self, n):")
+    parsed: list[str] = []
+    visit = pieces.visit
+    monkeypatch.setattr(pieces, "visit", lambda source, *rest: parsed.append(source) or visit(source, *rest))
+    previous = orjson.loads(scan_blob(GROWING.encode(), options=OPTIONS).model_dump_json())
+    data = pieces.rescan(split_lines(decode(new.encode())), previous, OPTIONS)
+    assert data is not None and len(parsed) == 2  # the second parse without the piece under `@cached`
+    assert '"small"' in parsed[1] and '"big"' not in parsed[1]  # `grow` is still reused
+    reused = FileResult.model_validate_json(orjson.dumps(data))
+    full = scan_blob(new.encode(), options=OPTIONS)
+    assert outcome(reused) == outcome(full) and sorted(reused.pieces) == sorted(full.pieces)
+
+
 def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed function's unchanged messages keep their old templates (libcst is not asked again);
     a message whose text changed gets a template of its own."""
