@@ -69,7 +69,7 @@ def find_in(catalog: LoadedCatalog, query: str) -> Explanation | None:
         [line["record"]["id"] for line in data],
         [line["record"]["slug"] for line in data],
         lambda: map(Row.of_data, data),
-        lambda index: CatalogLine.model_validate_json(orjson.dumps(data[index])),
+        catalog.line,
         query,
     )
 
