@@ -187,7 +187,7 @@ def rescan(
             break
         # The parser stopped at a placeholder (a def found again under a decorator it did not have, say):
         # that piece is parsed again with the rest.
-        kept = [match for match in matches if match[0] != getattr(visited, "line", None)]
+        kept = [match for match in matches if match[0] != visited.line]
         if not kept or len(kept) == len(matches):
             return None
         matches = kept

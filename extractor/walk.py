@@ -32,10 +32,10 @@ _SKIP_TOKENS = frozenset(
 
 def visit(
     source: str, lines: list[str], options: ScanOptions, templates: Mapping[str, SiteData] | None = None
-) -> tuple[list[ast.stmt], Visitor] | str:
+) -> tuple[list[ast.stmt], Visitor] | Unparsed:
     """Parse `source` and collect its sites, reading text from `lines` (those of `source`, or of the file
-    `source` stands for with some statements replaced: only what `source` holds is walked); a string is
-    why it failed.
+    `source` stands for with some statements replaced: only what `source` holds is walked); an `Unparsed`
+    (a string) is why it failed.
 
     `templates` holds sites of an earlier version by their `templateKey`: a raise made of the same text
     takes its template from there rather than from libcst.
@@ -45,20 +45,20 @@ def visit(
     except SyntaxError as error:
         return Unparsed(f"syntax error: {error.msg} (line {error.lineno})", error.lineno)
     except (ValueError, RecursionError, MemoryError) as error:
-        return f"cannot parse: {type(error).__name__}: {error}"
+        return Unparsed(f"cannot parse: {type(error).__name__}: {error}")
     visitor = Visitor(lines, options, lines_with_raise(source, lines), templates)
     visitor.module = tree.body
     if visitor.raise_lines:
         try:
             visitor.block(tree.body, _State())
         except RecursionError:
-            return "cannot scan: nesting too deep"
+            return Unparsed("cannot scan: nesting too deep")
     return tree.body, visitor
 
 
 class Unparsed(str):
-    """Why a source could not be parsed (the string `visit` returns), with the line the parser stopped at
-    when it said (a rescan leaves out the piece placed there and tries again)."""
+    """Why a source could not be parsed or walked (the string `visit` returns), with the line the parser
+    stopped at when it said (a rescan leaves out the piece placed there and tries again)."""
 
     line: int | None
 
