@@ -23,6 +23,7 @@ __all__ = [
     "ChangeKind",
     "Check",
     "Pair",
+    "checks_of",
     "diff_catalogs",
     "pair_checks",
     "similarity",
@@ -213,7 +214,7 @@ def _pair_same_id(old: Check, new: Check) -> Pair:
 
 def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     """Pair the checks of two catalogs: same id, then same template elsewhere, then similar wording."""
-    pairs = pair_checks(_checks(old), _checks(new))
+    pairs = pair_checks(checks_of(old), checks_of(new))
     changes = tuple(
         Change(
             pair.kind,
@@ -226,7 +227,7 @@ def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
     return CatalogDiff(old, new, changes, tuple(pairs))
 
 
-def _checks(catalog: LoadedCatalog) -> list[Check]:
+def checks_of(catalog: LoadedCatalog) -> list[Check]:
     """A catalog's checks, read from its lines as data if this run extracted them, else validated."""
     data = catalog.data
     if data is not None:

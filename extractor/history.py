@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, scope_label
-from extractor.diff import ChangeKind, Check, Pair, pair_checks
+from extractor.diff import ChangeKind, Check, Pair, checks_of, pair_checks
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, analyzed_at, carrying_results, extract_commit
 from extractor.git import Commit, decode_name, open_repo, resolve
@@ -331,7 +331,7 @@ class RevisionChecks:
     @classmethod
     def of(cls, catalog: LoadedCatalog) -> RevisionChecks:
         committed = catalog.manifest.committedAt if catalog.manifest is not None else None
-        return cls(catalog.sha, committed, [Check.of(index, line) for index, line in enumerate(catalog.lines)])
+        return cls(catalog.sha, committed, checks_of(catalog))
 
 
 def advance(
@@ -469,12 +469,12 @@ def roll(
     history = read_history(directory, options=options)
     if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
         return history
+    before = RevisionChecks.of(previous) if previous is not None else None
     if history is None or not history.revisions or previous is None or history.revisions[-1].sha != previous.sha:
         history = History(repo=_repo_of(catalog, options), options=options)
-        if previous is not None:
-            advance(history, None, RevisionChecks.of(previous), previous.sha[:12])
+        if before is not None:
+            advance(history, None, before, before.sha[:12])
             pairs = None
-    before = RevisionChecks.of(previous) if previous is not None else None
     advance(history, before, RevisionChecks.of(catalog), catalog.sha[:12], pairs=pairs)
     lines, manifest = history.encode()
     atomic_write(directory / HISTORY, lines)
