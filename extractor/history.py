@@ -329,9 +329,17 @@ class RevisionChecks:
     checks: Sequence[Check]
 
     @classmethod
-    def of(cls, catalog: LoadedCatalog) -> RevisionChecks:
+    def of(cls, catalog: LoadedCatalog, checks: Sequence[Check] | None = None) -> RevisionChecks:
+        """`checks`, when given, are the catalog's (as a diff of it already read them)."""
         committed = catalog.manifest.committedAt if catalog.manifest is not None else None
-        return cls(catalog.sha, committed, checks_of(catalog))
+        return cls(catalog.sha, committed, checks_of(catalog) if checks is None else checks)
+
+
+def sides(pairs: Sequence[Pair]) -> tuple[list[Check], list[Check]]:
+    """The checks of a diff's old and new catalogs, in catalog order: each is in exactly one pair."""
+    old = sorted((pair.old for pair in pairs if pair.old is not None), key=lambda check: check.index)
+    new = sorted((pair.new for pair in pairs if pair.new is not None), key=lambda check: check.index)
+    return old, new
 
 
 def advance(
@@ -469,13 +477,15 @@ def roll(
     history = read_history(directory, options=options)
     if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
         return history
-    before = RevisionChecks.of(previous) if previous is not None else None
+    # The diff's pairs hold every check of both catalogs: they are not read again.
+    old_checks, new_checks = sides(pairs) if pairs is not None else (None, None)
+    before = RevisionChecks.of(previous, old_checks) if previous is not None else None
     if history is None or not history.revisions or previous is None or history.revisions[-1].sha != previous.sha:
         history = History(repo=_repo_of(catalog, options), options=options)
         if before is not None:
             advance(history, None, before, before.sha[:12])
             pairs = None
-    advance(history, before, RevisionChecks.of(catalog), catalog.sha[:12], pairs=pairs)
+    advance(history, before, RevisionChecks.of(catalog, new_checks), catalog.sha[:12], pairs=pairs)
     lines, manifest = history.encode()
     atomic_write(directory / HISTORY, lines)
     atomic_write(directory / HISTORY_MANIFEST, manifest)
