@@ -3,6 +3,7 @@ scope following a module that becomes a package, the CLI's files and formats, th
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -299,6 +300,30 @@ def test_checks_read_from_the_data_a_run_built_are_those_of_validated_lines(hist
     minimal = Check.of_data(0, line)
     assert minimal == Check.of(0, CatalogLine.model_validate(line))
     assert (minimal.conditions, minimal.fields) == ((("if", "n < 0", False),), (("C", "n", (), None, None),))
+
+
+def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRepo) -> None:
+    """The nightly's history reads a night's checks from its diff's pairs (`sides`) rather than reading both
+    catalogs again: they are the catalogs' checks, in catalog order, for every step of a history that
+    rewords, moves, removes and brings back checks."""
+    from extractor.catalog import LoadedCatalog
+    from extractor.diff import checks_of, diff_catalogs
+    from extractor.extract import extract_commit
+    from extractor.git import resolve
+    from extractor.history import sides
+
+    options = ExtractOptions(paths=following(("pkg/config",)))
+    catalogs = []
+    for tag in ("v1", "v2", "v3", "v4", "v5", "v6"):
+        commit = resolve(str(history_repo.path), tag)
+        extracted = extract_commit(commit, options=options)
+        catalogs.append(LoadedCatalog(extracted, extracted.manifest, commit.sha, tag))
+    kinds: set[str] = set()
+    for old, new in itertools.pairwise(catalogs):
+        diff = diff_catalogs(old, new)
+        kinds |= {pair.kind.value for pair in diff.pairs}
+        assert sides(diff.pairs) == (checks_of(old), checks_of(new))
+    assert {"added", "removed", "reworded", "moved"} <= kinds
 
 
 def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
