@@ -311,7 +311,8 @@ def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
 def _run(command: Command, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     text = command.text
     if re.search(r"(^|\s|/)(python3? -m )?pytest\b", text):
-        text += " --collect-only -q --assert=plain"  # collected, not run: no assertion to rewrite
+        # Collected, not run: no assertion to rewrite, and no worker to start (-n0) to hand nothing out to.
+        text += " --collect-only -q --assert=plain -n0"
     venv = cwd / ".venv" / "bin"
     path = f"{venv}{os.pathsep}{env['PATH']}" if venv.is_dir() else env["PATH"]
     return subprocess.run(

@@ -452,8 +452,7 @@ def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
 
 @pytest.fixture
 def written(place: Path, git_repo: GitRepo) -> Path:
-    """A catalog directory of three records written by the CLI (the repository tagged v2), in this process:
-    the readers are the processes under test."""
+    """A catalog directory of three records written by the CLI (the repository tagged v2)."""
     git_repo.commit({f"vllm/config/{name}.py": f"raise ValueError('{name} is wrong')\n" for name in "bcd"}, tag="v2")
     assert main(["--repo", str(git_repo.path), "--sha", "v2", "--output", str(place / "out"), "--quiet"]) == 0
     (directory,) = (place / "out").iterdir()
@@ -476,7 +475,8 @@ def test_a_cut_catalog_is_an_error_for_every_reader(
     written: Path, git_repo: GitRepo, place: Path, reader: int, damage: str
 ) -> None:
     """records.jsonl cut at a line boundary (or the manifest, written last, missing) is not a smaller
-    catalog: diff would report the lost records as removed. Every reader says what is wrong instead."""
+    catalog: diff would report the lost records as removed. Every reader says what is wrong instead (run in
+    this process: what a process does with a one-line error is test_bad_input_is_one_line_exit_2_...'s)."""
     records, manifest = written / "records.jsonl", written / "manifest.json"
     whole = records.read_bytes()
     if damage == "cut mid-line":
@@ -490,7 +490,7 @@ def test_a_cut_catalog_is_an_error_for_every_reader(
         del document["recordsSha256"]
         manifest.write_text(json.dumps(document))
     args = _readers(written, git_repo.path)[reader]
-    result = run(*args, cwd=place)
+    result = cli(*args, cwd=place)
     if reader == 1:  # a revision whose written catalog is damaged is extracted again, not trusted
         assert (result.returncode, result.stderr) == (1, "")
         assert json.loads(result.stdout)["summary"]["removed"] == 0
