@@ -449,4 +449,6 @@ def check_tree(files: dict[str, str]) -> Tally:
             if not isinstance(result, Scanned):
                 continue
             tally.add(check_file(files[path], list(result.sites), list(result.skipped), own, path, trees[path]))
+        # Freed before the collector wakes up, or its first collection would walk every tree still alive.
+        trees.clear()
     return tally
