@@ -127,7 +127,7 @@ def _publish(
         extracted = extract_commit(commit, options=options)
         write_catalog(extracted.encoded, extracted.manifest, directory)
         catalog = LoadedCatalog(extracted, extracted.manifest, commit.sha, commit.revision)
-        log(f"extracted {len(catalog.lines)} records into {directory} ({time.monotonic() - step:.2f}s)")
+        log(f"extracted {catalog.count} records into {directory} ({time.monotonic() - step:.2f}s)")
     else:
         log(f"reused the complete catalog in {directory} ({time.monotonic() - step:.2f}s)")
     assert catalog.manifest is not None
@@ -158,7 +158,7 @@ def _publish(
         sha=commit.sha,
         committedAt=catalog.manifest.committedAt,
         analyzedAt=catalog.manifest.analyzedAt,
-        records=len(catalog.lines),
+        records=catalog.count,
         summary=summary,
     )
     entries = [entry, *(e for e in index.catalogs if e.sha != commit.sha)]

@@ -311,7 +311,7 @@ def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
 def _run(command: Command, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     text = command.text
     if re.search(r"(^|\s|/)(python3? -m )?pytest\b", text):
-        # Collected, not run: no assertion to rewrite, and no worker to start (-n0) to hand nothing out to.
+        # Collected, not run: no assertion to rewrite, and no test workers started (-n0): none would run a test.
         text += " --collect-only -q --assert=plain -n0"
     venv = cwd / ".venv" / "bin"
     path = f"{venv}{os.pathsep}{env['PATH']}" if venv.is_dir() else env["PATH"]
