@@ -48,7 +48,7 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 
 
 def cli(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str | None = None
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str | bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the command line in this process (`extractor.cli.main`, then the cache's last writes, as `python
     -m extractor` does) with stdin, stdout and stderr of its own, in `cwd`, with `env` added to the
@@ -61,7 +61,8 @@ def cli(
     from extractor.cli import main
 
     streams = {name: io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for name in ("out", "err")}
-    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    data = input.encode() if isinstance(input, str) else input or b""
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     os.environ.update(env or {})
     try:

@@ -25,7 +25,7 @@ from extractor.diff import (
 )
 from extractor.extract import ExtractOptions
 from extractor.models import CatalogLine, Extraction, Record
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, cli
 
 OPTIONS = ExtractOptions(paths=("pkg",))
 
@@ -163,11 +163,7 @@ def test_written_catalogs_are_inputs_and_are_reused(
 def test_corrupt_catalog_is_one_line_naming_file_and_line(repo: GitRepo, tmp_path: Path) -> None:
     bad = tmp_path / "records.jsonl"
     bad.write_text('{"record": {}}\n')
-    result = subprocess.run(
-        [sys.executable, "-m", "extractor", "diff", str(bad), "v1", "--repo", str(repo.path)],
-        capture_output=True,
-        text=True,
-    )
+    result = cli("diff", str(bad), "v1", "--repo", str(repo.path))
     assert result.returncode == 2
     assert result.stderr.startswith(f"extractor: error: {bad}:1: not a catalog line")
     assert len(result.stderr.splitlines()) == 1

@@ -14,7 +14,7 @@ import pytest
 from extractor.extract import ExtractOptions
 from extractor.history import build_history, folder_name, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
-from tests.conftest import GitRepo, cli, git, run_cli
+from tests.conftest import GitRepo, cli, git
 
 CONFIG = """\
 class Config:
@@ -189,7 +189,7 @@ def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path:
 
 def test_cli_bad_revisions_are_one_line_errors(history_repo: GitRepo) -> None:
     for args in (["history"], ["history", "nope*"], ["history", "v1..nope"]):
-        result = run_cli(*args, "--repo", str(history_repo.path), "--path", "pkg/config")
+        result = cli(*args, "--repo", str(history_repo.path), "--path", "pkg/config")
         assert (result.returncode, result.stdout) == (2, ""), args
         assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1, args
 

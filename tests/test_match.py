@@ -315,12 +315,17 @@ def shapes_repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
     return repo
 
 
-def match_shapes(repo: GitRepo, *args: str, stdin: str | bytes = "") -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "extractor", "match", "--catalog", "v1", "--repo", str(repo.path)]
+def match_shapes(
+    repo: GitRepo, *args: str, stdin: str | bytes = "", process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`extractor match` over the shapes' catalog, in this process, or (`process`: for what the process does
+    with its standard input's bytes) as one."""
+    scope = ["--catalog", "v1", "--repo", str(repo.path), "--path", "pkg", "--exception", "*"]
+    if not process:
+        return cli("match", *scope, *args, input=stdin)
     data = stdin.encode() if isinstance(stdin, str) else stdin
-    result = subprocess.run(
-        [*command, "--path", "pkg", "--exception", "*", *args], input=data, capture_output=True, timeout=60
-    )
+    command = [sys.executable, "-m", "extractor", "match", *scope, *args]
+    result = subprocess.run(command, input=data, capture_output=True, timeout=60)
     return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
 
 
@@ -365,7 +370,8 @@ def test_text_exit_status_is_0_only_when_every_text_matched(shapes_repo: GitRepo
 
 
 def test_non_utf8_bytes_on_stdin_do_not_crash(shapes_repo: GitRepo) -> None:
-    result = match_shapes(shapes_repo, stdin=b"ValueError: Invalid value \xff\xfe for num_speculative_tokens.\n")
+    stdin = b"ValueError: Invalid value \xff\xfe for num_speculative_tokens.\n"
+    result = match_shapes(shapes_repo, stdin=stdin, process=True)
     assert (result.returncode, result.stderr) == (0, "")
     (output,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert output["matches"][0]["values"] == {"n": "\ufffd\ufffd"}
@@ -403,7 +409,8 @@ def test_patterns_the_extractor_writes_are_linear_in_the_input(git_repo: GitRepo
 def catalog_file(repo: GitRepo, tmp_path: Path) -> Path:
     out = tmp_path / "cat"
     scope = ["--path", "pkg", "--exception", "*", "--output", str(out), "--quiet"]
-    subprocess.run([sys.executable, "-m", "extractor", "--sha", "v1", "--repo", str(repo.path), *scope], check=True)
+    result = cli("--sha", "v1", "--repo", str(repo.path), *scope)
+    assert result.returncode == 0, result.stderr
     (records,) = out.glob("*/records.jsonl")
     return records
 
@@ -501,11 +508,7 @@ def test_every_release_at_once(three_releases: Index) -> None:
     hits = three_releases.hits
     assert run(*args).stdout == result.stdout
     assert three_releases.hits == hits  # the list of releases and the merged index come from the cache
-    explained = subprocess.run(
-        [sys.executable, "-m", "extractor", "explain", *args[:-1], "--catalog", "release:9.10.0", text],
-        capture_output=True,
-        text=True,
-    )
+    explained = cli("explain", *args[:-1], "--catalog", "release:9.10.0", text)
     assert explained.returncode == 0, explained.stderr
     assert (
         "Releases   raised in 9.8.0 to 9.9.0 at vllm/executor/a.py:2, vllm/executor/a.py:3; reworded in 9.10.0\n"

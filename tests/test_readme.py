@@ -16,10 +16,13 @@ earlier block when it clears the cache. Whichever worker needs a block first run
 its test reports what it did. The copy is made once per session, by the first worker; a second session of
 the same work tree waits until the first one ends.
 
-The install line alone takes minutes (pip installs some fifty packages), so its `.venv` is kept, on
-purpose, in the repository's `.test-cache/readme/` (ignored by git), where the copy is made each session: it
-runs again whenever pyproject.toml, the line itself or the Python it runs with change (EXTRACTOR_TEST_FRESH_VENV=1
-runs it always).
+The install line alone takes about a minute (pip installs some fifty packages: 45 s of CPU), so it is not
+run again for what it already made. When the tests run in the checkout's own `.venv` and that is the line's
+work (this repository installed editable, with the requirements pyproject.toml asks for now), as it is for
+a newcomer who followed the README and for `.ci/run`, which runs the same line, the copy's `.venv` is a link
+to it. Otherwise the line runs in the copy and its `.venv` is kept, on purpose, in the repository's
+`.test-cache/readme/` (ignored by git), where the copy is made each session: it runs again whenever
+pyproject.toml, the line itself or the Python it runs with change. EXTRACTOR_TEST_FRESH_VENV=1 runs it always.
 
 Labels, in a command's trailing comment: `needs GitHub` leaves it out, `exits N` expects exit status N
 (else 0). A `pytest` command is only collected (its asserts not rewritten: they do not run): running the
@@ -31,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.metadata
 import itertools
 import json
 import os
@@ -38,7 +42,9 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -401,12 +407,49 @@ class Workspace:
         return failures
 
 
+def _checkout_venv() -> Path | None:
+    """The checkout's `.venv`, if the tests run in it and it is what the install line makes: this repository
+    installed editable, with the requirements (and the test extra's) that pyproject.toml lists now."""
+    venv = ROOT / ".venv"
+    if os.environ.get("EXTRACTOR_TEST_FRESH_VENV") or not venv.is_dir():
+        return None
+    if Path(sys.prefix).resolve() != venv.resolve():
+        return None
+    try:
+        installed = importlib.metadata.distribution("extractor")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    origin = json.loads(installed.read_text("direct_url.json") or "{}")
+    if origin.get("url") != ROOT.as_uri() or not origin.get("dir_info", {}).get("editable"):
+        return None
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [*project.get("dependencies", []), *project.get("optional-dependencies", {}).get("test", [])]
+    return venv if _requirements(installed.requires or []) == _requirements(wanted) else None
+
+
+def _requirements(lines: list[str]) -> set[tuple[str, str]]:
+    """What `pip install -e '.[test]'` installs for these requirements: (name, versions), markers applied."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    chosen = set()
+    for line in lines:
+        requirement = Requirement(line)
+        if requirement.marker is None or requirement.marker.evaluate({"extra": "test"}):
+            chosen.add((canonicalize_name(requirement.name), str(requirement.specifier)))
+    return chosen
+
+
 def _prepare(state: Path, vllm_repo: Path, scans: Path) -> bool:
-    """Make the session's copy, home and cache; say whether the install line's `.venv` was kept."""
+    """Make the session's copy, home and cache; say whether the install line's `.venv` is there already."""
     stamp = _venv_stamp(COMMANDS)
     kept = _fresh_copy(WORK / "repo", stamp)
     if not kept:
         (WORK / "venv.stamp").unlink(missing_ok=True)
+        checkout = _checkout_venv()
+        if checkout is not None:  # the line's own work, in the checkout: linked, not made again
+            (WORK / "repo" / ".venv").symlink_to(checkout, target_is_directory=True)
+            kept = True
     shutil.rmtree(state, ignore_errors=True)
     (state / "results").mkdir(parents=True)
     _seed_cache(state / "cache", vllm_repo, scans)

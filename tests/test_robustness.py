@@ -1,7 +1,8 @@
 """Bad input and hostile source: one line on stderr and exit 2, or a complete run that names what it skipped.
 
-The complete runs over hostile source run the command line in this process (`cli`); the rest, about the
-process (its exit status, signals, streams), start `python -m extractor`."""
+What does not depend on the process (complete runs over hostile source, a reader's one-line error on a
+damaged catalog or object) runs the command line in this process (`cli`); what a process does (its exit
+status on bad input, signals, workers, standard streams) is checked on `python -m extractor`."""
 
 from __future__ import annotations
 
@@ -210,7 +211,7 @@ def test_a_damaged_object_names_its_file(git_repo: GitRepo, tmp_path: Path) -> N
     data = stored.read_bytes()
     stored.chmod(0o644)
     stored.write_bytes(data[: len(data) // 2])
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", "--no-cache", cwd=tmp_path)
     assert_one_line_error(result, f"cannot read vllm/config/a.py (blob {oid})", "the object is damaged")
 
 
@@ -226,18 +227,18 @@ def test_a_path_that_is_the_root_selects_the_whole_repository(git_repo: GitRepo,
 
 
 def test_context_beyond_any_file_is_refused_by_the_parser(place: Path, git_repo: GitRepo) -> None:
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--context", str(2**64 + 1), "--output", "-", cwd=place)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--context", str(2**64 + 1), "--output", "-", cwd=place)
     assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
     expected = f"argument --context: expected at most 1000000000 lines (a whole file), got {2**64 + 1}\n"
     assert result.stderr.endswith(expected)
-    assert run("--repo", str(git_repo.path), "--sha", "v1", "--context", str(10**9), "--output", "-").returncode == 0
+    assert cli("--repo", str(git_repo.path), "--sha", "v1", "--context", str(10**9), "--output", "-").returncode == 0
 
 
 @pytest.mark.parametrize("name", ["records.jsonl", "manifest.json"])
 def test_a_directory_in_the_way_of_a_catalog_file_writes_nothing(place: Path, git_repo: GitRepo, name: str) -> None:
     sha = git(git_repo.path, "rev-parse", "v1")
     (place / "out" / sha / name).mkdir(parents=True)
-    result = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", cwd=place)
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", cwd=place)
     assert_one_line_error(result, f"cannot write out/{sha}/{name}: a directory is in the way")
     assert sorted(p.name for p in (place / "out" / sha).iterdir()) == [name]
 
@@ -506,24 +507,24 @@ def test_a_cut_catalog_is_an_error_for_every_reader(
 
 def test_an_empty_catalog_with_a_manifest_that_says_so_is_fine(place: Path, git_repo: GitRepo) -> None:
     git_repo.commit({"vllm/other/a.py": "x = 1\n"}, tag="v2")
-    result = run("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/other", "--output", "out", cwd=place)
+    result = cli("--repo", str(git_repo.path), "--sha", "v2", "--path", "vllm/other", "--output", "out", cwd=place)
     assert result.returncode == 0, result.stderr
     (directory,) = (place / "out").iterdir()
     assert (directory / "records.jsonl").read_bytes() == b""
-    result = run("match", "--catalog", str(directory), "ValueError: x", cwd=place)
+    result = cli("match", "--catalog", str(directory), "ValueError: x", cwd=place)
     assert (result.returncode, result.stderr) == (1, "")
 
 
 def test_a_records_file_alone_is_checked_line_by_line(place: Path, git_repo: GitRepo) -> None:
     """What `--output -` wrote has no manifest: a line cut in the middle is an error, whole lines are read."""
-    data = run("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", cwd=place).stdout
+    data = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "-", cwd=place).stdout
     alone = place / "alone.jsonl"
     alone.write_text(data)
-    read = run("match", "--catalog", str(alone), "ValueError: x", cwd=place)
+    read = cli("match", "--catalog", str(alone), "ValueError: x", cwd=place)
     # Read whole: its one record (`x`, a catch-all) answers, as a weak answer that does not count (exit 1).
     assert (read.returncode, read.stderr, orjson.loads(read.stdout)["weak"][0]["errorMessage"]) == (1, "", "x")
     alone.write_text(data[:-1])
-    assert_one_line_error(run("match", "--catalog", str(alone), "x", cwd=place), f"{alone}: the last line is cut")
+    assert_one_line_error(cli("match", "--catalog", str(alone), "x", cwd=place), f"{alone}: the last line is cut")
 
 
 @pytest.mark.parametrize(
