@@ -43,6 +43,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 import tomllib
 from collections.abc import Iterator
@@ -415,9 +416,10 @@ def _checkout_venv() -> Path | None:
         return None
     if Path(sys.prefix).resolve() != venv.resolve():
         return None
-    try:
-        installed = importlib.metadata.distribution("extractor")
-    except importlib.metadata.PackageNotFoundError:
+    # As installed in the venv (an `extractor.egg-info` left in the checkout by the build is not the install).
+    found = importlib.metadata.distributions(name="extractor", path=[sysconfig.get_path("purelib")])
+    installed = next(iter(found), None)
+    if installed is None:
         return None
     origin = json.loads(installed.read_text("direct_url.json") or "{}")
     if origin.get("url") != ROOT.as_uri() or not origin.get("dir_info", {}).get("editable"):
