@@ -41,7 +41,9 @@ _MIN_KEY = 4  # literal fragments shorter than this do not select candidates
 _CUT_KEY = 24  # the start of a longer fragment is a key of its own
 
 # `ValueError: ...`, `vllm.errors.ConfigError: ...`: the exception class that prefixes a printed error.
-_CLASS_PREFIX = re.compile(r"(?<![\w.])(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Warning))(?::\s?|$)")
+_CLASS_PREFIX = re.compile(
+    r"(?<![\w.])(?P<cls>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Warning)|Exception|Warning))(?::\s?|$)"
+)
 _OPTIONAL = frozenset({"optional-items", "one-of-branches"})
 _SEPARATORS = " \t\n.,;:|-"
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
@@ -59,9 +61,16 @@ _HTTP = re.compile(r"\d{3} ")
 _TRACEBACK = "Traceback (most recent call last)"
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
 _GROUP = re.compile(r"\(\?P<(\w+)>\.\*\?\)")
-# Regex syntax between literal runs: groups, optional parts, alternatives, quantifiers (escaped text aside).
-_SYNTAX = re.compile(r"\(\?P<\w+>\.\*\?\)|\(\?:|\(\?P<\w+>|(?<!\\)[()|]|(?<!\\)[?*+](?:\?)?|\.\*\??")
+_COUNT = re.compile(r"\{\d+(?:,\d*)?\}\??")
 _TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
+_ESCAPED = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)", re.S)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+_REPR_START = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)|Exception|Warning)\((?P<q>['\"])"
+)
+MAX_SEGMENTS = 8  # errors of a multi-line input matched one by one
+_SEGMENT_LINES = 50  # lines a message may span
+_NOT_A_MESSAGE = (_TRACEBACK, "During handling of the above exception", "The above exception was", 'File "')
 
 
 class How(StrEnum):
@@ -109,11 +118,10 @@ class Template:
     top: Site | None = None
 
     def __post_init__(self) -> None:
-        parts = _GROUP.split(self.messagePattern)
-        plain = not any(_SYNTAX.search(part) for part in parts[0::2])
-        if plain and len(parts) == 2 * len(self.groups) + 1 and tuple(parts[1::2]) == tuple(g for g, _ in self.groups):
-            self.pieces = tuple(re.sub(r"\\(.)", r"\1", part, flags=re.S) for part in parts[0::2])
-        else:  # optional parts or alternatives (or a hand-made pattern): no prefix matching for it
+        runs, names, plain = read_pattern(self.messagePattern)
+        if plain and tuple(names) == tuple(g for g, _ in self.groups):
+            self.pieces = tuple(runs)
+        else:  # quotes either way, optional parts, alternatives (or a hand-made pattern): no prefix matching
             self.pieces = ()
         self.literal = sum(map(len, self.pieces or self.fragments()))
         if len(self.touching) != len(self.groups):  # made by hand, not from a catalog line: none touch
@@ -121,12 +129,11 @@ class Template:
             self.touching = (False,) * len(self.groups)
 
     def fragments(self) -> tuple[str, ...]:
-        """The literal runs of the pattern: its pieces, or for a pattern with optional parts or
-        alternatives, the text between its syntax (each alternative a fragment of its own)."""
+        """The literal runs of the pattern: its pieces, or for a pattern with other syntax (a quote either
+        way, optional parts, alternatives) the text between it (each alternative a fragment of its own)."""
         if self.pieces:
             return self.pieces
-        runs = _SYNTAX.split(self.messagePattern)
-        return tuple(text for run in runs if run and (text := re.sub(r"\\(.)", r"\1", run, flags=re.S)))
+        return tuple(run for run in read_pattern(self.messagePattern)[0] if run)
 
     @property
     def needed(self) -> tuple[str, ...]:
@@ -169,6 +176,64 @@ class Template:
             options.log_errors = False
             self.compiled = re2.compile(f"(?:{body})\\s*$", options)
         return self.compiled
+
+
+def read_pattern(pattern: str) -> tuple[list[str], list[str], bool]:
+    """Read a messagePattern as literal runs between its syntax: the runs (escapes undone), the names of its
+    `(?P<name>.*?)` groups in order, and whether nothing else is syntax (`plain`: then the runs are the text
+    around those groups, one more than them). A literal character a quantifier makes optional (`\\\\?`,
+    `x*`) is no part of a run, as a rendering need not show it; a character class (`['"]`) ends a run."""
+    runs: list[str] = []
+    names: list[str] = []
+    run: list[str] = []
+    plain = True
+    position, end = 0, len(pattern)
+    while position < end:
+        char = pattern[position]
+        group = _GROUP.match(pattern, position) if char == "(" else None
+        if group is not None:
+            runs.append("".join(run))
+            run, position = [], group.end()
+            names.append(group[1])
+            continue
+        escaped_class = char == "\\" and pattern[position + 1 : position + 2].isalnum()  # `\\d`, `\\s`, `\\b`
+        plain = plain and char not in "()|[.^$?*+" and not escaped_class
+        if char == "\\" and position + 1 < end and not pattern[position + 1].isalnum():
+            run.append(pattern[position + 1])  # an escaped character stands for itself
+            position += 2
+            continue
+        counted = _COUNT.match(pattern, position) if char == "{" else None
+        if char in "?*+" or counted is not None:  # the atom before is optional or repeated: not needed text
+            plain = False
+            if run:
+                run.pop()
+            position = counted.end() if counted is not None else position + 1
+            if counted is None and pattern[position : position + 1] in ("?", "+"):  # lazy or possessive
+                position += 1
+        elif char == "[":  # a class, to its closing bracket (one right after `[` or `[^` is inside it)
+            close = position + 1
+            close += pattern[close : close + 1] == "^"
+            close += pattern[close : close + 1] == "]"
+            while close < end and pattern[close] != "]":
+                close += 2 if pattern[close] == "\\" else 1
+            position = close + 1
+        elif char in "()|.^$" or char == "\\":  # groups, alternatives, anchors, any character, `\\d`-like classes
+            position += 1
+            if char == "(" and pattern[position : position + 1] == "?":  # `(?:`, `(?P<name>`, `(?=`...
+                inner = re.match(r"\?(?:P<\w+>|[:=!]|<[=!])", pattern[position:])
+                position += inner.end() if inner else 1
+            elif char == "\\":
+                position += 1
+        else:
+            run.append(char)
+            position += 1
+            continue
+        runs.append("".join(run))
+        run = []
+    runs.append("".join(run))
+    if not plain:
+        runs = [text for text in runs if text]
+    return runs, names, plain
 
 
 class Row(NamedTuple):
@@ -279,22 +344,29 @@ class Match:
     score: float  # share of the input's characters the template's literal text explains
     normalized: tuple[str, ...] = ()
     error_class: str | None = None
+    literal: int = 0  # characters of the template's literal text the input shows (optional parts may not print)
+    # The whole message after the input's `SomeError: ` is a rendering of the template, from fixed text on,
+    # with as much literal text as a cut paste must show (MIN_PARTIAL), and the classes agree: long values
+    # (a list of choices, a traceback) then do not make it less certain.
+    anchored: bool = False
 
     @property
     def confident(self) -> bool:
-        return not self.template.catch_all and self.score >= MIN_SCORE
+        enough = not self.template.catch_all and self.literal >= CATCH_ALL
+        return enough and (self.score >= MIN_SCORE or self.anchored)
 
     @property
     def site(self) -> Site:
         """The site in the newest catalog given (the first in file order there)."""
         return self.template.newest()
 
-    def rank(self) -> tuple[bool, bool, int, int]:
+    def rank(self) -> tuple[bool, bool, int, bool, int]:
         return (
             self.confident,
             self.template.errorClass == self.error_class,
             _HOW_RANK[self.how],
-            self.template.literal,
+            "period" not in self.normalized,  # a template met as printed beats one that needed a period added
+            self.literal,
         )
 
     def releases(self) -> list[str]:
@@ -353,12 +425,40 @@ class _Variant:
 
 
 def _unquote(text: str) -> str:
-    return re.sub(r"\\(['\"\\])", r"\1", text).replace("\\n", "\n").replace("\\t", "\t")
+    """The text a JSON or Python string literal's body stands for, its escapes undone in one pass (so `\\\\n`
+    is a backslash and an n); an escape neither knows is kept as it is."""
+    if "\\" not in text:
+        return text
+    out = _ESCAPED.sub(_unescape, text)
+    if "\\u" in text or "\\U" in text:  # a JSON surrogate pair is one character; a lone half is not text
+        out = out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return out
+
+
+def _unescape(found: re.Match[str]) -> str:
+    escape = found[1]
+    if len(escape) > 1:
+        code = int(escape[1:], 16)
+        return chr(code) if code < 0x110000 else found[0]
+    return _SIMPLE_ESCAPES.get(escape, escape if escape in "\\'\"/" else found[0])
+
+
+def _exception_repr(text: str) -> _Variant | None:
+    """`SomeError('message')` (an exception's repr, as a log line shows one) ending the text: as `SomeError:
+    message`. String operations, as for every part of a paste that may be long."""
+    for start in _REPR_START.finditer(text):
+        body = text[start.end() :].rstrip()
+        if body.endswith(start["q"] + ")") and len(body) >= 2:
+            return _Variant(f"{start['cls']}: {_unquote(body[:-2])}", ("embedded",))
+    return None
 
 
 def _cleaned(text: str) -> _Variant:
     """Undo what terminals, Markdown, HTML and quoting did to a paste, naming each step taken."""
     steps: list[str] = []
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        steps.append("newlines")
     if _ANSI.search(text):
         text, _ = _ANSI.subn("", text)
         steps.append("ansi")
@@ -389,6 +489,28 @@ def _cleaned(text: str) -> _Variant:
     return _Variant(cut, tuple(dict.fromkeys(steps)))
 
 
+def _segments(text: str) -> list[tuple[str, str]]:
+    """The errors of a text of several lines (a chained traceback, a log): each line that names an
+    exception class, alone and then with the lines that follow it up to a blank line, a traceback or the
+    next such line (a message may span lines). At most MAX_SEGMENTS of them."""
+    lines = text.split("\n")
+    out: list[tuple[str, str]] = []
+    for number, line in enumerate(lines):
+        if len(out) == MAX_SEGMENTS:
+            break
+        if not _CLASS_PREFIX.search(line):
+            continue
+        end = number + 1
+        while end < len(lines) and end - number <= _SEGMENT_LINES:
+            following = lines[end]
+            stop = not following.strip() or following.lstrip().startswith(_NOT_A_MESSAGE)
+            if stop or _CLASS_PREFIX.match(following):
+                break
+            end += 1
+        out.append((line, "\n".join(lines[number:end])))
+    return out
+
+
 def _pydantic_errors(text: str) -> list[str]:
     """The messages of pydantic's `Value error, <message> [type=value_error, ...]` lines (string search:
     no pattern here may backtrack over a long line)."""
@@ -402,23 +524,29 @@ def _pydantic_errors(text: str) -> list[str]:
     return out
 
 
-def _variants(text: str) -> Iterator[_Variant]:
-    """The input as pasted, cleaned, and every message it may hold inside another text."""
-    base = _cleaned(text)
-    yield base
+def _variants(base: _Variant) -> Iterator[_Variant]:
+    """The input (as `_cleaned` made it) and every message it may hold inside another text. What a known
+    wrapper holds comes first (an exception's repr ending it, a JSON or dict body's message, pydantic's
+    `Value error, ...`, an HTTP status line): matched as pasted, a template ending in a value would take the
+    wrapper's tail into that value. Guesses (any long quoted text, a traceback's tail) come after it."""
+    quoted = _exception_repr(base.text)
+    if quoted is not None:
+        yield _Variant(quoted.text, (*base.steps, *quoted.steps))
+    for key in dict.fromkeys(m["msg"] for m in _MESSAGE_KEY.finditer(base.text)):
+        yield _Variant(_unquote(key), (*base.steps, "embedded"))
     for error in _pydantic_errors(base.text)[:1]:
         yield _Variant(error, (*base.steps, "pydantic"))
-    inner = [m["msg"] for m in _MESSAGE_KEY.finditer(base.text)]
-    inner += sorted((m["msg"] for m in _QUOTED.finditer(base.text)), key=len, reverse=True)[:3]
-    for message in dict.fromkeys(inner):
-        yield _Variant(_unquote(message), (*base.steps, "embedded"))
-    before, found, after = base.text.rpartition(_TRACEBACK)
-    if found and not after.strip(": \n"):
-        yield _Variant(before.rstrip().removesuffix(",").rstrip(), (*base.steps, "embedded"))
     if _HTTP.match(base.text):
         message = base.text[4:].strip()
         message = message[:-4].rstrip() if message.endswith(" None") else message
         yield _Variant(message, (*base.steps, "http"))
+    yield base
+    guesses = sorted((m["msg"] for m in _QUOTED.finditer(base.text)), key=len, reverse=True)[:3]
+    for message in dict.fromkeys(guesses):
+        yield _Variant(_unquote(message), (*base.steps, "embedded"))
+    before, found, after = base.text.rpartition(_TRACEBACK)
+    if found and not after.strip(": \n"):
+        yield _Variant(before.rstrip().removesuffix(",").rstrip(), (*base.steps, "embedded"))
 
 
 class Matcher:
@@ -473,7 +601,7 @@ class Matcher:
         source = _RAISE.match(stripped)
         if source:
             found = [
-                Match(template, {}, How.SOURCE, 1.0, (), template.errorClass)
+                Match(template, {}, How.SOURCE, 1.0, (), template.errorClass, template.literal)
                 for template in (self.templates[i] for i in self.by_source.get(_squash(source["arg"]), []))
                 if template.errorClass == source["cls"].rpartition(".")[2]
             ]
@@ -485,7 +613,14 @@ class Matcher:
                 confident, weak = confident + one, weak + other
             weak = () if confident else weak
         else:
-            confident, weak = _best(self._found(_variants(stripped)))
+            base = _cleaned(stripped)
+            confident, weak = _best(self._found(_variants(base)))
+            if not confident and "\n" in base.text:  # several lines: each error they hold, on its own
+                for texts in _segments(base.text):
+                    tried = (_Variant(text, (*base.steps, "segment")) for text in texts)
+                    one, _ = _best(self._found(v for variant in tried for v in _variants(variant)))
+                    confident += tuple(m for m in one if all(m.template is not c.template for c in confident))
+                weak = () if confident else weak
         return MatchResult(stripped, is_error or bool(confident), confident, weak)
 
     def _found(self, variants: Iterable[_Variant]) -> list[Match]:
@@ -504,7 +639,8 @@ class Matcher:
         text = variant.text
         prefix = _CLASS_PREFIX.search(text)
         error_class = prefix["cls"].rpartition(".")[2] if prefix else None
-        message = text[prefix.end() :] if prefix and prefix.start() == 0 else None
+        # What follows `SomeError: `, wherever it is: a log prefix or a title's `[Bug]: ` may come first.
+        message = text[prefix.end() :] if prefix else None
         indexes = self.candidates(text)
         if error_class is not None:
             indexes += self.by_class.get(error_class, [])
@@ -523,22 +659,32 @@ class Matcher:
         # match: checking that first spares compiling the patterns of most candidates.
         bare = text.replace("`", "") if "`" in text else text
         whole = not template.pieces or all(piece in bare for piece in template.needed)
-        subjects = ((message, ()), (text, ()), (_with_period(template, message or text), ("period",)))
-        for subject, added in subjects if whole else ():
+        period = _with_period(template, message if message is not None else text)
+        subjects = ((message, (), True), (text, (), False), (period, ("period",), message is not None))
+        best: Match | None = None
+        for subject, added, of_message in subjects if whole else ():
             if subject is None:
                 continue
             regex = template.regex()
             found = regex.fullmatch(subject) if subject is message else regex.search(subject)
             if found is None:
                 continue
-            values = _values(template, found)
             span = found.end() - found.start()
             all_steps = (*steps, *added)
             if "`" in template.errorMessage and found.group().count("`") < template.errorMessage.count("`"):
                 all_steps = (*all_steps, "backticks")
             how = How.NORMALIZED if all_steps else How.EXACT
-            score = min(1.0, template.literal / span) if span else 0.0
-            return Match(template, values, how, score, all_steps, error_class)
+            if "ellipsis" in steps and _ends_in_value(template):  # the cut fell inside the last value
+                how = How.PARTIAL
+            literal = template.literal if template.pieces else min(template.literal, span - _captured(template, found))
+            score = min(1.0, literal / span) if span else 0.0
+            anchored = of_message and found.start() == 0 and error_class == template.errorClass
+            anchored = anchored and literal >= MIN_PARTIAL and _fixed_start(template, found)
+            match = Match(template, _values(template, found), how, score, all_steps, error_class, literal, anchored)
+            if best is None or (match.confident, match.score) > (best.confident, best.score):
+                best = match
+        if best is not None:
+            return best
         if template.pieces and not template.catch_all:
             return _prefix(template, message if message is not None else text, steps, error_class)
         return None
@@ -565,6 +711,25 @@ def _values(template: Template, found: Any) -> dict[str, str]:
     return values
 
 
+def _captured(template: Template, found: Any) -> int:
+    """The characters the placeholders' groups took (the rest of the match is the template's own text)."""
+    index = found.re.groupindex
+    spans = (found.span(index[name]) for name, _ in template.groups)
+    return sum(end - start for start, end in spans if start >= 0)
+
+
+def _fixed_start(template: Template, found: Any) -> bool:
+    """Whether the match starts with the template's own text, not with a value."""
+    index = found.re.groupindex
+    starts = [start for name, _ in template.groups if (start := found.span(index[name])[0]) >= 0]
+    return bool(min(starts, default=found.end()) > found.start())
+
+
+def _ends_in_value(template: Template) -> bool:
+    """Whether a rendering of the template ends in a value (give or take a final period)."""
+    return bool(template.pieces) and len(template.pieces) > 1 and not template.pieces[-1].rstrip(".").strip()
+
+
 def _best(found: Sequence[Match]) -> tuple[tuple[Match, ...], tuple[Match, ...]]:
     """The best-ranked matches: as (confident, ()) or, when none is confident, ((), weak)."""
     if not found:
@@ -582,12 +747,13 @@ def _prefix(template: Template, text: str, steps: tuple[str, ...], error_class: 
     """Match `text` as a cut rendering: each literal found in turn, leftmost, the cut inside one of them
     or inside a value. Leftmost search cannot backtrack: the work is linear in the text per piece."""
     pieces, groups = template.pieces, template.groups
-    if len(text) < len(pieces[0]) and pieces[0].startswith(text):  # cut inside the first literal
-        ok = len(text) >= MIN_PARTIAL
-        return Match(template, {}, How.PARTIAL, 1.0, steps, error_class) if ok and text.strip() else None
     start = text.find(pieces[0]) if pieces[0] else 0
-    if start < 0:
-        return None
+    if start < 0:  # the cut fell inside the first literal (after whatever text came before the message)
+        at = _cut_in(pieces[0], text)
+        if at is None:
+            return None
+        shown = len(text) - at
+        return Match(template, {}, How.PARTIAL, shown / len(text), steps, error_class, shown)
     values: dict[str, str] = {}
     position, literal = start + len(pieces[0]), len(pieces[0])
     for (_, expression), piece in zip(groups, pieces[1:], strict=True):
@@ -608,7 +774,21 @@ def _prefix(template: Template, text: str, steps: tuple[str, ...], error_class: 
     if position < len(text) or literal < min(MIN_PARTIAL, template.literal):
         return None
     span = len(text) - start
-    return Match(template, values, How.PARTIAL, min(1.0, literal / span), steps, error_class)
+    return Match(template, values, How.PARTIAL, min(1.0, literal / span), steps, error_class, literal)
+
+
+def _cut_in(piece: str, text: str) -> int | None:
+    """Where `text` ends with a start of `piece` at least MIN_PARTIAL characters long (and shorter than
+    it), if it does: the position that start begins at."""
+    if len(piece) <= MIN_PARTIAL:
+        return None
+    key = piece[:MIN_PARTIAL]
+    at = text.find(key, max(0, len(text) - len(piece) + 1))  # only the text's last len(piece) - 1 characters
+    while at >= 0:
+        if piece.startswith(text[at:]):
+            return at
+        at = text.find(key, at + 1)
+    return None
 
 
 def _squash(source: str) -> str:

@@ -10,7 +10,7 @@ import sys
 import tarfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +208,18 @@ def check(self, world_size, gpus, n, backend, what, detail, length):
         raise ValueError(f"Cannot load the weights of {n}.\\nCheck the path {what} and retry with a full checkpoint.")
     raise ValueError(f"Expected a newline-ended list of {n} items:\\n")
     raise ValueError("Speculative decoding cannot run with pipeline parallelism in this release yet.")
+    raise ValueError(f"{what} is not a known configuration field of this engine")
+    raise KeyError(f"Tool parser '{what}' not found.")
+    raise ValueError("For these weights, input quantization must also be this format ", f"or None, found {what}")
+    raise ValueError(f"Unknown quantization method: {what}. Must be one of {detail}.")
+    raise ValueError("You must set `--enable-thing` to input `thing_embeds`")
+    raise ValueError("You must set `--enable-thing` to input `thing_embeds`.")
+    errors = []
+    if n:
+        errors.append(f"LoRA rank {n} is greater than max_lora_rank {length}.")
+    if what:
+        errors.append("Adapter bias is not supported.")
+    raise ValueError(f"{' '.join(errors)}")
 """
 WORLD = (
     "World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional and you "
@@ -284,6 +296,67 @@ SHAPE_CASES = [
     pytest.param(f"\x1b[0;36m{PREFIX}\x1b[0mValueError: {SPEC}", 8, "normalized", ["ansi"], id="ansi escapes"),
     pytest.param(f"^[[0;36m{PREFIX}^[[0mValueError: {SPEC}", 8, "normalized", ["ansi"], id="ansi spelled out"),
     pytest.param(f"ValueError: {LIMIT.replace(chr(39), '&#x27;')}", 10, "normalized", ["html"], id="html entity"),
+    pytest.param(
+        f'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: {SPEC}\n\nThe above exception '
+        "was the direct cause of the following exception:\n\nRuntimeError: Engine core initialization failed.",
+        8,
+        "normalized",
+        ["segment"],
+        id="chained traceback",
+    ),
+    pytest.param(
+        f"ValueError: {SPEC}\nINFO 11-29 17:35:19 [launcher.py:1] Shutting down",
+        8,
+        "normalized",
+        ["log-prefix", "segment"],
+        id="a log line after it",
+    ),
+    pytest.param(
+        f"{PREFIX}ValueError: Cannot load the weights of m.\r\n{PREFIX}Check the path /x and retry with a full "
+        "checkpoint.\r\n",
+        18,
+        "normalized",
+        ["newlines", "log-prefix"],
+        id="windows line ends",
+    ),
+    pytest.param(
+        f"{PREFIX}EngineCore encountered an issue: ValueError('{SPEC}')", 8, "normalized", ["embedded"], id="repr"
+    ),
+    pytest.param(f"[Bug]: ValueError: {WORLD[:70]}...", 3, "partial", ["ellipsis"], id="title cut, after a tag"),
+    pytest.param(f"[Bug]: {WORLD[:70]}", 3, "partial", [], id="title cut, no class"),
+    pytest.param(
+        f"{PREFIX}ValueError: max_num_seqs is not a known configuration field of this engine",
+        21,
+        "exact",
+        [],
+        id="log prefix, message starting with a value",
+    ),
+    pytest.param("KeyError: \"Tool parser 'hermes2' not found.\"", 22, "exact", [], id="KeyError's quotes"),
+    pytest.param(
+        "ValueError: ('For these weights, input quantization must also be this format ', 'or None, found fp8')",
+        23,
+        "exact",
+        [],
+        id="several arguments",
+    ),
+    pytest.param(
+        f"ValueError: Unknown quantization method: q. Must be one of {[f'method_{i}' for i in range(40)]}.",
+        24,
+        "exact",
+        [],
+        id="a long value",
+    ),
+    pytest.param(
+        "ValueError: Unknown quantization method: q. Must be one of ['awq', 'fp8', 'gpt...",
+        24,
+        "partial",
+        ["ellipsis", "period"],
+        id="cut inside the last value",
+    ),
+    pytest.param(
+        "ValueError: You must set `--enable-thing` to input `thing_embeds`", 25, "exact", [], id="no period to add"
+    ),
+    pytest.param("ValueError: LoRA rank 16 is greater than max_lora_rank 8.", 32, "exact", [], id="optional parts"),
 ]
 
 
@@ -302,7 +375,7 @@ def shapes_output(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, ob
 def test_each_pasted_shape_finds_its_record(
     shapes_output: list[dict[str, Any]], text: str, line: int, how: str, steps: list[str]
 ) -> None:
-    (output,) = [o for o in shapes_output if o["input"] == text.rstrip("\n")]
+    (output,) = [o for o in shapes_output if o["input"] == text.rstrip("\r\n")]
     assert [(m["lineNumber"], m["how"], m["normalized"], m["partial"]) for m in output["matches"]] == [
         (line, how, steps, how == "partial")
     ]
@@ -338,6 +411,47 @@ def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -
     result = match_shapes(shapes_repo, *texts)
     assert result.returncode == 1
     assert [json.loads(line)["matches"] for line in result.stdout.splitlines()] == [[], []]
+
+
+def test_text_sharing_only_optional_parts_of_a_template_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
+    """A template made of optional parts (`' '.join(errors)`) can match an empty rendering: only the literal
+    text the input shows counts, so unrelated text with a word of it is no match, and what it printed is."""
+    result = match_shapes(
+        shapes_repo, "RuntimeError: something LoRA rank failed", "ValueError: Adapter bias is not supported."
+    )
+    first, second = (json.loads(line) for line in result.stdout.splitlines())
+    assert first["matches"] == []
+    assert [(m["lineNumber"], m["how"]) for m in second["matches"]] == [(32, "exact")]
+
+
+@pytest.fixture(scope="module")
+def shapes_matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
+    repo = GitRepo(tmp_path_factory.mktemp("shapes-matcher"))
+    repo.commit({"pkg/a.py": SHAPES}, tag="v1")
+    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
+    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
+
+
+BACKENDS = ["xpu", "C:\\new\\tok", 'it\'s "odd"', "tab\there", "em\u2014dash \u00e9", "emoji \U0001f600", "back\\"]
+
+
+@pytest.mark.parametrize("value", BACKENDS)
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        pytest.param(lambda m: json.dumps({"detail": m}), id="json detail"),
+        pytest.param(lambda m: json.dumps({"error": {"message": m, "code": 400}}, ensure_ascii=False), id="json utf-8"),
+        pytest.param(lambda m: f"{PREFIX}EngineCore encountered an issue: ValueError({m!r})", id="repr in a log"),
+        pytest.param(lambda m: f"openai.BadRequestError: Error code: 400 - {{'message': {m!r}}}", id="dict repr"),
+    ],
+)
+def test_a_wrapped_message_gives_back_the_values_python_printed(
+    shapes_matcher: Matcher, wrap: Callable[[str], str], value: str
+) -> None:
+    """Whatever quoting wrapped it (JSON with or without \\u escapes, a repr), the value is the one printed."""
+    message = f"Unknown executor backend {value}."
+    result = shapes_matcher.match(wrap(message))
+    assert [(m.site.lineNumber, m.values) for m in result.matches] == [(14, {"backend": value})]
 
 
 def test_catch_all_records_are_weak_alone(shapes_repo: GitRepo) -> None:

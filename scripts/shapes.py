@@ -1,0 +1,140 @@
+"""How `match` answers every record's message pasted in each of the shapes users paste it in.
+
+Usage: python scripts/shapes.py [--catalog release:0.28.0] [--path vllm] [--exception '*'] [--show 3]
+
+Each record's template is printed as Python would print it, its placeholders filled with stand-in values
+(numbers, a model name, a list, None; `!r` and `{x=}` honoured), then pasted in each shape below, and
+matched against the whole catalog. Per shape, of the records whose template has enough literal text to be
+a confident answer at all (CATCH_ALL):
+- found: a confident answer is the record's template, or one that prints the same text;
+- wrong: a confident answer is a template that cannot print the text (Python's `re` does not fullmatch
+  it, nor with a final period; for a cut paste, `regex` finds no rendering starting with what it shows);
+- missed: neither (no confident answer: only weak ones, or none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import regex
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from extractor.catalog import open_catalog
+from extractor.extract import ExtractOptions
+from extractor.match import CATCH_ALL, Matcher, Row, Template, templates_of_rows
+
+PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
+FRAME = 'Traceback (most recent call last):\n  File "/usr/lib/python3.12/site-packages/vllm/x.py", line 12, in f\n'
+VALUES: list[object] = [2048, "Qwen/Qwen2-7B", 0.9, [1, 2], None, "fp8", 32768]
+
+# name -> (paste of `Class: message`, whether the paste shows only the start of the message)
+SHAPES: dict[str, tuple[Callable[[str, str], str], bool]] = {
+    "plain": (lambda c, t: f"{c}: {t}", False),
+    "message alone": (lambda c, t: t, False),
+    "log line": (lambda c, t: f"{PREFIX}{c}: {t}", False),
+    "log line, process tag": (lambda c, t: f"(EngineCore_DP0 pid=1234) {PREFIX}{c}: {t}", False),
+    "inline code": (lambda c, t: f"`{c}: {t}`", False),
+    "fenced traceback": (lambda c, t: f"```python\n{FRAME}{c}: {t}\n```", False),
+    "traceback, CRLF": (lambda c, t: f"{FRAME}{c}: {t}\n".replace("\n", "\r\n"), False),
+    "chained traceback": (
+        lambda c, t: (
+            f"{FRAME}{c}: {t}\n\nThe above exception was the direct cause of the following exception:\n\n"
+            "RuntimeError: Engine core initialization failed. See root cause above."
+        ),
+        False,
+    ),
+    "pydantic": (
+        lambda c, t: (
+            "1 validation error for VllmConfig\n  Value error, "
+            f"{t} [type=value_error, input_value=ArgsKwargs((), {{'model': 'x'}}), input_type=ArgsKwargs]"
+        ),
+        False,
+    ),
+    "JSON body": (lambda c, t: json.dumps({"error": {"message": t, "type": "BadRequestError", "code": 400}}), False),
+    "repr in a log line": (lambda c, t: f"{PREFIX}EngineCore encountered an issue: {c}({t!r})", False),
+    "ANSI colours": (lambda c, t: f"\x1b[31mERROR\x1b[0m 11-29 17:35:18 [core.py:1] {c}: {t}", False),
+    "title cut at 80": (lambda c, t: f"[Bug]: {c}: {t}"[:80] + "...", True),
+}
+
+
+def render(line: Mapping[str, Any]) -> str:
+    """The record's message as Python prints it, each placeholder given a stand-in value."""
+    message = line["record"]["errorMessage"]
+    out, position = [], 0
+    for number, placeholder in enumerate(line["extraction"]["placeholders"]):
+        value = VALUES[number % len(VALUES)]
+        text = repr(value) if placeholder.get("conversion") == "r" else str(value)
+        if placeholder.get("debug"):  # `{x=}` prints `x=` (spaces kept) and, with no format spec, the repr
+            written = message[placeholder["start"] + 1 : placeholder["end"] - 1]
+            shown = re.match(r"(.*?=\s*)(?:!\w)?(:.*)?$", written, re.S)
+            assert shown is not None
+            text = shown[1] + (str(value) if shown[2] or placeholder.get("conversion") == "s" else repr(value))
+        out += [message[position : placeholder["start"]], text]
+        position = placeholder["end"]
+    return "".join(out) + message[position:]
+
+
+def prints(template: Template, text: str, shown: str | None) -> bool:
+    """Whether the template can print `text` (or, for a cut paste, a text starting with `shown`)."""
+    try:
+        if any(re.fullmatch(template.messagePattern, t, re.S) for t in (text, text + ".")):
+            return True
+        return shown is not None and regex.fullmatch(template.messagePattern, shown, re.S, partial=True) is not None
+    except (re.error, regex.error):
+        return False
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--catalog", default="release:0.28.0")
+    parser.add_argument("--path", default="vllm")
+    parser.add_argument("--exception", default="*")
+    parser.add_argument("--show", type=int, default=0, help="print this many missed and wrong texts per shape")
+    args = parser.parse_args()
+    options = ExtractOptions(paths=(args.path,), exceptions=(args.exception,))
+    catalog = open_catalog(args.catalog, repo="https://github.com/vllm-project/vllm", options=options)
+    data = catalog.data or [line.model_dump(mode="json", by_alias=True) for line in catalog.lines]
+    matcher = Matcher(templates_of_rows(map(Row.of_data, data)))
+    own = {(t.errorClass, t.messagePattern): t for t in matcher.templates}
+    lines = [line for line in data if not own[line["record"]["errorClass"], line["record"]["messagePattern"]].catch_all]
+    print(
+        f"{args.catalog} ({args.path}, {args.exception}): {len(data)} records, {len(lines)} with at least "
+        f"{CATCH_ALL} characters of literal text"
+    )
+    print("| shape | found | missed | wrong |\n| --- | ---: | ---: | ---: |")
+    for name, (paste, cut) in SHAPES.items():
+        found = missed = wrong = 0
+        shown_missed: list[str] = []
+        for line in lines:
+            record = line["record"]
+            text = render(line)
+            pasted = paste(record["errorClass"], text)
+            shown = None
+            if cut:
+                start = pasted.find(": ", pasted.find(record["errorClass"])) + 2
+                shown = pasted.removesuffix("...")[start:]
+            answers = matcher.match(pasted).matches
+            mine = own[record["errorClass"], record["messagePattern"]]
+            right = [m for m in answers if m.template is mine or prints(m.template, text, shown)]
+            if len(right) < len(answers):
+                wrong += 1
+                shown_missed.append(f"  wrong: {pasted[:160]!r}")
+            elif right:
+                found += 1
+            else:
+                missed += 1
+                shown_missed.append(f"  missed: {pasted[:160]!r}")
+        print(f"| {name} | {found} | {missed} | {wrong} |")
+        for example in shown_missed[: args.show]:
+            print(example)
+
+
+if __name__ == "__main__":
+    main()
