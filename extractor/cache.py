@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
+import json
 import os
 import queue
 import sqlite3
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from extractor._version import __version__
+from extractor._version import __version__, code_digest
 from extractor.atomic import replace_bytes
 
 if TYPE_CHECKING:  # pydantic is imported where a whole catalog is read or stored, not before
@@ -81,15 +81,6 @@ def wait_for_writes() -> None:
         _writers.pop()
 
 
-@functools.cache  # a process's code does not change while it runs: read once, not once per key
-def _code_digest(names: tuple[str, ...] = _PRODUCERS) -> str:
-    digest = hashlib.sha256()
-    for name in names:
-        with contextlib.suppress(OSError):
-            digest.update((Path(__file__).parent / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def _insert(cursor: sqlite3.Cursor, table: str, rows: Sequence[tuple[str, str, str | bytes]]) -> None:
     """Insert rows a few hundred per statement: fewer statements cost less, and SQLite lets go of the GIL
     for a statement, not a row, so a writing thread does not take turns with the main one row by row."""
@@ -144,7 +135,7 @@ class ScanCache:
             {
                 "format": CACHE_FORMAT,
                 "version": __version__,
-                "code": _code_digest(),
+                "code": code_digest(_PRODUCERS),
                 "exceptions": sorted(set(exceptions)),
                 "context": context,
             }
@@ -232,10 +223,8 @@ class ScanCache:
 
     def catalog_key(self, parts: dict[str, object]) -> str:
         """Key a whole catalog: what the scan depends on, plus the commit, scope and every module's code."""
-        every_module = tuple(sorted(p.name for p in Path(__file__).parent.glob("*.py")))
-        key = orjson.dumps(
-            {**parts, "scan": self.scope, "code": _code_digest(every_module)}, option=orjson.OPT_SORT_KEYS
-        )
+        # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
+        key = json.dumps({**parts, "scan": self.scope, "code": code_digest()}, sort_keys=True).encode()
         return hashlib.sha256(key).hexdigest()
 
     def holds_catalogs(self) -> bool:

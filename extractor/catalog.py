@@ -182,7 +182,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     path = _expand(spec)
     if path.is_file() or (path / RECORDS).is_file():
         return load_catalog(path)
-    if _looks_like_path(spec) and (is_url(repo) or not _is_revision(repo, spec)):
+    if (_looks_like_path(spec) or path.is_dir()) and (is_url(repo) or not _is_revision(repo, spec)):
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)

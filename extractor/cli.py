@@ -151,6 +151,13 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
             f"--repo-name must look like OWNER/NAME (letters, digits, '-', '_', '.'; neither part '.' or '..'), "
             f"not {args.repo_name!r}"
         )
+    for option, value in _repository_paths(args):
+        if value != _pasted(value):  # a lone surrogate: bytes Python could not read as UTF-8
+            shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise ExtractorError(
+                f"{option} {shown} is not UTF-8 (shown with \\x escapes): a file whose name is not UTF-8 is a "
+                "named skip, never a record; name a folder above it"
+            )
     for name in args.exception or ():
         if name != "*" and not _CLASS_NAME.fullmatch(name):
             bare = name.strip("'\" ")
@@ -166,6 +173,14 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
         config_from=tuple(args.config_from or ("vllm/config",)),
         flags_from=args.flags_from.strip("/"),
     )
+
+
+def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """The paths inside the repository the options name (they are recorded in the manifest's scope)."""
+    for option, values in (("--path", args.path), ("--config-from", args.config_from)):
+        for value in values or ():
+            yield option, value
+    yield "--flags-from", args.flags_from
 
 
 def _extract_parser() -> argparse.ArgumentParser:
@@ -344,6 +359,12 @@ def _stdin_lines() -> Iterator[str]:
         yield raw.decode("utf-8", "replace")
 
 
+def _pasted(text: str) -> str:
+    """A TEXT argument as stdin would read it: bytes that are not UTF-8 (which Python hands over as lone
+    surrogates) become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _run_match(argv: Sequence[str]) -> int:
     args = _parse(_match_parser(), argv)
     import orjson
@@ -357,7 +378,7 @@ def _run_match(argv: Sequence[str]) -> int:
     index = match_index(args.catalog, repo=args.repo, options=_options(args), progress=progress)
     lineages = _lineages_of(args)
     log = not args.text or args.text == ["-"]
-    inputs: Iterable[str] = _stdin_lines() if log else args.text
+    inputs: Iterable[str] = _stdin_lines() if log else map(_pasted, args.text)
     out = sys.stdout
     seen = matched = 0
     for result in match_lines(index.matcher, inputs, log=log):
@@ -482,6 +503,7 @@ def _run_explain(argv: Sequence[str]) -> int:
     args = _parse(_explain_parser(), argv)
     from extractor.explain import explain_in, render
 
+    args.query = _pasted(args.query)
     explanation = explain_in(args.catalog, args.query, repo=args.repo, options=_options(args))
     if explanation is None:
         print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import pickle
 from collections.abc import Callable, Sequence
@@ -11,9 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
-
-from extractor._version import __version__
+from extractor._version import __version__, code_digest
 from extractor.atomic import replace_bytes
 from extractor.errors import ReleaseError
 from extractor.git import cache_dir
@@ -27,11 +26,10 @@ RELEASE_PREFIX = "release:"  # as extractor.catalog, which a cached index need n
 
 __all__ = ["MatchIndex", "expand_specs", "match_index"]
 
-# What an index stores is the matcher's structure (templates, sites, the automaton's keys): bump this when
-# match.py changes how a Matcher is built, not when it changes how one matches (that code is not stored).
-_FORMAT = 7
-# The modules whose code decides what the catalogs hold: an edit to any makes a new index.
-_PRODUCERS = ("scan.py", "template.py", "pieces.py", "facts.py", "models.py", "records.py", "fields.py")
+# What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
+# extraction's code and match.py's: the key holds every module's code (an edit to any makes a new index),
+# and this number, for a change of how the stored structure is laid out.
+_FORMAT = 8
 _KEEP = 8
 
 
@@ -103,14 +101,6 @@ def _compact(template: Template) -> Template:
     return template
 
 
-def _code_digest() -> str:
-    digest = hashlib.sha256(__version__.encode())
-    for name in _PRODUCERS:
-        with contextlib.suppress(OSError):
-            digest.update((Path(__file__).parent / name).read_bytes())
-    return digest.hexdigest()
-
-
 def match_index(
     specs: Sequence[str],
     *,
@@ -127,7 +117,8 @@ def match_index(
     if not expanded:
         raise ReleaseError("no catalog given")
     cacheable = options.cache and all(spec.startswith(RELEASE_PREFIX) for spec in expanded)
-    key = orjson.dumps([_FORMAT, _code_digest(), expanded, options.scope.model_dump(mode="json")])
+    # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
+    key = json.dumps([_FORMAT, __version__, code_digest(), expanded, options.scope.model_dump(mode="json")]).encode()
     path = cache_dir() / "match" / hashlib.sha256(key).hexdigest()
     if cacheable:
         cached = _read(path)

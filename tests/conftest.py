@@ -60,7 +60,11 @@ def cli(
     from extractor.cache import wait_for_writes
     from extractor.cli import main
 
-    streams = {name: io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for name in ("out", "err")}
+    # As a process's: stderr shows what UTF-8 cannot carry (lone surrogates) as escapes, stdout refuses it.
+    streams = {
+        name: io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors=errors, write_through=True)
+        for name, errors in (("out", "strict"), ("err", "backslashreplace"))
+    }
     data = input.encode() if isinstance(input, str) else input or b""
     stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
     saved_env, saved_cwd = dict(os.environ), os.getcwd()

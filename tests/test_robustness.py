@@ -82,6 +82,25 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     )
 
 
+def test_arguments_that_are_not_utf8(place: Path, git_repo: GitRepo) -> None:
+    """Python hands argument bytes that are not UTF-8 over as lone surrogates: a TEXT is read as stdin's
+    lines are (U+FFFD), a path inside the repository is refused in one line, a catalog path is named."""
+    text = cli("match", "--catalog", "v1", "--repo", str(git_repo.path), "ValueError: x\udcff", cwd=place)
+    assert (text.returncode, text.stderr, json.loads(text.stdout)["input"]) == (1, "", "ValueError: x\ufffd")
+    for option in ("--path", "--config-from", "--flags-from"):
+        result = cli("--repo", str(git_repo.path), "--sha", "v1", option, "vllm/caf\udce9", cwd=place)
+        assert_one_line_error(result, f"{option} vllm/caf\\xe9 is not UTF-8")
+    assert_one_line_error(cli("match", "--catalog", "bad/\udcff.jsonl", "x", cwd=place), "no catalog at bad/")
+    assert list(place.iterdir()) == []
+
+
+def test_a_folder_without_a_catalog_is_named_not_taken_for_a_revision(place: Path) -> None:
+    """A bare name that is a folder here is the catalog the user means, even with the default repository (a
+    URL: it is never cloned to find out whether the name is a revision too)."""
+    (place / "notes").mkdir()
+    assert_one_line_error(cli("match", "--catalog", "notes", "x", cwd=place), "no catalog at notes: no records.jsonl")
+
+
 def test_unknown_release_version_names_it(isolated_cache: Path, tmp_path: Path) -> None:
     """The index answers, but has no such release."""
     import http.server
