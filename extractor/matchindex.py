@@ -56,7 +56,9 @@ def expand_specs(specs: Sequence[str]) -> list[str]:
 
 
 def _label(spec: str, catalog: LoadedCatalog) -> str:
-    return spec.removeprefix(RELEASE_PREFIX) if spec.startswith(RELEASE_PREFIX) else catalog.revision
+    """A catalog's name in answers: the release's version (as `release:X.Y.Z` or as the folder one wrote),
+    else the revision it was extracted at."""
+    return (spec if spec.startswith(RELEASE_PREFIX) else catalog.revision).removeprefix(RELEASE_PREFIX)
 
 
 def _origin(spec: str) -> str:
@@ -127,11 +129,18 @@ def match_index(
     from extractor.catalog import open_catalog
 
     catalogs: list[tuple[str, str, LoadedCatalog]] = []
+    opened: set[tuple[str, str, str]] = set()
     for number, spec in enumerate(expanded, start=1):
         if progress is not None and len(expanded) > 1:
             progress(f"catalog {number} of {len(expanded)}: {spec}")
         catalog = open_catalog(spec, repo=repo, options=options)
-        catalogs.append((_label(spec, catalog), _origin(spec), catalog))
+        label = _label(spec, catalog)
+        if catalog.manifest is not None:  # the same catalog named twice (`release:X`, and the folder written)
+            held = (label, catalog.sha, catalog.manifest.scope.model_dump_json())
+            if held in opened:
+                continue
+            opened.add(held)
+        catalogs.append((label, _origin(spec), catalog))
     labels = tuple(label for label, _, _ in catalogs)
     index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(expanded))
     if cacheable:

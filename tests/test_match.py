@@ -454,6 +454,14 @@ def test_a_wrapped_message_gives_back_the_values_python_printed(
     assert [(m.site.lineNumber, m.values) for m in result.matches] == [(14, {"backend": value})]
 
 
+def test_a_catalog_named_twice_is_read_once(shapes_repo: GitRepo, tmp_path: Path) -> None:
+    """A revision and the folder written for it are the same catalog: one, not two releases of it."""
+    written = catalog_file(shapes_repo, tmp_path).parent
+    result = match_shapes(shapes_repo, "--catalog", str(written), f"ValueError: {SPEC}")
+    (match,) = json.loads(result.stdout)["matches"]
+    assert (match["lineNumber"], "releases" in match) == (8, False)
+
+
 def test_catch_all_records_are_weak_alone(shapes_repo: GitRepo) -> None:
     """`f"{what}: {detail}"` fits anything with a colon: it is listed as weak, never a match, and exit is 1."""
     result = match_shapes(shapes_repo, "RuntimeError: engine core died: see the log above")
