@@ -238,16 +238,10 @@ def checks_of(catalog: LoadedCatalog) -> list[Check]:
 def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
     """Pair two catalogs' checks: same id, then same template elsewhere, then similar wording; sorted by
     kind then location, unchanged ones included."""
-    pairs: list[Pair] = []
-    new_by_id = {check.id: check for check in new}
-    old_left: list[Check] = []
-    for check in old:
-        match = new_by_id.pop(check.id, None)
-        if match is None:
-            old_left.append(check)
-        else:
-            pairs.append(_pair_same_id(check, match))
-    new_left = [check for check in new if check.id in new_by_id]
+    pairs = [_pair_same_id(a, b) for a, b in _same_checks(old, new)]
+    paired = {id(check) for pair in pairs for check in (pair.old, pair.new)}
+    old_left = [check for check in old if id(check) not in paired]
+    new_left = [check for check in new if id(check) not in paired]
 
     # Same class and template in another file: a module split or renamed.
     by_template: dict[tuple[str, str], list[Check]] = {}
@@ -274,6 +268,52 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
     pairs += [Pair(ChangeKind.ADDED, None, check) for check in still_new if id(check) not in used]
     pairs.sort(key=Pair.sort_key)
     return pairs
+
+
+_MOST_PAIRS = 10_000  # checks of one message in one file compared pairwise; beyond, paired in order
+
+
+def _same_checks(old: Sequence[Check], new: Sequence[Check]) -> list[tuple[Check, Check]]:
+    """The checks that are the same in both catalogs: the same id. Where a file raises one message several
+    times, an id says which occurrence it is, and an occurrence inserted or removed above shifts the ids of
+    those below: the occurrences of each such message are paired by what they are instead (the same
+    function, conditions and cause first, then the nearest in order), as long as the two sides share an id
+    at all (ids hold the repository's name too)."""
+    groups: dict[tuple[str, str, str], tuple[list[Check], list[Check]]] = {}
+    for side, checks in enumerate((old, new)):
+        for check in checks:
+            groups.setdefault((check.path, check.error_class, check.message), ([], []))[side].append(check)
+    out: list[tuple[Check, Check]] = []
+    for olds, news in groups.values():
+        if len(olds) == 1 and len(news) == 1:
+            if olds[0].id == news[0].id:
+                out.append((olds[0], news[0]))
+        elif olds and news and {c.id for c in olds} & {c.id for c in news}:
+            out += _closest(olds, news)
+    return out
+
+
+def _closest(olds: Sequence[Check], news: Sequence[Check]) -> list[tuple[Check, Check]]:
+    """Pair the occurrences of one message in one file, one to one: most alike first (function,
+    conditions, cause), then nearest in order."""
+    if len(olds) * len(news) > _MOST_PAIRS:
+        return list(zip(olds, news, strict=False))
+
+    def unlike(a: int, b: int) -> tuple[int, int, int, int]:
+        x, y = olds[a], news[b]
+        same = (x.function == y.function) + (x.conditions == y.conditions) + (x.cause == y.cause)
+        return (-same, abs(a - b), a, b)
+
+    ranked = sorted(unlike(a, b) for a in range(len(olds)) for b in range(len(news)))
+    taken_old: set[int] = set()
+    taken_new: set[int] = set()
+    out = []
+    for _, _, a, b in ranked:
+        if a not in taken_old and b not in taken_new:
+            taken_old.add(a)
+            taken_new.add(b)
+            out.append((olds[a], news[b]))
+    return out
 
 
 def _reworded(old: Sequence[Check], new: Sequence[Check]) -> list[tuple[Check, Check]]:

@@ -92,6 +92,43 @@ def test_renamed_module_is_moved_with_file_path(repo: GitRepo) -> None:
     assert [fields for _, _, fields in changes(repo)] == [["filePath"]] * 3
 
 
+def test_one_message_raised_several_times_pairs_each_with_its_own(git_repo: GitRepo) -> None:
+    """Where a file raises one message several times, an occurrence reworded, inserted or removed above
+    the others does not shift their pairing: each pairs with the one in the same function and conditions."""
+    git_repo.commit(
+        {
+            "pkg/a.py": (
+                "def dtype_of(dtype, known):\n"
+                "    if dtype not in known:\n"
+                '        raise ValueError(f"Unknown dtype: {dtype}")\n'
+                "    else:\n"
+                '        raise ValueError(f"Unknown dtype: {dtype}")\n'
+                "class Client:\n"
+                + "".join(f"    def {name}(self):\n        raise ValueError('not here')\n" for name in "bcd")
+            )
+        },
+        tag="v1",
+    )
+    git_repo.commit(
+        {
+            "pkg/a.py": (
+                "def dtype_of(dtype, known):\n"
+                "    if dtype not in known:\n"
+                '        raise ValueError(f"Unknown dtype: {dtype!r}")\n'
+                "    else:\n"
+                '        raise ValueError(f"Unknown dtype: {dtype}")\n'
+                "class Client:\n"
+                + "".join(f"    def {name}(self):\n        raise ValueError('not here')\n" for name in "abcd")
+            )
+        },
+        tag="v2",
+    )
+    assert changes(git_repo) == [
+        ("added", "not here", []),  # in `a`, the new method: those of b, c and d stay theirs
+        ("reworded", "Unknown dtype: {dtype!r}", ["errorMessage"]),
+    ]
+
+
 def test_added_and_removed(repo: GitRepo) -> None:
     source = BASE.replace('        raise ValueError("other is not supported with this backend.")\n', "        pass\n")
     source += '\ndef fresh():\n    raise ValueError("a brand new check about tokens.")\n'
