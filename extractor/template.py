@@ -518,10 +518,11 @@ _OS_ERRORS = frozenset(
         "OSError", "IOError", "EnvironmentError", "FileNotFoundError", "FileExistsError", "PermissionError",
         "IsADirectoryError", "NotADirectoryError", "ConnectionError", "BrokenPipeError", "ConnectionAbortedError",
         "ConnectionRefusedError", "ConnectionResetError", "ChildProcessError", "InterruptedError",
-        "ProcessLookupError", "TimeoutError",
+        "ProcessLookupError", "TimeoutError", "BlockingIOError",
     }
 )  # fmt: skip
 _SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
+_GROUPS = frozenset({"ExceptionGroup", "BaseExceptionGroup"})
 
 
 def _builtin(name: str | None) -> type[BaseException] | None:
@@ -539,13 +540,13 @@ def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]
             builder.kinds.add(MessageKind.LITERAL)
         return parts
     if error_class in _OS_ERRORS and 2 <= len(args) <= 5:
-        if any(_none(arg) for arg in args[:2]):
-            return None
+        # errno and strerror print as they are, None too; a None filename is no filename. BlockingIOError's
+        # third argument is the characters written, which it does not print.
         parts = ["[Errno ", *_str_parts(builder, args[0]), "] ", *_str_parts(builder, args[1])]
-        if len(args) >= 3 and not _none(args[2]):
-            parts += [": ", *_element_parts(builder, args[2])]
+        if len(args) >= 3 and not _none(args[2]) and error_class != "BlockingIOError":
+            parts += _maybe_none(builder, ": ", args[2])
             if len(args) == 5 and not _none(args[4]):
-                parts += [" -> ", *_element_parts(builder, args[4])]
+                parts += _maybe_none(builder, " -> ", args[4])
         return parts
     if error_class in ("UnicodeDecodeError", "UnicodeEncodeError") and len(args) == 5:
         # One byte (character) or a range, which only the values decide: the pattern accepts both.
@@ -560,10 +561,16 @@ def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]
             _Raw("", ")"),
             ": ", *_str_parts(builder, reason),
         ]  # fmt: skip
-    if error_class in _SYNTAX_ERRORS and len(args) == 2:
-        details = _parse(args[1])
-        if not isinstance(details, cst.Tuple) or len(details.elements) not in (4, 6):
-            return None
+    if error_class in _GROUPS and len(args) == 2:  # `message (N sub-exceptions)`
+        count: list[_Part] = [_Hole(f"len({_flatten(args[1])})"), " sub-exception", _Raw("s", "s?")]
+        return [*_str_parts(builder, args[0]), " (", *count, ")"]
+    if error_class in _SYNTAX_ERRORS and len(args) >= 2:
+        # The message, then `(file, line N)` from the details (a sequence of 4 to 6), only with 2 arguments.
+        details = _parse(args[1]) if len(args) == 2 else None
+        if len(args) > 2:
+            return _str_parts(builder, args[0])
+        if not isinstance(details, (cst.Tuple, cst.List)) or not 4 <= len(details.elements) <= 6:
+            return [*_str_parts(builder, args[0]), _Raw("", r"(?: \(.*\))?")]  # details known at run time
         filename, lineno = (_bare_code(element.value) for element in details.elements[:2])
         where: list[list[_Part]] = []
         known_file = _parse(filename)
@@ -573,11 +580,21 @@ def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]
             where.append([_Hole(f"os.path.basename({filename})")])
         if lineno != "None":
             where.append(["line ", *_str_parts(builder, lineno)])
-        parts = _single(builder, args[0])
+        parts = _str_parts(builder, args[0])
         if where:
             parts += [" (", *where[0], *([", ", *where[1]] if len(where) == 2 else []), ")"]
         return parts
     return None
+
+
+def _maybe_none(builder: _Builder, before: str, source: str) -> list[_Part]:
+    """`before` and the repr of an argument that is left out when it is None: always there for a literal,
+    optional for anything else (a variable may hold None)."""
+    node = _parse(source)
+    shown = _element_parts(builder, source)
+    if node is not None and _is_literal(node):
+        return [before, *shown]
+    return [_Raw(before, "(?:" + _REGEX_SPECIAL.sub(r"\\\1", before)), *shown, _Raw("", ")?")]
 
 
 def _str_parts(builder: _Builder, source: str) -> list[_Part]:
@@ -585,6 +602,8 @@ def _str_parts(builder: _Builder, source: str) -> list[_Part]:
     node = _parse(source)
     if isinstance(node, cst.Integer):
         return [str(ast.literal_eval(node.value))]
+    if _none(source):
+        return ["None"]
     return _single(builder, source)
 
 
@@ -633,12 +652,16 @@ def message_template(
         kind = MessageKind.VARIABLE
         if not sources:
             parts = [_Hole(variable, conversion="r" if error_class == "KeyError" else None)]
+        elif error_class == "KeyError" and len(sources) == 1:  # the repr of what was assigned, text or not
+            parts = _element_parts(builder, sources[0])
         else:
             parts = []
             for source in sources:
                 parts += _single(builder, source)
-            if error_class == "KeyError":
+            if error_class == "KeyError":  # text: `+=` made it
                 parts = _quoted(parts)
+    elif not args and error_class in _SYNTAX_ERRORS:  # its message is None, printed as such
+        return Template("None", "None", (), MessageKind.LITERAL, tuple(builder.warnings))
     elif not args:
         return Template("", "", (), MessageKind.EMPTY, tuple(builder.warnings))
     elif (special := _class_parts(builder, error_class, args)) is not None:

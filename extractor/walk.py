@@ -388,8 +388,8 @@ class Visitor:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
         from extractor.template import message_template  # delayed: libcst (see the imports above)
 
-        if not isinstance(exc, ast.Call):
-            return message_template(), None
+        if not isinstance(exc, ast.Call):  # `raise E`: E() (a class whose message without arguments is its own)
+            return message_template(error_class=name), None
         args = exc.args
         variable = None
         if any(isinstance(arg, ast.Starred) for arg in args):

@@ -170,6 +170,36 @@ def test_each_class_of_issue_14_prints_as_python_does(source: str, message: str,
 
 
 @pytest.mark.parametrize(
+    ("body", "values"),
+    [
+        pytest.param("raise OSError(None, a)", ["boom"], id="OSError: errno None"),
+        pytest.param("raise OSError(errno.ESRCH, None)", [None], id="OSError: strerror None"),
+        pytest.param("raise OSError(None, None, a)", ["f.txt", None], id="OSError: filename, or None"),
+        pytest.param("raise BlockingIOError(11, 'busy', a)", [5], id="BlockingIOError: characters written"),
+        pytest.param("raise SyntaxError()", [None], id="SyntaxError without arguments"),
+        pytest.param("raise IndentationError", [None], id="IndentationError, the class alone"),
+        pytest.param("raise SyntaxError('a', 'b', a)", ["c"], id="SyntaxError: three arguments"),
+        pytest.param("raise SyntaxError('bad', a)", [("f.py", 3, 1, "x"), (None, None, None, None)], id="details"),
+        pytest.param("raise SyntaxError('bad', ['/src/f.py', 3, 1, 'x'])", [None], id="details as a list"),
+        pytest.param("raise ExceptionGroup('m', a)", [[ValueError()], [ValueError(), KeyError()]], id="group"),
+        pytest.param("key = len(a)\n    raise KeyError(key)", ["abc"], id="KeyError of a number"),
+        pytest.param("key = a.upper()\n    raise KeyError(key)", ["abc"], id="KeyError of a text, unknown"),
+        pytest.param("key = f'no {a}'\n    raise KeyError(key)", ["abc"], id="KeyError of an f-string"),
+    ],
+)
+def test_builtins_that_print_their_own_way_print_what_their_records_say(body: str, values: list[object]) -> None:
+    """Run for real, with each value: the pattern fullmatches what Python prints."""
+    source = f"import errno\ndef f(a):\n    {body}\n"
+    site = site_of(source)
+    namespace: dict[str, object] = {}
+    exec(source, namespace)
+    for value in values:
+        with pytest.raises(BaseException) as caught:
+            namespace["f"](value)  # type: ignore[operator]
+        assert re.fullmatch(site.messagePattern, str(caught.value), re.S), (site.errorMessage, str(caught.value))
+
+
+@pytest.mark.parametrize(
     "args",
     [("utf-8", b"\xff\xfe", 0, 1, "bad"), ("utf-8", b"\xff\xfe", 0, 2, "bad")],
     ids=["one byte", "a range"],
