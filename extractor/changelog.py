@@ -5,7 +5,8 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from extractor.diff import _escape, _marked
+from extractor import markdown
+from extractor.diff import _marked
 from extractor.models import EventKind, HistoryRevision, Lineage, LineageEvent
 from extractor.write import atomic_write
 
@@ -31,18 +32,18 @@ _TITLES = {
 
 
 def _where(event: LineageEvent) -> str:
-    return f"[{_escape(event.filePath)}:{event.lineNumber}]({event.githubUrl})"
+    return f"[{markdown.text(event.filePath)}:{event.lineNumber}]({event.githubUrl})"
 
 
 def _entry(event: LineageEvent, lineage: Lineage) -> str:
-    message = f"`{lineage.errorClass}`: {_escape(event.errorMessage)}"
+    message = f"`{lineage.errorClass}`: {markdown.text(event.errorMessage)}"
     before = event.previous
     if event.kind is EventKind.REWORDED and before is not None:
         old, new = _marked(before.errorMessage, event.errorMessage)
         return f"{old} → {new} ({_where(event)})"
     if event.kind is EventKind.MOVED and before is not None:
         origin = f"{before.filePath} ({before.function})"
-        return f"{message}: from {_escape(origin)} to {_where(event)} ({_escape(event.function)})"
+        return f"{message}: from {markdown.text(origin)} to {_where(event)} ({markdown.text(event.function)})"
     if event.kind is EventKind.MODIFIED:
         return f"{message} ({_where(event)}; {', '.join(event.fields)})"
     return f"{message} ({_where(event)})"
@@ -76,14 +77,14 @@ def render_markdown(
     out += ["| --- | ---: |" + " ---: |" * len(CHURN)]
     for revision in revisions:
         counts = " | ".join(str(revision.summary.get(kind.value, 0)) for kind in CHURN)
-        out.append(f"| {_escape(revision.revision)} | {revision.records} | {counts} |")
+        out.append(f"| {markdown.text(revision.revision)} | {revision.records} | {counts} |")
     by_revision: dict[str, list[tuple[Lineage, LineageEvent]]] = {r.revision: [] for r in revisions}
     for lineage in lineages:
         for event in lineage.events:
             by_revision.setdefault(event.revision, []).append((lineage, event))
     out += ["", "## Changelog", ""]
     for revision in reversed(revisions):
-        out += [f"### {_escape(revision.revision)}", "", f"{revision.records} checks; {_counts(revision)}.", ""]
+        out += [f"### {markdown.text(revision.revision)}", "", f"{revision.records} checks; {_counts(revision)}.", ""]
         happened = by_revision.get(revision.revision, [])
         for kind, heading in _TITLES.items():
             entries = sorted((e for e in happened if e[1].kind is kind), key=lambda e: (e[1].filePath, e[1].lineNumber))
@@ -95,9 +96,9 @@ def render_markdown(
     out += ["## Timelines", "", f"The {len(changed)} checks that changed after they appeared, oldest first.", ""]
     for lineage in changed:
         status = "raised" if lineage.present else "gone"
-        out += [f"### `{lineage.errorClass}`: {_escape(lineage.errorMessage)} ({status})", ""]
+        out += [f"### `{lineage.errorClass}`: {markdown.text(lineage.errorMessage)} ({status})", ""]
         for event in lineage.events:
-            out.append(f"- {_escape(event.revision)}: {event.kind.value} {_entry(event, lineage)}")
+            out.append(f"- {markdown.text(event.revision)}: {event.kind.value} {_entry(event, lineage)}")
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
 

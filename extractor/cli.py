@@ -175,6 +175,13 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
     )
 
 
+def _folder(output: str | None, command: str) -> Path | None:
+    """The folder a command that writes several files writes into: `-` (standard output) is not one."""
+    if output == "-":
+        raise ExtractorError(f"{command} writes a folder of files: --output - (standard output) cannot hold them")
+    return Path(output) if output else None
+
+
 def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     """The paths inside the repository the options name (they are recorded in the manifest's scope)."""
     for option, values in (("--path", args.path), ("--config-from", args.config_from)):
@@ -309,9 +316,17 @@ def _run_diff(argv: Sequence[str]) -> int:
     root = Path(args.catalog_root) if args.catalog_root else None
     old = open_catalog(args.old, repo=args.repo, options=options, root=root)
     new = open_catalog(args.new, repo=args.repo, options=options, root=root)
+    scopes = [catalog.manifest.scope for catalog in (old, new) if catalog.manifest is not None]
+    if len(scopes) == 2 and scopes[0] != scopes[1]:
+        shown = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]
+        print(
+            f"{PROG}: warning: the catalogs cover different scopes ({shown[0]}; {shown[1]}): "
+            "what only one covers shows as added or removed",
+            file=sys.stderr,
+        )
     diff = diff_catalogs(old, new)
     data = render_json(diff) if args.format == "json" else render_markdown(diff).encode()
-    if args.output:
+    if args.output and args.output != "-":
         atomic_write(Path(args.output), data)
     else:
         sys.stdout.buffer.write(data)
@@ -468,7 +483,7 @@ def _run_nightly(argv: Sequence[str]) -> int:
     nightly(
         repo=args.repo,
         branch=args.branch,
-        output=Path(args.output) if args.output else None,
+        output=_folder(args.output, "nightly"),
         options=_options(args),
         keep=args.keep,
         log=log,
@@ -603,12 +618,15 @@ def _run_history(argv: Sequence[str]) -> int:
         if not args.quiet:
             print(f"{PROG} history: {line}", file=sys.stderr, flush=True)
 
+    output = _folder(args.output, "history")
     history = build_history(list_revisions(specs, repo=args.repo), options=options, log=log)
-    root = Path(args.output) if args.output else default_root(history.repo) / folder_name(options)
+    root = output if output is not None else default_root(history.repo) / folder_name(options)
     lines, manifest = history.encode()
     atomic_write(root / HISTORY, lines)
     atomic_write(root / HISTORY_MANIFEST, manifest)
     if args.format == "json":
+        for stale in ("history.md", "history.svg", "history.png"):  # an earlier Markdown run's, of another history
+            (root / stale).unlink(missing_ok=True)
         sys.stdout.buffer.write(lines)
     else:
         from extractor.changelog import render_chart, render_markdown
@@ -756,6 +774,8 @@ def _run_site(argv: Sequence[str]) -> int:
     from extractor.site import build_site
     from extractor.site_inputs import open_site_inputs
 
+    output = _folder(args.output, "site")
+    assert output is not None  # (a required option)
     started = time.monotonic()
     inputs = open_site_inputs(
         args.catalog,
@@ -765,7 +785,7 @@ def _run_site(argv: Sequence[str]) -> int:
         history=Path(args.history) if args.history else None,
     )
     summary = build_site(
-        inputs.catalog, output=Path(args.output), analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history
+        inputs.catalog, output=output, analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history
     )
     if not args.quiet:
         print(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
+from extractor import markdown
 from extractor.models import CatalogLine
 from extractor.similarity import ACROSS_FUNCTIONS, WITHIN_FUNCTION, similarity
 
@@ -360,21 +361,14 @@ def render_json(diff: CatalogDiff) -> bytes:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def _escape(text: str) -> str:
-    text = text.replace("\\", "\\\\").replace("\n", " ")
-    for char in "|*_`<>[]":
-        text = text.replace(char, "\\" + char)
-    return text
-
-
 def _marked(old: str, new: str) -> tuple[str, str]:
     """Mark the words that changed: removed ones struck through, added ones in bold."""
     a, b = old.split(), new.split()
     left: list[str] = []
     right: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        old_words = _escape(" ".join(a[i1:i2]))
-        new_words = _escape(" ".join(b[j1:j2]))
+        old_words = markdown.text(" ".join(a[i1:i2]))
+        new_words = markdown.text(" ".join(b[j1:j2]))
         if op == "equal":
             left.append(old_words)
             right.append(new_words)
@@ -435,13 +429,13 @@ def render_markdown(diff: CatalogDiff) -> str:
                 assert change.old and change.new
                 was = f"{change.old.record.filePath}:{change.old.record.lineNumber}"
                 out.append(
-                    f"| {_where(change.new)} | {_escape(was)} | {', '.join(change.fields)} | "
-                    f"{_escape(change.new.record.errorMessage)} |"
+                    f"| {_where(change.new)} | {markdown.text(was)} | {', '.join(change.fields)} | "
+                    f"{markdown.text(change.new.record.errorMessage)} |"
                 )
         else:
             out += ["| where | class | message |", "| --- | --- | --- |"]
             for change in changes:
                 line = change.new or change.old
                 assert line is not None
-                out.append(f"| {_where(line)} | {line.record.errorClass} | {_escape(line.record.errorMessage)} |")
+                out.append(f"| {_where(line)} | {line.record.errorClass} | {markdown.text(line.record.errorMessage)} |")
     return "\n".join(out) + "\n"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from extractor import markdown
 from extractor.errors import ExtractorError
 from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
@@ -239,19 +240,18 @@ def render(explanation: Explanation, *, format: str) -> str:
     where = f"{record.filePath}:{record.lineNumber}"
     if format == "markdown":
         out = [
-            f"# {record.errorClass}: {record.slug}",
+            f"# {markdown.text(record.errorClass)}: {markdown.text(record.slug)}",
             "",
-            "```text",
-            record.errorMessage,
-            "```",
+            *markdown.fence(record.errorMessage),
             "",
-            f"Thrown at [{where}]({record.githubUrl}) in `{line.extraction.function}`, {condition_in_words(line)}.",
+            f"Thrown at [{markdown.text(where)}]({record.githubUrl}) in {markdown.code(line.extraction.function)}, "
+            f"{markdown.text(condition_in_words(line))}.",
         ]
         if explanation.history:
-            out += ["", f"Releases: {explanation.history}."]
+            out += ["", f"Releases: {markdown.text(explanation.history)}."]
         if explanation.values:
             out += ["", "| placeholder | value |", "| --- | --- |"]
-            out += [f"| `{k}` | `{v}` |" for k, v in explanation.values.items()]
+            out += [f"| {markdown.code(k)} | {markdown.code(v)} |" for k, v in explanation.values.items()]
         if resolved:
             out += [
                 "",
@@ -274,7 +274,8 @@ def render(explanation: Explanation, *, format: str) -> str:
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [
-                f"- [{r.record.filePath}:{r.record.lineNumber}]({r.record.githubUrl}) {_short(r, 100)}"
+                f"- [{markdown.text(f'{r.record.filePath}:{r.record.lineNumber}')}]({r.record.githubUrl}) "
+                f"{markdown.text(_short(r, 100))}"
                 for r in explanation.related
             ]
         return "\n".join(out) + "\n"

@@ -180,12 +180,24 @@ def _date(epoch: int) -> str:
 def _range(repo: str, spec: str) -> list[Revision]:
     low, _, high = spec.partition("..")
     start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
+    if not _is_ancestor(start, end):
+        raise RevisionError(
+            f"{spec}: {low or 'HEAD'} is not an ancestor of {high or 'HEAD'} in {repo} (the range is backwards, "
+            "or the two are on lines that never met)"
+        )
     listed = _git(start.git_dir, "log", "--first-parent", "--reverse", "--format=%H %ct", f"{start.sha}..{end.sha}")
     commits = [start]
     for row in listed.splitlines():
         sha, epoch = row.split()
         commits.append(replace(end, sha=sha, revision=sha[:12], committed_at=_date(int(epoch))))
     return [Revision(commit.sha[:12], commit) for commit in commits]
+
+
+def _is_ancestor(start: Commit, end: Commit) -> bool:
+    import subprocess
+
+    command = ["git", "merge-base", "--is-ancestor", start.sha, end.sha]
+    return subprocess.run(command, cwd=start.git_dir, capture_output=True).returncode == 0
 
 
 def _tags(repo: str, pattern: str) -> list[Revision]:
@@ -424,8 +436,11 @@ def advance(
     return history
 
 
-def _revision(revision: Revision, options: ExtractOptions, then: Sequence[Revision]) -> RevisionChecks:
-    """The checks of one revision; a revision where the scope holds no file has none.
+def _revision(
+    revision: Revision, options: ExtractOptions, then: Sequence[Revision]
+) -> tuple[RevisionChecks, ScopeError | None]:
+    """The checks of one revision; a revision where the scope holds no file (or no raise of the classes
+    asked for) has none, and the error that says so comes with them.
 
     Only per-file results are kept in the cache, not each revision's whole catalog. The files of `then`,
     the revisions that come next, are scanned while this one's catalog is built. The checks are read from
@@ -435,10 +450,10 @@ def _revision(revision: Revision, options: ExtractOptions, then: Sequence[Revisi
         catalog = extract_commit(
             revision.commit, options=options, pinned_sha=revision.pinned, keep=False, then=following
         )
-    except ScopeError:
-        return RevisionChecks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ())
+    except ScopeError as error:
+        return RevisionChecks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ()), error
     checks = [Check.of_data(index, line) for index, line in enumerate(catalog.data)]
-    return RevisionChecks(catalog.manifest.sha, catalog.manifest.committedAt, checks)
+    return RevisionChecks(catalog.manifest.sha, catalog.manifest.committedAt, checks), None
 
 
 def build_history(
@@ -447,18 +462,26 @@ def build_history(
     options: ExtractOptions,
     log: Callable[[str], None] = lambda line: None,
 ) -> History:
-    """Follow every check in scope from the oldest revision to the newest."""
+    """Follow every check in scope from the oldest revision to the newest. A scope that finds nothing at
+    any revision (a path that never existed, a mistyped class) is an error, as for one extraction."""
     repo = options.repo_name or (revisions[0].commit.repo_name if revisions else "")
     history = History(repo=repo, options=options)
     previous: RevisionChecks | None = None
+    nowhere: list[ScopeError] = []
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
-            checks = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD])
+            checks, error = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD])
+            if error is not None:
+                nowhere.append(error)
             advance(history, previous, checks, revision.label)
             summary = history.revisions[-1].summary
             changed = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count)
             log(f"{revision.label} ({number}/{len(revisions)}): {len(checks.checks)} checks; {changed or 'no change'}")
             previous = checks
+    if revisions and len(nowhere) == len(revisions):
+        others = len(revisions) - 1
+        more = {0: "", 1: " (nor at the other revision)"}.get(others, f" (nor at any of the {others} other revisions)")
+        raise ScopeError(f"{nowhere[-1]}{more}")
     return history
 
 

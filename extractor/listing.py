@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import orjson
 
+from extractor import markdown
 from extractor.models import CatalogLine
+from extractor.options import scope_path
 from extractor.suggest import close_to
 
 __all__ = ["Filters", "first_words", "misses", "render_records", "render_summary", "select"]
@@ -28,9 +30,9 @@ class Filters:
 
 def _in_file(path: str, spec: str) -> bool:
     if any(c in spec for c in "*?["):
-        return fnmatch.fnmatchcase(path, spec)
-    prefix = spec.strip("/")
-    return path == prefix or path.startswith(prefix + "/")
+        return fnmatch.fnmatchcase(path, spec.removeprefix("./"))
+    prefix = scope_path(spec)  # as --path reads a prefix: `./vllm/`, `/vllm` and `vllm` are one
+    return prefix == "." or path == prefix or path.startswith(prefix + "/")
 
 
 def _keeps(line: CatalogLine, filters: Filters) -> bool:
@@ -77,10 +79,6 @@ def first_words(message: str, *, limit: int = _FIRST_WORDS, more: str = " ...") 
     return text[: cut if cut > 0 else limit] + more
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
     """Render records as an aligned text table, a Markdown table, or JSON lines (the whole message)."""
     if format == "json":
@@ -92,7 +90,8 @@ def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
     ]
     header = ("file:line", "class", "slug", "message")
     if format == "markdown":
-        table = [header, ("---",) * 4, *((f"`{a}`", b, f"`{c}`", _cell(d)) for a, b, c, d in rows)]
+        cells = ((markdown.code(a), markdown.text(b), markdown.code(c), markdown.text(d)) for a, b, c, d in rows)
+        table = [header, ("---",) * 4, *cells]
         return "".join("| " + " | ".join(row) + " |\n" for row in table)
     return _aligned([header, *rows])
 
@@ -125,7 +124,7 @@ def render_summary(lines: Sequence[CatalogLine], *, format: str) -> str:
         out = [f"{title}\n"]
         for name, counts in (("file", by_file), ("class", by_class)):
             out += [f"\n| {name} | records |\n| --- | ---: |\n"]
-            out += [f"| {_cell(key)} | {count} |\n" for key, count in counts]
+            out += [f"| {markdown.text(key)} | {count} |\n" for key, count in counts]
         return "".join(out)
     out = [title + "\n"]
     for name, counts in (("by file", by_file), ("by class", by_class)):

@@ -624,3 +624,55 @@ def test_a_class_raised_only_at_skipped_sites_is_no_typo(git_repo: GitRepo, tmp_
     (folder,) = (tmp_path / "out").iterdir()
     manifest = orjson.loads((folder / "manifest.json").read_bytes())
     assert (manifest["counts"]["records"], manifest["counts"]["skippedSites"]) == (0, 1)
+
+
+HOSTILE_MESSAGE = "first\r\nsecond ~~x~~ <img src=x onerror=alert(1)> &amp; {cls.__name__} `tick` | pipe"
+
+
+def test_markdown_shows_a_message_as_written_in_every_command(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Emphasis, strikethrough, HTML, entities, pipes and line breaks in a message are text in every
+    Markdown page: list's table, explain's page, diff's table (one row per record, escaped)."""
+    source = f"def h(cls):\n    raise ValueError({HOSTILE_MESSAGE!r})\n"
+    git_repo.commit({"vllm/config/x.py": "def h(cls):\n    raise ValueError('plain')\n"}, tag="v1")
+    git_repo.commit({"vllm/config/x.py": source}, tag="v2")
+    repo = ["--repo", str(git_repo.path)]
+    listed = run("list", "--catalog", "v2", *repo, "--format", "markdown", cwd=tmp_path)
+    diffed = run("diff", "v1", "v2", *repo, "--format", "markdown", cwd=tmp_path)
+    explained = run("explain", "--catalog", "v2", *repo, "--format", "markdown", "first", cwd=tmp_path)
+    escaped = r"second \~\~x\~\~ \<img src=x onerror=alert(1)\> \&amp; {cls.\_\_name\_\_} \`tick\` \| pipe"
+    for result in (listed, diffed):
+        (row,) = [line for line in result.stdout.splitlines() if "second" in line]
+        assert f"first {escaped}" in row or f"first {escaped}"[:60] in row, row
+        assert "\r" not in result.stdout
+    fenced = explained.stdout.split("```text\n", 1)[1].split("\n```\n", 1)
+    assert fenced[0].startswith("first") and "<img" not in fenced[1]  # the message in a fence, as written
+
+
+def test_output_dash_is_standard_output_or_refused(git_repo: GitRepo, tmp_path: Path) -> None:
+    """diff writes one document: `--output -` is stdout. Commands that write a folder refuse it."""
+    git_repo.commit({"vllm/config/x.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    repo = ["--repo", str(git_repo.path)]
+    diffed = run("diff", "v1", "v1", *repo, "--output", "-", cwd=tmp_path)
+    assert diffed.returncode == 0 and orjson.loads(diffed.stdout)["summary"]["unchanged"] == 1
+    for command in (["history", "v1"], ["nightly", "--branch", "main"], ["site", "--catalog", "v1"]):
+        result = run(*command, *repo, "--output", "-", cwd=tmp_path)
+        assert result.returncode == 2 and "--output - (standard output) cannot hold them" in result.stderr, command
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
+
+
+def test_list_reads_a_file_filter_as_a_path_prefix_is_read(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit({"vllm/config/x.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    for spec in ("vllm/config/x.py", "./vllm/config/x.py", "/vllm/config/", "./vllm/config/*.py"):
+        result = run("list", "--catalog", "v1", "--repo", str(git_repo.path), "--file", spec, cwd=tmp_path)
+        assert result.returncode == 0 and "vllm/config/x.py:1" in result.stdout, spec
+
+
+def test_diff_of_catalogs_of_two_scopes_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit({"vllm/config/x.py": "raise ValueError('a')\nraise TypeError('b')\n"}, tag="v1")
+    repo = ["--repo", str(git_repo.path)]
+    assert run("--sha", "v1", *repo, "--output", "out", "--quiet", cwd=tmp_path).returncode == 0
+    assert run("--sha", "v1", *repo, "--exception", "*", "--output", "out", "--quiet", cwd=tmp_path).returncode == 0
+    narrow, wide = sorted((tmp_path / "out").iterdir(), key=lambda p: len(p.name))
+    result = run("diff", str(narrow), str(wide), cwd=tmp_path)
+    assert result.returncode == 1 and orjson.loads(result.stdout)["summary"]["added"] == 1
+    assert result.stderr.startswith("extractor: warning: the catalogs cover different scopes (vllm/config (ValueError")

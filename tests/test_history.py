@@ -187,11 +187,40 @@ def test_cli_markdown_changelog_links_its_chart(history_repo: GitRepo, tmp_path:
     assert (tmp_path / "again" / "history.svg").read_bytes() == (out / "history.svg").read_bytes()
 
 
-def test_cli_bad_revisions_are_one_line_errors(history_repo: GitRepo) -> None:
-    for args in (["history"], ["history", "nope*"], ["history", "v1..nope"]):
-        result = cli(*args, "--repo", str(history_repo.path), "--path", "pkg/config")
-        assert (result.returncode, result.stdout) == (2, ""), args
-        assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1, args
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        pytest.param([], "history needs revisions", id="no revision"),
+        pytest.param(["nope*"], "no tag matches", id="no tag"),
+        pytest.param(["v1..nope"], "unknown revision 'nope'", id="unknown end"),
+        pytest.param(["v6..v1"], "v6 is not an ancestor of v1", id="backwards range"),
+        pytest.param(["v1..v6", "--path", "pkg/nothing"], "(nor at any of the 5 other", id="a path never there"),
+        pytest.param(["v1..v2", "--exception", "ValueErorr"], "did you mean ValueError?", id="a mistyped class"),
+        pytest.param(["v1..v2", "--output", "-"], "--output - (standard output) cannot hold them", id="output -"),
+    ],
+)
+def test_cli_bad_revisions_and_scopes_are_one_line_errors(
+    history_repo: GitRepo, tmp_path: Path, args: list[str], said: str
+) -> None:
+    scope = [] if "--path" in args else ["--path", "pkg/config"]
+    place = tmp_path / "cwd"
+    place.mkdir()
+    result = cli("history", *args, "--repo", str(history_repo.path), *scope, "--quiet", cwd=place)
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1
+    assert said in result.stderr
+    assert list(place.iterdir()) == []
+
+
+def test_a_json_history_over_a_markdown_one_leaves_none_of_its_files(history_repo: GitRepo, tmp_path: Path) -> None:
+    """history.md and its chart describe the history they were written with: a later run without them
+    into the same folder removes them rather than leave them beside another history."""
+    out = tmp_path / "h"
+    scope = ["--repo", str(history_repo.path), "--path", "pkg/config", "--output", str(out), "--quiet"]
+    assert cli("history", "v1..v6", *scope, "--format", "markdown").returncode == 0
+    assert {"history.md", "history.svg", "history.png"} <= {p.name for p in out.iterdir()}
+    assert cli("history", "v1..v2", *scope).returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["history.json", "history.jsonl"]
 
 
 def test_nightly_keeps_a_rolling_history_advanced_night_by_night(git_repo: GitRepo, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "extractor"
 # The stages, lowest first. A module may import only modules of earlier layers: modules of one layer
 # are peers that know nothing of each other. A new module must be given its place here.
 LAYERS: list[tuple[str, ...]] = [
-    ("_version", "errors", "progress", "suggest", "housekeeping", "similarity"),  # no import of the package
+    ("_version", "errors", "progress", "suggest", "housekeeping", "similarity", "markdown"),  # no package import
     ("kinds", "rewording"),  # the scan's enumerations and pieces, without pydantic; pairing rewordings (numpy)
     ("scanned",),  # the scan's typed values (slotted dataclasses): a worker scans without pydantic
     ("models", "lifecycle", "git"),  # the record models; signals and exit; reading git objects

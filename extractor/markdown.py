@@ -1,0 +1,38 @@
+# Markdown: text and code set into a Markdown page so that it reads as written, whatever it holds.
+"""Text that a page shows as written (a message, a path): what Markdown would take for syntax is escaped,
+and line breaks (any of them: a table row or a list item is one line) become spaces."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["code", "fence", "text"]
+
+_SYNTAX = "|*_`<>[]~&"
+_TICKS = re.compile(r"`+")
+
+
+def _one_line(value: str) -> str:
+    return " ".join(value.splitlines())  # \n, \r\n, \r, and the rarer breaks splitlines knows
+
+
+def text(value: str) -> str:
+    """Inline text: emphasis, code, links, HTML, strikethrough, entities and table pipes shown as typed."""
+    value = _one_line(value.replace("\\", "\\\\"))
+    for char in _SYNTAX:
+        value = value.replace(char, "\\" + char)
+    return value
+
+
+def code(value: str) -> str:
+    """An inline code span holding `value` (backticks in it included), fit for a table cell."""
+    value = _one_line(value)
+    ticks = "`" * (max(map(len, _TICKS.findall(value)), default=0) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{ticks}{pad}{value}{pad}{ticks}".replace("|", "\\|")
+
+
+def fence(value: str, language: str = "text") -> list[str]:
+    """A fenced block holding `value`, its fence longer than any run of backticks in it."""
+    ticks = "`" * max(3, max(map(len, _TICKS.findall(value)), default=0) + 1)
+    return [f"{ticks}{language}", value, ticks]
