@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
@@ -109,13 +109,25 @@ def _add_repo(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Once(argparse.Action):
+    """An option that takes one value: given twice, a usage error rather than the last one kept silently."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option} takes one value, given twice ({getattr(namespace, self.dest)}, {values})")
+        setattr(namespace, self.dest, values)
+
+
 def _add_catalog(parser: argparse.ArgumentParser) -> None:
     """Add --catalog, and the options for when it names a revision to extract on the fly."""
     parser.add_argument(
         "--catalog",
         required=True,
+        action=_Once,
         metavar="DIR_OR_FILE",
-        help="a catalog directory or records.jsonl, release:X.Y.Z, or a revision of --repo",
+        help="a catalog directory or records.jsonl, release:X.Y.Z, or a revision of --repo (one catalog)",
     )
     _add_repo(parser)
     _add_scope(parser)

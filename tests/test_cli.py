@@ -676,3 +676,9 @@ def test_diff_of_catalogs_of_two_scopes_says_so(git_repo: GitRepo, tmp_path: Pat
     result = run("diff", str(narrow), str(wide), cwd=tmp_path)
     assert result.returncode == 1 and orjson.loads(result.stdout)["summary"]["added"] == 1
     assert result.stderr.startswith("extractor: warning: the catalogs cover different scopes (vllm/config (ValueError")
+
+
+def test_a_one_catalog_option_given_twice_is_a_usage_error(tmp_path: Path) -> None:
+    for command in ("list", "site"):
+        result = run(command, "--catalog", "release:0.27.0", "--catalog", "release:0.28.0", cwd=tmp_path)
+        assert result.returncode == 2 and "--catalog takes one value, given twice" in result.stderr, command
