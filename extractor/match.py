@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import ahocorasick
@@ -453,8 +454,9 @@ def _exception_repr(text: str) -> _Variant | None:
     return None
 
 
-def _cleaned(text: str) -> _Variant:
-    """Undo what terminals, Markdown, HTML and quoting did to a paste, naming each step taken."""
+def _cleaned(text: str, *, entities: bool = True) -> _Variant:
+    """Undo what terminals, Markdown, HTML (unless not `entities`) and quoting did to a paste, naming each
+    step taken."""
     steps: list[str] = []
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -462,7 +464,7 @@ def _cleaned(text: str) -> _Variant:
     if _ANSI.search(text):
         text, _ = _ANSI.subn("", text)
         steps.append("ansi")
-    if "&" in text and _ENTITY.search(text):
+    if entities and "&" in text and _ENTITY.search(text):
         text = html.unescape(text)
         steps.append("html")
     if "\n" in text and _LOG_PREFIX.search(text, 1):
@@ -614,7 +616,9 @@ class Matcher:
             weak = () if confident else weak
         else:
             base = _cleaned(stripped)
-            confident, weak = _best(self._found(_variants(base)))
+            # A message may hold what reads as an HTML entity (`&amp;`): as typed, last.
+            typed = [_cleaned(stripped, entities=False)] if "html" in base.steps else []
+            confident, weak = _best(self._found(chain(_variants(base), *map(_variants, typed))))
             if not confident and "\n" in base.text:  # several lines: each error they hold, on its own
                 for texts in _segments(base.text):
                     tried = (_Variant(text, (*base.steps, "segment")) for text in texts)

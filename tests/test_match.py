@@ -462,6 +462,15 @@ def test_a_catalog_named_twice_is_read_once(shapes_repo: GitRepo, tmp_path: Path
     assert (match["lineNumber"], "releases" in match) == (8, False)
 
 
+def test_a_message_holding_what_reads_as_an_html_entity_matches_as_typed(git_repo: GitRepo) -> None:
+    """`&amp;` in a message is what the code wrote: the paste is tried as typed too, after unescaping."""
+    git_repo.commit({"pkg/a.py": 'def f(a):\n    raise ValueError(f"x &amp; y are both set to {a}, pick one")\n'})
+    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
+    matcher = Matcher.of_lines(extract(repo=str(git_repo.path), revision="HEAD", options=options).lines)
+    assert found(matcher, "ValueError: x &amp; y are both set to 3, pick one") == [(2, {"a": "3"})]
+    assert found(matcher, "ValueError: x &amp;amp; y are both set to 3, pick one") == [(2, {"a": "3"})]
+
+
 def test_catch_all_records_are_weak_alone(shapes_repo: GitRepo) -> None:
     """`f"{what}: {detail}"` fits anything with a colon: it is listed as weak, never a match, and exit is 1."""
     result = match_shapes(shapes_repo, "RuntimeError: engine core died: see the log above")
