@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -260,9 +261,10 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
     paired = {id(p.new) for p in pairs}
     still_new = [check for check in new_left if id(check) not in paired]
 
-    # Similar templates in the same file: reworded, best pairs first, one to one.
+    # Similar templates in the same file (or in the file most of its moved checks went to: a module renamed
+    # or made a package): reworded, best pairs first, one to one.
     used: set[int] = set()
-    for a, b in _reworded(still_old, still_new):
+    for a, b in _reworded(still_old, still_new, _renamed(pairs)):
         used.update((id(a), id(b)))
         pairs.append(Pair(ChangeKind.REWORDED, a, b, tuple(_differing(a, b))))
     pairs += [Pair(ChangeKind.REMOVED, check, None) for check in still_old if id(check) not in used]
@@ -317,13 +319,37 @@ def _closest(olds: Sequence[Check], news: Sequence[Check]) -> list[tuple[Check, 
     return out
 
 
-def _reworded(old: Sequence[Check], new: Sequence[Check]) -> list[tuple[Check, Check]]:
+def _renamed(pairs: Sequence[Pair]) -> dict[str, str]:
+    """The file each old file became, where its moved checks say so: the new file most of them moved to,
+    when more of them did than stayed (a module renamed, or made a package)."""
+    moved: dict[str, Counter[str]] = {}
+    stayed: Counter[str] = Counter()
+    for pair in pairs:
+        if pair.old is None or pair.new is None:
+            continue
+        if pair.old.path == pair.new.path:
+            stayed[pair.old.path] += 1
+        else:
+            moved.setdefault(pair.old.path, Counter())[pair.new.path] += 1
+    out = {}
+    for path, targets in moved.items():
+        (target, count), *_ = sorted(targets.items(), key=lambda item: (-item[1], item[0]))
+        if count > stayed[path]:
+            out[path] = target
+    return out
+
+
+def _reworded(
+    old: Sequence[Check], new: Sequence[Check], renamed: Mapping[str, str] | None = None
+) -> list[tuple[Check, Check]]:
     """Pair the old and new checks whose templates are similar enough (see WITHIN_FUNCTION), within one
-    file and class. numpy is imported only here, when there is something to pair (diff, history and
-    nightly runs that reword nothing start without it)."""
+    file (an old file standing for the one `renamed` says it became) and class. numpy is imported only
+    here, when there is something to pair (diff, history and nightly runs that reword nothing start
+    without it)."""
+    renamed = renamed or {}
     groups: dict[tuple[str, str], tuple[list[Check], list[Check]]] = {}
     for check in old:
-        groups.setdefault((check.path, check.error_class), ([], []))[0].append(check)
+        groups.setdefault((renamed.get(check.path, check.path), check.error_class), ([], []))[0].append(check)
     for check in new:
         group = groups.get((check.path, check.error_class))
         if group is not None:

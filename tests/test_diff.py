@@ -129,6 +129,17 @@ def test_one_message_raised_several_times_pairs_each_with_its_own(git_repo: GitR
     ]
 
 
+def test_a_check_reworded_in_a_module_made_a_package_is_reworded(repo: GitRepo) -> None:
+    """The file most of a module's checks moved to stands for it: a rewording there pairs as in one file."""
+    reworded = BASE.replace("must not be negative.", "must be zero or positive.")
+    repo.commit({"pkg/a.py": None, "pkg/a/__init__.py": reworded}, tag="v2")
+    assert sorted((kind, fields) for kind, _, fields in changes(repo)) == [
+        ("moved", ["filePath"]),
+        ("moved", ["filePath"]),
+        ("reworded", ["filePath", "errorMessage"]),
+    ]
+
+
 def test_added_and_removed(repo: GitRepo) -> None:
     source = BASE.replace('        raise ValueError("other is not supported with this backend.")\n', "        pass\n")
     source += '\ndef fresh():\n    raise ValueError("a brand new check about tokens.")\n'
