@@ -187,6 +187,25 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
     )
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _across(args: argparse.Namespace) -> ExtractOptions:
+    """The options of a command reading a range of releases (`release:A..B`, `release:all`): as history
+    does, a `--path` follows a module that becomes a package (vllm/config.py, then vllm/config/), since
+    releases on both sides of the change are read alike. Catalogs named one by one are read in the scope
+    given (a folder written before is read as it is)."""
+    from dataclasses import replace
+
+    from extractor.history import following
+
+    options = _options(args)
+    if not any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
+        return options
+    return replace(options, paths=following(options.paths), config_from=following(options.config_from))
+
+
 def _folder(output: str | None, command: str) -> Path | None:
     """The folder a command that writes several files writes into: `-` (standard output) is not one."""
     if output == "-":
@@ -402,7 +421,7 @@ def _run_match(argv: Sequence[str]) -> int:
     def progress(line: str) -> None:
         print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
 
-    index = match_index(args.catalog, repo=args.repo, options=_options(args), progress=progress)
+    index = match_index(args.catalog, repo=args.repo, options=_across(args), progress=progress)
     lineages = _lineages_of(args)
     log = not args.text or args.text == ["-"]
     inputs: Iterable[str] = _stdin_lines() if log else map(_pasted, args.text)
@@ -478,9 +497,12 @@ def _nightly_parser() -> argparse.ArgumentParser:
 
 
 def _positive(text: str) -> int:
-    value = _non_negative(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number >= 1")
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
     return value
 
 
@@ -531,7 +553,7 @@ def _run_explain(argv: Sequence[str]) -> int:
     from extractor.explain import explain_in, render
 
     args.query = _pasted(args.query)
-    explanation = explain_in(args.catalog, args.query, repo=args.repo, options=_options(args))
+    explanation = explain_in(args.catalog, args.query, repo=args.repo, options=_across(args))
     if explanation is None:
         print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)
         return ExitCode.NOT_FOUND
@@ -593,14 +615,25 @@ def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
         return None
     from dataclasses import replace
 
+    from extractor.git import is_url
     from extractor.history import build_history, following, list_revisions, load_lineages
 
     path = Path(args.history)
     if path.exists():
         return load_lineages(path)
+    spec = args.history
+    path_like = not spec.startswith("release:") and (
+        spec.startswith((".", "~", "/")) or spec.endswith((".jsonl", ".json", "/")) or "/" in spec
+    )
+    if path_like and is_url(args.repo):  # a mistyped path: never a reason to clone the default repository
+        raise ExtractorError(f"no history at {spec}: the path does not exist")
     options = _options(args)
     options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
-    return build_history(list_revisions([args.history], repo=args.repo), options=options).lineages
+    try:
+        revisions = list_revisions([spec], repo=args.repo)
+    except ExtractorError as error:
+        raise ExtractorError(f"no history at {spec}, nor revisions of {args.repo}: {error}") from None
+    return build_history(revisions, options=options).lineages
 
 
 def _lineage_note(lineages: list[Lineage] | None, record_id: str) -> str | None:
@@ -801,7 +834,8 @@ def _run_site(argv: Sequence[str]) -> int:
     )
     if not args.quiet:
         print(
-            f"{PROG}: site of {summary.records} records and {summary.diffs} diffs, {summary.files} files, "
+            f"{PROG}: site of {_count(summary.records, 'record')} and {_count(summary.diffs, 'diff')}, "
+            f"{_count(summary.files, 'file')}, "
             f"{summary.bytes / 1e6:.1f} MB -> {args.output} ({time.monotonic() - started:.2f}s)",
             file=sys.stderr,
         )
@@ -889,6 +923,19 @@ def _swallowed(code: int) -> int:
     return interrupted
 
 
+def _os_error(error: OSError) -> str:
+    """An operating system's refusal of a path, in words, and where the path is the user cache, what to do."""
+    from extractor.git import cache_dir
+
+    path = os.fsdecode(error.filename)
+    said = f"cannot use {path}: {error.strerror or error}"
+    with contextlib.suppress(OSError, ValueError):
+        cache = cache_dir()
+        if path == str(cache) or path.startswith(str(cache) + os.sep) or str(cache).startswith(path + os.sep):
+            said += f" (the user cache directory is {cache}: make it a writable folder, or set XDG_CACHE_HOME)"
+    return said
+
+
 def _failed(error: BaseException) -> int:
     """Report how a run failed in one line on stderr and return its exit status.
 
@@ -906,8 +953,14 @@ def _failed(error: BaseException) -> int:
         return ExitCode.TROUBLE
     if not isinstance(error, Exception):
         raise error
-    if os.environ.get("EXTRACTOR_DEBUG"):
-        raise error
+    if os.environ.get("EXTRACTOR_DEBUG"):  # printed here: the process leaves at once after (os._exit)
+        import traceback
+
+        traceback.print_exception(error, file=sys.stderr)
+        return ExitCode.TROUBLE
+    if isinstance(error, OSError) and error.filename is not None:  # the machine's, not a bug: a path it refused
+        print(f"{PROG}: error: {_os_error(error)}", file=sys.stderr)
+        return ExitCode.TROUBLE
     # A bug, not bad input: still one line, with a way to see more.
     print(
         f"{PROG}: error: unexpected {type(error).__name__}: {error} "

@@ -245,7 +245,7 @@ def render(explanation: Explanation, *, format: str) -> str:
             *markdown.fence(record.errorMessage),
             "",
             f"Thrown at [{markdown.text(where)}]({record.githubUrl}) in {markdown.code(line.extraction.function)}, "
-            f"{markdown.text(condition_in_words(line))}.",
+            f"{condition_in_words(line)}.",  # (Markdown already: the conditions are code spans)
         ]
         if explanation.history:
             out += ["", f"Releases: {markdown.text(explanation.history)}."]

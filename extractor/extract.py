@@ -288,7 +288,13 @@ def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     blobs = [blob for blob in every if _under(blob.path, options.paths)]
     if not blobs:
-        raise ScopeError(f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]})")
+        # A package that was a module before (vllm/config was vllm/config.py until 0.10.1): say so.
+        modules = [f"{path}.py" for path in options.paths if not path.endswith(".py") and path != "."]
+        found = sorted({blob.path for blob in git_stage.list_blobs(commit, modules)} & set(modules)) if modules else []
+        hint = f"; {', '.join(found)} is there: --path {' --path '.join(found)}" if found else ""
+        raise ScopeError(
+            f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]}){hint}"
+        )
     # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
     listed = [blob for blob in every if git_stage.is_utf8(blob.path)]
     # Config classes and the CLI definition are read for what records' fields mean, in scope or not.

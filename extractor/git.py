@@ -214,8 +214,8 @@ def _offline_hint(reason: str) -> str:
     if not _NO_NETWORK.search(reason):
         return ""
     return (
-        " (no network to reach it: --release X.Y.Z reads a vLLM release from the package index, "
-        "--repo PATH reads a local clone)"
+        " (no network to reach it: a release from the package index, release:X.Y.Z (--release X.Y.Z when "
+        "extracting), or a local clone, --repo PATH, work without it)"
     )
 
 

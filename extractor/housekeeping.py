@@ -1,4 +1,4 @@
-# Housekeeping: what the user cache directory holds (scans, catalogs, clones, releases), and clearing it.
+# Housekeeping: what the user cache directory holds (scans, catalogs, match indexes, clones, releases, sdists).
 from __future__ import annotations
 
 import contextlib
@@ -62,18 +62,20 @@ def _releases(folder: Path) -> int:
 
 
 # name, what it is, its paths under the cache directory, how its items are counted and called
-PARTS = ("scans", "catalogs", "clones", "releases", "sdists")
+PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists")
 
 
 def usage(root: Path) -> list[CachePart]:
     """Say what each part of the cache directory holds, in PARTS order (nothing is created)."""
     scans = tuple(root / name for name in ("scan.sqlite3", "scan.sqlite3-wal", "scan.sqlite3-shm", "scan.corrupt"))
     catalogs = _listed(root / "catalogs", Path.is_file)
+    matches = _listed(root / "match", Path.is_file)
     clones = _listed(root / "repos", lambda p: p.is_dir() and p.name.endswith(".git"))
     sdists = _listed(root / "sdists", lambda p: p.name.endswith(".tar.gz"))
     parts = [
         ("scans", "per-file scan results", scans, _entries(root / "scan.sqlite3"), "entries"),
         ("catalogs", "whole catalogs (the 32 most recently used)", (root / "catalogs",), len(catalogs), "catalogs"),
+        ("matches", "match's merged indexes (the 8 most recently used)", (root / "match",), len(matches), "indexes"),
         ("clones", "clones of repository URLs", (root / "repos",), len(clones), "repositories"),
         (
             "releases",

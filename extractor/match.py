@@ -391,7 +391,7 @@ class Match:
         releases = self.releases()
         if releases:
             document["releases"] = releases
-        if releases and sites:
+        if sites and (releases or len(self.template.places()) > 1):  # every place, when there is another
             document["sites"] = [
                 {"releases": list(s.releases), "filePath": s.filePath, "lineNumber": s.lineNumber, "id": s.id}
                 for s in self.template.places()

@@ -151,7 +151,9 @@ def _publish(
     step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
     history = roll(root, previous=previous, catalog=catalog, options=options, pairs=diff.pairs if diff else None)
     nights = len(history.revisions)
-    log(f"rolled the history on: {len(history.threads)} lineages over {nights} nights ({time.monotonic() - step:.2f}s)")
+    plural = "" if nights == 1 else "s"
+    took = time.monotonic() - step
+    log(f"rolled the history on: {len(history.threads)} lineages over {nights} night{plural} ({took:.2f}s)")
 
     step = time.monotonic()
     entry = IndexEntry(

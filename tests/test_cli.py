@@ -419,8 +419,8 @@ def test_clone_without_network_says_so_and_what_works_offline(tmp_path: Path, is
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
     assert result.stderr.startswith("extractor: error: cannot clone http://no-such-host.invalid/vllm.git: ")
     assert result.stderr.endswith(
-        " (no network to reach it: --release X.Y.Z reads a vLLM release from the package index, "
-        "--repo PATH reads a local clone)\n"
+        " (no network to reach it: a release from the package index, release:X.Y.Z (--release X.Y.Z when "
+        "extracting), or a local clone, --repo PATH, work without it)\n"
     )
     refused = run("--repo", str(tmp_path / "none.git"), "--sha", "main", cwd=tmp_path)
     assert "no network" not in refused.stderr  # a missing local path is not a network problem
@@ -584,7 +584,7 @@ def cache_info(cwd: Path) -> dict[str, int]:
 def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "clones": 0, "releases": 0, "sdists": 0}
+    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0}
     assert run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd).returncode == 0
     document = orjson.loads(run("cache", "info", "--format", "json", cwd=cwd).stdout)
     assert document["directory"] == str(isolated_cache / "extractor")
@@ -596,23 +596,27 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     assert text[0].startswith(f"{isolated_cache / 'extractor'} (") and [row.split()[0] for row in text[1:]] == [
         "scans",
         "catalogs",
+        "matches",
         "clones",
         "releases",
         "sdists",
     ]
+    (isolated_cache / "extractor" / "match").mkdir()
+    (isolated_cache / "extractor" / "match" / ("ab" * 32)).write_bytes(b"an index")  # as match keeps them
+    assert cache_info(cwd)["matches"] == 8
     cleared = run("cache", "clear", "catalogs", cwd=cwd)
     assert cleared.returncode == 0 and cleared.stdout.startswith("removed ")
     sizes = cache_info(cwd)
     assert sizes["catalogs"] == 0 and sizes["scans"] > 0
     assert run("cache", "clear", "--quiet", cwd=cwd).returncode == 0
-    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "clones": 0, "releases": 0, "sdists": 0}
+    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0}
     again = run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd)  # rebuilt when needed
     assert again.returncode == 0 and cache_info(cwd)["scans"] > 0
     wrong = run("cache", "clear", "scan", cwd=cwd)
     assert (wrong.returncode, wrong.stderr) == (
         2,
-        "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, clones, releases, "
-        "sdists)\n",
+        "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, matches, clones, "
+        "releases, sdists)\n",
     )
 
 
@@ -682,3 +686,75 @@ def test_a_one_catalog_option_given_twice_is_a_usage_error(tmp_path: Path) -> No
     for command in ("list", "site"):
         result = run(command, "--catalog", "release:0.27.0", "--catalog", "release:0.28.0", cwd=tmp_path)
         assert result.returncode == 2 and "--catalog takes one value, given twice" in result.stderr, command
+
+
+def test_a_cache_directory_that_cannot_be_used_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The machine's refusal (a file where the cache folder should be) is not reported as a bug. (An
+    extraction of a local repository goes on without the cache: it is only a shortcut.)"""
+    (tmp_path / "blocked").mkdir()
+    (tmp_path / "blocked" / "extractor").write_text("a file, not a folder")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "blocked"))
+    for command in (["cache", "clear"], ["cache", "clear", "scans"]):
+        result = run(*command, cwd=tmp_path)
+        assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+        assert "a bug" not in result.stderr and "the user cache directory is" in result.stderr
+
+
+def test_extractor_debug_shows_the_traceback_of_a_bug(tmp_path: Path) -> None:
+    """The one-line report of a bug points at EXTRACTOR_DEBUG=1, which must then show the traceback."""
+    code = (
+        "import sys, extractor.cli as cli\n"
+        "def broken(argv): raise RuntimeError('boom')\n"
+        "cli._SUBCOMMANDS['list'] = broken\n"
+        "sys.argv = ['extractor', 'list']\n"
+        "cli.run()\n"
+    )
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert plain.returncode == 2 and "unexpected RuntimeError: boom (a bug" in plain.stderr
+    env = {**os.environ, "EXTRACTOR_DEBUG": "1"}
+    debug = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert debug.returncode == 2 and "Traceback (most recent call last)" in debug.stderr
+    assert "RuntimeError: boom" in debug.stderr
+
+
+def test_a_package_that_was_a_module_is_named_in_the_error(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit({"vllm/config.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.endswith("; vllm/config.py is there: --path vllm/config.py\n")
+
+
+def test_a_history_path_that_does_not_exist_is_named_not_cloned(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit({"vllm/config/x.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    assert run("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", "--quiet", cwd=tmp_path).returncode == 0
+    (written,) = (tmp_path / "out").iterdir()
+    text = "ValueError: a check of ours"
+    for spec in ("nohist/history.jsonl", "./hist"):
+        # With a repository URL, nothing is cloned to find out whether a path names revisions.
+        url = ["--repo", "https://example.invalid/vllm.git"]
+        remote = run("match", "--catalog", str(written), *url, "--history", spec, text, cwd=tmp_path)
+        assert (remote.returncode, remote.stderr) == (
+            2,
+            f"extractor: error: no history at {spec}: the path does not exist\n",
+        )
+        local = run("match", "--catalog", "v1", "--repo", str(git_repo.path), "--history", spec, text, cwd=tmp_path)
+        assert local.returncode == 2 and f"no history at {spec}, nor revisions of" in local.stderr
+
+
+def test_one_catalogs_match_lists_every_place_that_raises_the_message(git_repo: GitRepo, tmp_path: Path) -> None:
+    message = "raise ValueError('num_runs should be at least 1.')\n"
+    git_repo.commit({"vllm/a.py": message, "vllm/b.py": "import os\n" + message}, tag="v1")
+    result = run(
+        "match",
+        "--catalog",
+        "v1",
+        "--repo",
+        str(git_repo.path),
+        "--path",
+        "vllm",
+        "ValueError: num_runs should be at least 1.",
+        cwd=tmp_path,
+    )
+    (match,) = orjson.loads(result.stdout)["matches"]
+    assert [(s["filePath"], s["lineNumber"]) for s in match["sites"]] == [("vllm/a.py", 1), ("vllm/b.py", 2)]
