@@ -134,14 +134,22 @@ def _add_catalog(parser: argparse.ArgumentParser) -> None:
     _add_run(parser)
 
 
-def _non_negative(text: str) -> int:
+def _at_least(minimum: int, text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
     return value
+
+
+def _non_negative(text: str) -> int:
+    return _at_least(0, text)
+
+
+def _positive(text: str) -> int:
+    return _at_least(1, text)
 
 
 _MAX_CONTEXT = 10**9  # more lines than any file has: the whole file (and a number JSON and SQLite can hold)
@@ -494,16 +502,6 @@ def _nightly_parser() -> argparse.ArgumentParser:
     )
     _add_run(parser)
     return parser
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
 
 
 def _run_nightly(argv: Sequence[str]) -> int:
