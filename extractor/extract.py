@@ -85,6 +85,9 @@ class Catalog:
         return tuple(CatalogLine.model_validate_json(line) for line in self.encoded.splitlines())
 
 
+_DEFAULTS = ExtractOptions()
+
+
 def analyzed_at() -> str:
     """Return the run's timestamp: SOURCE_DATE_EPOCH when set, else now (ISO-8601 UTC, ms, Z)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
@@ -258,6 +261,16 @@ def _extract_commit(
     warnings = []
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
+    # Sources of fields named on purpose (not vLLM's defaults, which other codebases do not have) but absent:
+    paths = {blob.path for blob in scope.listed}
+    named = options.config_from != _DEFAULTS.config_from
+    if named and options.config_from and not any(_under(path, options.config_from) for path in paths):
+        where = ", ".join(options.config_from)
+        warnings.append(
+            f"no file under --config-from {where} at {commit.revision}: no field is read from a config class"
+        )
+    if options.flags_from != _DEFAULTS.flags_from and options.flags_from and options.flags_from not in paths:
+        warnings.append(f"no file --flags-from {options.flags_from} at {commit.revision}: no field gets its CLI flags")
     keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
     return Catalog(manifest, tuple(warnings), built=lines)
 

@@ -758,3 +758,14 @@ def test_one_catalogs_match_lists_every_place_that_raises_the_message(git_repo: 
     )
     (match,) = orjson.loads(result.stdout)["matches"]
     assert [(s["filePath"], s["lineNumber"]) for s in match["sites"]] == [("vllm/a.py", 1), ("vllm/b.py", 2)]
+
+
+def test_a_config_or_flags_source_that_is_not_there_is_a_warning(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit({"vllm/config/x.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    repo = ["--repo", str(git_repo.path), "--sha", "v1", "--output", "-"]
+    quiet = run(*repo, "--flags-from", "vllm/config/x.py", cwd=tmp_path)
+    assert quiet.returncode == 0 and "flags-from" not in quiet.stderr
+    result = run(*repo, "--flags-from", "nonexist.py", "--config-from", "nowhere", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "warning: no file under --config-from nowhere at v1: no field is read from a config class" in result.stderr
+    assert "warning: no file --flags-from nonexist.py at v1: no field gets its CLI flags" in result.stderr
