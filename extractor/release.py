@@ -314,6 +314,7 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
 
 
 def _import(target: Path, versions: list[str]) -> None:
+    _remove_unfinished_packs(target)  # of an import killed before it could clean up (SIGKILL)
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(
             ["git", "fast-import", "--quiet", "--done"], cwd=target, stdin=subprocess.PIPE, stderr=errors
@@ -332,12 +333,20 @@ def _import(target: Path, versions: list[str]) -> None:
         except BaseException:
             process.kill()  # without `done`, fast-import updates no ref: nothing half-written is named
             process.wait()
+            _remove_unfinished_packs(target)  # (called under the repository's lock: no other import runs)
             raise
         if process.wait() != 0:
             errors.seek(0)
             raise ReleaseError(
                 f"cannot build the git repository for {', '.join(versions)}: {errors.read().decode()[-300:]}"
             )
+
+
+def _remove_unfinished_packs(target: Path) -> None:
+    """Remove the temporary packs a killed `git fast-import` leaves (named by no ref, never used)."""
+    for leftover in (target / "objects" / "pack").glob("tmp_pack_*"):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def commit_id(version_py: bytes) -> str | None:

@@ -179,6 +179,24 @@ def test_releases_are_imported_in_one_pass_each_file_stored_once(
     assert int(counts["in-pack"]) + int(counts["count"]) == 7
 
 
+def test_an_import_that_fails_leaves_no_unfinished_pack(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A fast-import stopped halfway (here: the second sdist is not on the index) leaves no temporary pack,
+    nor does one an earlier import left when it was killed outright."""
+    index = Index({"vllm-9.8.0.tar.gz": make_sdist("9.8.0")})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    target = tmp_path / "r.git"
+    try:
+        release_repo(["9.8.0"], repo=target)
+        (target / "objects" / "pack" / "tmp_pack_AbC123").write_bytes(b"PACK")  # as a SIGKILL leaves it
+        with pytest.raises(ReleaseError):
+            release_repo(["9.8.0", "9.9.9"], repo=target)
+    finally:
+        index.server.shutdown()
+    assert not list((target / "objects" / "pack").glob("tmp_pack_*"))
+
+
 @pytest.mark.release
 def test_a_real_release_commit_is_the_same_whoever_builds_it(tmp_path: Path) -> None:
     """The release repository's commits are a pure function of the sdists: caches built before agree."""
