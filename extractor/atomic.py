@@ -54,9 +54,12 @@ def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) 
     """
     raise_if_interrupted()
     temporaries: list[Path] = []
+    made: list[Path] = []  # folders made here, deepest last: removed again, if left empty, when a write fails
     try:
         for path, data in files:
+            missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
             path.parent.mkdir(parents=True, exist_ok=True)
+            made += reversed(missing)
             temporaries.append(_temporary(path))
             with _create(temporaries[-1]) as stream:
                 stream.write(data)
@@ -71,6 +74,9 @@ def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) 
         for temporary in temporaries:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):  # (not empty: another writer's meanwhile, kept)
+                folder.rmdir()
         raise
     if durable:
         for directory in dict.fromkeys(path.parent for path, _ in files):

@@ -629,3 +629,22 @@ def test_a_lone_surrogate_in_a_config_docstring_or_flag_is_shown_as_its_escape(
     ((field,),) = [json.loads(line)["extraction"]["fields"] for line in result.stdout.splitlines()]
     doc = "At most \\ud800 tokens." if where == "docstring" else "At most  tokens."
     assert (field["field"], field["doc"]) == ("max_len", doc)
+
+
+def test_a_write_that_fails_leaves_no_folder_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk when the catalog's files are written: the folders made for them go again (empty), those
+    that were there stay."""
+    import errno
+
+    from extractor import atomic
+
+    (tmp_path / "out").mkdir()
+
+    def full(temporary: Path) -> object:
+        raise OSError(errno.ENOSPC, "No space left on device", str(temporary))
+
+    monkeypatch.setattr(atomic, "_create", full)
+    target = tmp_path / "out" / "owner" / "catalog"
+    with pytest.raises(OSError):
+        atomic.replace_files([(target / "records.jsonl", b"{}\n"), (target / "manifest.json", b"{}")])
+    assert list(tmp_path.iterdir()) == [tmp_path / "out"] and list((tmp_path / "out").iterdir()) == []
