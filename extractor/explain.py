@@ -11,6 +11,7 @@ from extractor import markdown
 from extractor.errors import ExtractorError
 from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
+from extractor.similarity import WITHIN_FUNCTION, similarity
 
 if TYPE_CHECKING:
     from extractor.catalog import LoadedCatalog
@@ -121,13 +122,14 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
 
 
 def _fate(template: Template, last: str, label: str, templates: Sequence[Template]) -> str:
-    """What happened to a template between two catalogs: reworded (its function raises another message of
-    its class there), or gone."""
+    """What happened to a template between two catalogs: reworded (its function raises a message of its
+    class there that reads like it, as diff pairs rewordings within a function), or gone."""
     places = {(s.filePath, s.function) for s in template.places() if last in s.releases}
     for other in templates:
         if other is template or other.errorClass != template.errorClass:
             continue
-        if any(label in s.releases and (s.filePath, s.function) in places for s in other.places()):
+        there = any(label in s.releases and (s.filePath, s.function) in places for s in other.places())
+        if there and similarity(template.errorMessage, other.errorMessage) >= WITHIN_FUNCTION:
             return "reworded"
     return "gone"
 
