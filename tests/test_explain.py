@@ -85,3 +85,20 @@ def test_a_catalog_this_run_extracted_is_searched_as_data_with_the_same_answers(
     for query in queries:
         assert find_in(loaded, query) == find(lines, query), query
     assert find_in(loaded, queries[3]) is not None and find_in(loaded, queries[-1]) is None
+
+
+def test_a_template_is_reworded_only_into_one_that_reads_like_it() -> None:
+    """Between two releases, a check gone from a function that raises another, unrelated message of its
+    class there is gone, not reworded (as diff and a history say)."""
+    from extractor.explain import _fate
+    from extractor.match import Site, Template
+
+    def template(message: str, release: str) -> Template:
+        site = Site((release,), "vllm/config/a.py", 3, message[:8], "slug", "", "Config.check")
+        return Template("ValueError", message, message, (), None, [site], [release])
+
+    old = template("Speculative decoding with the inkling method needs a draft model.", "1.0")
+    reworded = template("Speculative decoding with the inkling method needs a draft model first.", "1.1")
+    unrelated = template("max_num_seqs must be positive.", "1.1")
+    assert _fate(old, "1.0", "1.1", [old, reworded]) == "reworded"
+    assert _fate(old, "1.0", "1.1", [old, unrelated]) == "gone"
