@@ -553,7 +553,8 @@ def _run_explain(argv: Sequence[str]) -> int:
     args.query = _pasted(args.query)
     explanation = explain_in(args.catalog, args.query, repo=args.repo, options=_across(args))
     if explanation is None:
-        print(f"{PROG}: no record matches {args.query!r}", file=sys.stderr)
+        short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
+        print(f"{PROG}: no record matches {args.query!r}{short}", file=sys.stderr)
         return ExitCode.NOT_FOUND
     page = render(explanation, format=args.format)
     note = _lineage_note(_lineages_of(args), explanation.line.record.id)
