@@ -261,16 +261,7 @@ def _extract_commit(
     warnings = []
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
-    # Sources of fields named on purpose (not vLLM's defaults, which other codebases do not have) but absent:
-    paths = {blob.path for blob in scope.listed}
-    named = options.config_from != _DEFAULTS.config_from
-    if named and options.config_from and not any(_under(path, options.config_from) for path in paths):
-        where = ", ".join(options.config_from)
-        warnings.append(
-            f"no file under --config-from {where} at {commit.revision}: no field is read from a config class"
-        )
-    if options.flags_from != _DEFAULTS.flags_from and options.flags_from and options.flags_from not in paths:
-        warnings.append(f"no file --flags-from {options.flags_from} at {commit.revision}: no field gets its CLI flags")
+    warnings += _absent_sources(scope, options, commit.revision)
     keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
     return Catalog(manifest, tuple(warnings), built=lines)
 
@@ -295,6 +286,24 @@ class _Scope:
     listed: list[git_stage.Blob]  # every file listed, its name UTF-8
     facts: set[str]  # blob ids parsed whole for their classes and flags
     skipped_files: list[SkippedFile]  # not scanned: a name that is not UTF-8, not a regular file
+
+
+def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> list[str]:
+    """Warnings for the sources of fields named on purpose (not vLLM's defaults, which other codebases do
+    not have) that the revision does not hold."""
+    configs = options.config_from if options.config_from != _DEFAULTS.config_from else ()
+    flags = options.flags_from if options.flags_from != _DEFAULTS.flags_from else ""
+    if not configs and not flags:
+        return []
+    paths = {blob.path for blob in scope.listed}
+    out = []
+    if configs and not any(_under(path, configs) for path in paths):
+        out.append(
+            f"no file under --config-from {', '.join(configs)} at {revision}: no field is read from a config class"
+        )
+    if flags and flags not in paths:
+        out.append(f"no file --flags-from {flags} at {revision}: no field gets its CLI flags")
+    return out
 
 
 def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
