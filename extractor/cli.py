@@ -27,6 +27,16 @@ DEFAULT_REPO = "https://github.com/vllm-project/vllm"
 _CLASS_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")  # a dotted Python identifier
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command's parser whose usage errors are one line, as every other bad input's: `extractor: error:
+    COMMAND: what was wrong (see --help)`, exit 2 (argparse prints the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, f"{PROG}: error: {where}{message} (see {self.prog} --help)\n")
+
+
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""
     from extractor.progress import set_quiet
@@ -230,7 +240,7 @@ def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 
 
 def _extract_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Extract the raise sites of a repository at a pinned revision into a schema-v2 catalog. "
         "Subcommands: diff, match, explain, list, nightly, cache, site, history (see `extractor SUBCOMMAND --help`).",
@@ -321,7 +331,7 @@ def _resolve_starting_workers(
 
 
 def _diff_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} diff",
         description="Compare the catalogs of two revisions, releases or catalog files. Exit status: 0 no "
         "differences, 1 differences, 2 trouble.",
@@ -374,7 +384,7 @@ def _run_diff(argv: Sequence[str]) -> int:
 
 
 def _match_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} match",
         description="Find the catalog records that explain rendered errors, with the values they show. Exit "
         "status (grep's): a log on stdin: 0 at least one line matched a record, 1 none did; TEXT arguments: 0 "
@@ -474,7 +484,7 @@ def _match_text(result: MatchResult, lineages: list[Lineage] | None) -> str:
 
 
 def _nightly_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} nightly",
         description="Publish the catalog of a branch head into DIR/<sha>/ with a diff against the last "
         "published one, then DIR/index.json. Safe to re-run, to kill and to start twice.",
@@ -526,7 +536,7 @@ def _run_nightly(argv: Sequence[str]) -> int:
 
 
 def _explain_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} explain",
         description="Explain one record: where it is thrown, when, which fields and flags it reads, and related "
         "errors; with several catalogs, in which releases. Exit status: 0 printed, 1 nothing found, 2 trouble.",
@@ -570,7 +580,7 @@ def _run_explain(argv: Sequence[str]) -> int:
 
 
 def _history_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} history",
         description="Follow every check in scope across revisions, oldest first, with diff's pairing: when it "
         "was introduced, reworded, moved, modified, removed or reintroduced. Writes DIR/history.jsonl (one "
@@ -688,7 +698,7 @@ def _run_history(argv: Sequence[str]) -> int:
 
 
 def _list_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} list",
         description="List a catalog's records (file:line, class, slug, first words of the message), or count them "
         "by file and class. Exit status: 0 something listed, 1 no record passed the filters, 2 trouble.",
@@ -732,7 +742,7 @@ def _run_list(argv: Sequence[str]) -> int:
 def _cache_parser() -> argparse.ArgumentParser:
     from extractor.housekeeping import PARTS
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} cache",
         description="Say where the user cache directory is and what it holds (info), or empty it (clear). "
         "Every part is rebuilt when needed: scans and catalogs by scanning again, clones, releases and "
@@ -792,7 +802,7 @@ def _size(count: int) -> str:
 
 
 def _site_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=f"{PROG} site",
         description="Build a static site of a catalog: an index with search and filters, a page per record and "
         "a page per diff the nightly job published. It works opened from file:// or from any static host.",

@@ -769,3 +769,28 @@ def test_a_config_or_flags_source_that_is_not_there_is_a_warning(git_repo: GitRe
     assert result.returncode == 0
     assert "warning: no file under --config-from nowhere at v1: no field is read from a config class" in result.stderr
     assert "warning: no file --flags-from nonexist.py at v1: no field gets its CLI flags" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        pytest.param(["list"], "extractor: error: list: the following arguments are required: --catalog", id="missing"),
+        pytest.param(
+            ["diff", "a", "b", "--frmat", "json"],
+            "extractor: error: diff: unrecognized arguments: --frmat json",
+            id="unknown",
+        ),
+        pytest.param(
+            ["--jobs", "0"], "extractor: error: argument --jobs: expected a number >= 1, got 0", id="bad value"
+        ),
+        pytest.param(
+            ["match", "--catalog", "x", "--format", "xml"],
+            "extractor: error: match: argument --format: invalid choice",
+            id="choice",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line(tmp_path: Path, args: list[str], said: str) -> None:
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and result.stderr.startswith(said)
+    assert result.stderr.rstrip().endswith("--help)")
