@@ -407,12 +407,23 @@ def _check_site(
             if variant != "plain" or enter_ifs != "orelse":
                 continue
             placeholders = site.extraction.placeholders
+            run = ""  # what a run of touching placeholders printed so far (`{a}{b}`: one value, split anywhere)
             for index, placeholder in enumerate(placeholders):
                 touching = (index and placeholders[index - 1].end == placeholder.start) or (
                     index + 1 < len(placeholders) and placeholders[index + 1].start == placeholder.end
                 )
                 value = found.group(placeholder.group)
-                if touching or value is None or placeholder.debug or _no_value(site, placeholder.start):
+                if touching:
+                    printed = _placeholder_value(site.errorMessage[placeholder.start : placeholder.end], names)
+                    run += printed if printed is not None else ""
+                    end = placeholders[index + 1].start if index + 1 < len(placeholders) else len(site.errorMessage)
+                    follow = site.errorMessage[placeholder.end : end]
+                    if follow and follow in run + follow[:-1]:
+                        break  # the run's text holds the text after it: every later split is a guess
+                    if follow:
+                        run = ""
+                    continue
+                if value is None or placeholder.debug or _no_value(site, placeholder.start):
                     continue
                 expected = _placeholder_value(site.errorMessage[placeholder.start : placeholder.end], names)
                 if expected is None:
