@@ -44,8 +44,8 @@ def _by_name(keys: dict[str, list[str]], query: str) -> list[str]:
 def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str | None:
     """The one owner the named keys share, None if none; several is an error that lists them."""
     found = sorted({owner for key in named for owner in owners[key]})
-    if len(found) > 1:
-        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+    if len(found) > 1:  # shown as typed: the slugs a slug prefix names, the ids an id prefix names
+        shown = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
         raise ExtractorError(f"{query!r} is the start of {len(found)} records' ids or slugs ({shown}); say more")
     return found[0] if found else None
 

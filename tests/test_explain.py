@@ -52,6 +52,8 @@ def test_an_ambiguous_prefix_lists_what_it_could_mean(catalog: str) -> None:
     result = explain(catalog, "speculative-decoding")
     assert result.returncode == 2
     assert result.stderr.startswith("extractor: error: 'speculative-decoding' is the start of 2 records' ids or slugs")
+    shown = result.stderr.split("(", 1)[1].split(")", 1)[0].split(", ")
+    assert len(shown) == 2 and all(slug.startswith("speculative-decoding") for slug in shown)  # as typed: slugs
 
 
 def test_markdown_related_errors_are_never_cut_inside_a_placeholder(catalog: str) -> None:
