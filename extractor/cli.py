@@ -16,6 +16,7 @@ from extractor.lifecycle import command_line_process, interruption, signals_as_i
 
 if TYPE_CHECKING:
     from extractor.git import Commit
+    from extractor.history import Revision
     from extractor.match import MatchResult
     from extractor.models import Lineage
     from extractor.options import ExtractOptions
@@ -618,6 +619,23 @@ def _add_history(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _warn_if_unordered(revisions: Sequence[Revision], *, quiet: bool) -> None:
+    """Releases listed newest first are followed as listed (oldest first is the rule): say so."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        versions = [Version(r.commit.revision.removeprefix("release:")) for r in revisions]
+    except InvalidVersion:  # not all releases: the order given is the user's to know
+        return
+    later = next((i for i in range(1, len(versions)) if versions[i] < versions[i - 1]), None)
+    if later is not None and not quiet:
+        print(
+            f"{PROG}: warning: revisions are followed in the order given, oldest first expected: "
+            f"{versions[later - 1]} comes before {versions[later]}",
+            file=sys.stderr,
+        )
+
+
 def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
     """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
     if not args.history:
@@ -673,7 +691,9 @@ def _run_history(argv: Sequence[str]) -> int:
             print(f"{PROG} history: {line}", file=sys.stderr, flush=True)
 
     output = _folder(args.output, "history")
-    history = build_history(list_revisions(specs, repo=args.repo), options=options, log=log)
+    revisions = list_revisions(specs, repo=args.repo)
+    _warn_if_unordered(revisions, quiet=args.quiet)
+    history = build_history(revisions, options=options, log=log)
     root = output if output is not None else default_root(history.repo) / folder_name(options)
     lines, manifest = history.encode()
     atomic_write(root / HISTORY, lines)

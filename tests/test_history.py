@@ -379,3 +379,21 @@ def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: 
     extract.extract_commit(revisions[0].commit, options=options, then=[revisions[1].commit])
     extract.extract_commit(revisions[1].commit, options=options)
     assert listed == Counter({revisions[0].commit.revision: 1, revisions[1].commit.revision: 2})
+
+
+def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from extractor.cli import _warn_if_unordered
+    from extractor.git import Commit
+    from extractor.history import Revision
+
+    def revision(version: str) -> Revision:
+        commit = Commit(tmp_path, "a" * 40, f"release:{version}", "2026-01-01T00:00:00Z", "o/n")
+        return Revision(version, commit)
+
+    _warn_if_unordered([revision("0.9.0"), revision("0.10.1")], quiet=False)
+    assert capsys.readouterr().err == ""
+    _warn_if_unordered([revision("0.10.1"), revision("0.9.0")], quiet=False)
+    said = capsys.readouterr().err
+    assert "warning: revisions are followed in the order given" in said and "0.10.1 comes before 0.9.0" in said
