@@ -210,6 +210,24 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
+def _latest_of(spec: str, options: ExtractOptions) -> str:
+    """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
+    folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
+    from extractor.published import INDEX, catalog_folder, read_index
+    from extractor.write import RECORDS
+
+    path = Path(spec)
+    if not (path.is_dir() and (path / INDEX).exists() and not (path / RECORDS).exists()):
+        return spec
+    index = read_index(path)
+    if index.latest is None:
+        raise ExtractorError(f"{path / INDEX} names no published catalog yet")
+    folder = catalog_folder(path, index.latest, options.scope)
+    if folder is None:
+        raise ExtractorError(f"{path} holds no single published catalog of {index.latest} (pass its folder)")
+    return str(folder)
+
+
 def _across(args: argparse.Namespace) -> ExtractOptions:
     """The options of a command reading a range of releases (`release:A..B`, `release:all`): as history
     does, a `--path` follows a module that becomes a package (vllm/config.py, then vllm/config/), since
@@ -364,8 +382,8 @@ def _run_diff(argv: Sequence[str]) -> int:
 
     options = _options(args)
     root = Path(args.catalog_root) if args.catalog_root else None
-    old = open_catalog(args.old, repo=args.repo, options=options, root=root)
-    new = open_catalog(args.new, repo=args.repo, options=options, root=root)
+    old = open_catalog(_latest_of(args.old, options), repo=args.repo, options=options, root=root)
+    new = open_catalog(_latest_of(args.new, options), repo=args.repo, options=options, root=root)
     scopes = [catalog.manifest.scope for catalog in (old, new) if catalog.manifest is not None]
     if len(scopes) == 2 and scopes[0] != scopes[1]:
         shown = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]
@@ -440,7 +458,9 @@ def _run_match(argv: Sequence[str]) -> int:
     def progress(line: str) -> None:
         print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
 
-    index = match_index(args.catalog, repo=args.repo, options=_across(args), progress=progress)
+    options = _across(args)
+    specs = [_latest_of(spec, options) for spec in args.catalog]
+    index = match_index(specs, repo=args.repo, options=options, progress=progress)
     lineages = _lineages_of(args)
     log = not args.text or args.text == ["-"]
     inputs: Iterable[str] = _stdin_lines() if log else map(_pasted, args.text)
@@ -562,7 +582,9 @@ def _run_explain(argv: Sequence[str]) -> int:
     from extractor.explain import explain_in, render
 
     args.query = _pasted(args.query)
-    explanation = explain_in(args.catalog, args.query, repo=args.repo, options=_across(args))
+    options = _across(args)
+    specs = [_latest_of(spec, options) for spec in args.catalog]
+    explanation = explain_in(specs, args.query, repo=args.repo, options=options)
     if explanation is None:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
         print(f"{PROG}: no record matches {args.query!r}{short}", file=sys.stderr)
@@ -746,7 +768,8 @@ def _run_list(argv: Sequence[str]) -> int:
     from extractor.catalog import open_catalog
     from extractor.listing import Filters, misses, render_records, render_summary, select
 
-    catalog = open_catalog(args.catalog, repo=args.repo, options=_options(args))
+    options = _options(args)
+    catalog = open_catalog(_latest_of(args.catalog, options), repo=args.repo, options=options)
     filters = Filters(files=tuple(args.file), classes=tuple(args.classes), words=tuple(args.grep))
     chosen = select(catalog.lines, filters)
     render = render_summary if args.summary else render_records

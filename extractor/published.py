@@ -5,11 +5,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from extractor.catalog import first_problem
+from extractor.catalog import first_problem, folder_name
 from extractor.errors import CatalogError
-from extractor.models import NightlyIndex
+from extractor.models import NightlyIndex, Scope
+from extractor.write import MANIFEST
 
-__all__ = ["INDEX", "read_index"]
+__all__ = ["INDEX", "catalog_folder", "read_index"]
 
 INDEX = "index.json"
 
@@ -28,3 +29,13 @@ def read_index(output: Path) -> NightlyIndex:
             f"{path}: not a valid nightly index: {first_problem(error)}; restore it, or move it away to start "
             "a new index (the catalogs beside it stay)"
         ) from None
+
+
+def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
+    """Find the folder of a nightly root that holds the catalog of `sha`: the one `scope` names, else the
+    only published folder of that SHA whatever its scope."""
+    named = root / folder_name(sha=sha, revision=sha, scope=scope)
+    if (named / MANIFEST).exists():
+        return named
+    found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if (p / MANIFEST).exists()]
+    return found[0] if len(found) == 1 else None

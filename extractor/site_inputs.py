@@ -8,13 +8,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
-from extractor.catalog import LoadedCatalog, first_problem, folder_name, load_catalog, open_catalog
+from extractor.catalog import LoadedCatalog, first_problem, load_catalog, open_catalog
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
 from extractor.history import HISTORY, HISTORY_MANIFEST, load_lineages
 from extractor.models import EventKind, HistoryManifest, LineageEvent, Record, Scope
-from extractor.published import INDEX, read_index
-from extractor.write import MANIFEST, RECORDS
+from extractor.published import INDEX, catalog_folder, read_index
+from extractor.write import RECORDS
 
 __all__ = [
     "HistoryEvent",
@@ -83,16 +83,6 @@ class SiteInputs:
     analysis: Mapping[str, AnalysisEntry]
     diffs: Sequence[PublishedDiff]
     history: Mapping[str, Sequence[HistoryEvent]]
-
-
-def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
-    """Find the folder of a nightly root that holds the catalog of `sha`: the one `scope` names, else the
-    only published folder of that SHA whatever its scope."""
-    named = root / folder_name(sha=sha, revision=sha, scope=scope)
-    if (named / MANIFEST).exists():
-        return named
-    found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if (p / MANIFEST).exists()]
-    return found[0] if len(found) == 1 else None
 
 
 def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -> list[PublishedDiff]:

@@ -738,3 +738,15 @@ def test_pinned_links_percent_encode_the_path_and_the_page_links_to_the_same(tmp
     build("--catalog", str(catalog), "--output", str(tmp_path / "site"))
     page = (tmp_path / "site" / "errors" / f"{line.record.id}.html").read_text()
     assert re.findall(r'class="pinned" href="([^"]*)"', page) == [line.record.githubUrl]
+
+
+def test_every_reader_takes_a_nightly_root_for_its_latest_catalog(published: dict[str, Any], tmp_path: Path) -> None:
+    """list, match, explain and diff read a nightly root as site does: its latest catalog."""
+    root = str(published["root"])
+    latest = str(published["v2"])
+    listed = cli("list", "--catalog", root, "--format", "json", cwd=tmp_path)
+    assert listed.returncode == 0 and listed.stdout == cli("list", "--catalog", latest, "--format", "json").stdout
+    text = "ValueError: " + by_message(lines_of(published["v2"]), "hard limit").record.errorMessage
+    matched = cli("match", "--catalog", root, text, cwd=tmp_path)
+    assert matched.returncode in (0, 1) and matched.stdout == cli("match", "--catalog", latest, text).stdout
+    assert cli("diff", root, latest, cwd=tmp_path).returncode == 0  # the same catalog: no difference
