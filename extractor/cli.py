@@ -213,19 +213,9 @@ def _count(number: int, noun: str) -> str:
 def _latest_of(spec: str, options: ExtractOptions) -> str:
     """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
     folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
-    from extractor.published import INDEX, catalog_folder, read_index
-    from extractor.write import RECORDS
+    from extractor.published import is_root, latest_catalog
 
-    path = Path(spec)
-    if not (path.is_dir() and (path / INDEX).exists() and not (path / RECORDS).exists()):
-        return spec
-    index = read_index(path)
-    if index.latest is None:
-        raise ExtractorError(f"{path / INDEX} names no published catalog yet")
-    folder = catalog_folder(path, index.latest, options.scope)
-    if folder is None:
-        raise ExtractorError(f"{path} holds no single published catalog of {index.latest} (pass its folder)")
-    return str(folder)
+    return str(latest_catalog(Path(spec), options.scope)) if is_root(Path(spec)) else spec
 
 
 def _across(args: argparse.Namespace) -> ExtractOptions:

@@ -8,9 +8,9 @@ from pydantic import ValidationError
 from extractor.catalog import first_problem, folder_name
 from extractor.errors import CatalogError
 from extractor.models import NightlyIndex, Scope
-from extractor.write import MANIFEST
+from extractor.write import MANIFEST, RECORDS
 
-__all__ = ["INDEX", "catalog_folder", "read_index"]
+__all__ = ["INDEX", "catalog_folder", "is_root", "latest_catalog", "read_index"]
 
 INDEX = "index.json"
 
@@ -39,3 +39,19 @@ def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
         return named
     found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if (p / MANIFEST).exists()]
     return found[0] if len(found) == 1 else None
+
+
+def is_root(path: Path) -> bool:
+    """Whether a path is a nightly root: a folder with index.json and no records.jsonl of its own."""
+    return path.is_dir() and (path / INDEX).exists() and not (path / RECORDS).exists()
+
+
+def latest_catalog(root: Path, scope: Scope) -> Path:
+    """The folder of a nightly root's latest catalog: in the folder `scope` names, else the only one of its SHA."""
+    index = read_index(root)
+    if index.latest is None:
+        raise CatalogError(f"{root / INDEX} names no published catalog yet")
+    folder = catalog_folder(root, index.latest, scope)
+    if folder is None:
+        raise CatalogError(f"{root} holds no single published catalog of {index.latest} (pass its folder)")
+    return folder

@@ -13,7 +13,7 @@ from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
 from extractor.history import HISTORY, HISTORY_MANIFEST, load_lineages
 from extractor.models import EventKind, HistoryManifest, LineageEvent, Record, Scope
-from extractor.published import INDEX, catalog_folder, read_index
+from extractor.published import INDEX, catalog_folder, is_root, latest_catalog, read_index
 from extractor.write import RECORDS
 
 __all__ = [
@@ -119,15 +119,10 @@ def open_site_inputs(
     path = Path(spec)
     directory: Path | None = None
     diffs: list[PublishedDiff] = []
-    if path.is_dir() and (path / INDEX).exists() and not (path / RECORDS).exists():
-        index = read_index(path)
-        if index.latest is None:
-            raise CatalogError(f"{path / INDEX} names no published catalog yet")
-        directory = catalog_folder(path, index.latest, options.scope)
-        if directory is None:
-            raise CatalogError(f"{path} holds no single published catalog of {index.latest} (pass its folder)")
+    if is_root(path):
+        directory = latest_catalog(path, options.scope)
         catalog = load_catalog(directory)
-        diffs = read_published_diffs(path, scope=options.scope, upto=index.latest)
+        diffs = read_published_diffs(path, scope=options.scope, upto=read_index(path).latest)
     else:
         catalog = open_catalog(spec, repo=repo, options=options)
         if path.is_dir() and (path / RECORDS).exists():
