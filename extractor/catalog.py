@@ -27,6 +27,7 @@ __all__ = [
     "folder_name",
     "is_complete",
     "load_catalog",
+    "looks_like_path",
     "open_catalog",
     "release_commit",
 ]
@@ -182,7 +183,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     path = _expand(spec)
     if path.is_file() or (path / RECORDS).is_file():
         return load_catalog(path)
-    if (_looks_like_path(spec) or path.is_dir()) and (is_url(repo) or not _is_revision(repo, spec)):
+    if (looks_like_path(spec) or path.is_dir()) and (is_url(repo) or not _is_revision(repo, spec)):
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
@@ -201,7 +202,7 @@ def _expand(spec: str) -> Path:
         return Path(spec)
 
 
-def _looks_like_path(spec: str) -> bool:
+def looks_like_path(spec: str) -> bool:
     """Whether a catalog argument is meant as a path (never taken for a revision to clone and extract)."""
     return "/" in spec or os.sep in spec or spec.startswith((".", "~")) or spec.endswith(".jsonl")
 

@@ -206,10 +206,6 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
     )
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
 def _latest_of(spec: str, options: ExtractOptions) -> str:
     """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
     folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
@@ -218,19 +214,18 @@ def _latest_of(spec: str, options: ExtractOptions) -> str:
     return str(latest_catalog(Path(spec), options.scope)) if is_root(Path(spec)) else spec
 
 
-def _across(args: argparse.Namespace) -> ExtractOptions:
-    """The options of a command reading a range of releases (`release:A..B`, `release:all`): as history
-    does, a `--path` follows a module that becomes a package (vllm/config.py, then vllm/config/), since
-    releases on both sides of the change are read alike. Catalogs named one by one are read in the scope
-    given (a folder written before is read as it is)."""
-    from dataclasses import replace
-
-    from extractor.history import following
+def _catalogs(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:
+    """The options and catalogs of a command reading several (`--catalog`, repeatable): over a range of
+    releases (`release:A..B`, `release:all`) a `--path` follows a module that becomes a package
+    (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
+    read alike; catalogs named one by one are read in the scope given (a folder written before is read as
+    it is). A nightly root stands for its latest catalog."""
+    from extractor.history import followed
 
     options = _options(args)
-    if not any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
-        return options
-    return replace(options, paths=following(options.paths), config_from=following(options.config_from))
+    if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
+        options = followed(options)
+    return options, [_latest_of(spec, options) for spec in args.catalog]
 
 
 def _folder(output: str | None, command: str) -> Path | None:
@@ -448,8 +443,7 @@ def _run_match(argv: Sequence[str]) -> int:
     def progress(line: str) -> None:
         print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
 
-    options = _across(args)
-    specs = [_latest_of(spec, options) for spec in args.catalog]
+    options, specs = _catalogs(args)
     index = match_index(specs, repo=args.repo, options=options, progress=progress)
     lineages = _lineages_of(args)
     log = not args.text or args.text == ["-"]
@@ -572,8 +566,7 @@ def _run_explain(argv: Sequence[str]) -> int:
     from extractor.explain import explain_in, render
 
     args.query = _pasted(args.query)
-    options = _across(args)
-    specs = [_latest_of(spec, options) for spec in args.catalog]
+    options, specs = _catalogs(args)
     explanation = explain_in(specs, args.query, repo=args.repo, options=options)
     if explanation is None:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
@@ -652,22 +645,17 @@ def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
     """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
     if not args.history:
         return None
-    from dataclasses import replace
-
+    from extractor.catalog import looks_like_path
     from extractor.git import is_url
-    from extractor.history import build_history, following, list_revisions, load_lineages
+    from extractor.history import build_history, followed, list_revisions, load_lineages
 
     path = Path(args.history)
     if path.exists():
         return load_lineages(path)
     spec = args.history
-    path_like = not spec.startswith("release:") and (
-        spec.startswith((".", "~", "/")) or spec.endswith((".jsonl", ".json", "/")) or "/" in spec
-    )
-    if path_like and is_url(args.repo):  # a mistyped path: never a reason to clone the default repository
+    if looks_like_path(spec) and is_url(args.repo):  # a mistyped path: never a reason to clone a repository
         raise ExtractorError(f"no history at {spec}: the path does not exist")
-    options = _options(args)
-    options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
+    options = followed(_options(args))
     try:
         revisions = list_revisions([spec], repo=args.repo)
     except ExtractorError as error:
@@ -687,16 +675,13 @@ def _lineage_note(lineages: list[Lineage] | None, record_id: str) -> str | None:
 
 def _run_history(argv: Sequence[str]) -> int:
     args = _parse(_history_parser(), argv)
-    from dataclasses import replace
-
-    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, following, list_revisions
+    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
     from extractor.write import atomic_write, default_root
 
     specs = [*args.revisions, *(args.more or [])]
     if not specs:
         raise ExtractorError("history needs revisions: release:all, release:A..B, or A..B / 'v*' of --repo")
-    options = _options(args)
-    options = replace(options, paths=following(options.paths), config_from=following(options.config_from))
+    options = followed(_options(args))
 
     def log(line: str) -> None:
         if not args.quiet:
@@ -858,6 +843,7 @@ def _run_site(argv: Sequence[str]) -> int:
     args = _parse(_site_parser(), argv)
     import time
 
+    from extractor.listing import counted
     from extractor.site import build_site
     from extractor.site_inputs import open_site_inputs
 
@@ -876,8 +862,8 @@ def _run_site(argv: Sequence[str]) -> int:
     )
     if not args.quiet:
         print(
-            f"{PROG}: site of {_count(summary.records, 'record')} and {_count(summary.diffs, 'diff')}, "
-            f"{_count(summary.files, 'file')}, "
+            f"{PROG}: site of {counted(summary.records, 'record')} and {counted(summary.diffs, 'diff')}, "
+            f"{counted(summary.files, 'file')}, "
             f"{summary.bytes / 1e6:.1f} MB -> {args.output} ({time.monotonic() - started:.2f}s)",
             file=sys.stderr,
         )
@@ -969,11 +955,11 @@ def _os_error(error: OSError) -> str:
     """An operating system's refusal of a path, in words, and where the path is the user cache, what to do."""
     from extractor.git import cache_dir
 
-    path = os.fsdecode(error.filename)
+    path = Path(os.fsdecode(error.filename))
     said = f"cannot use {path}: {error.strerror or error}"
     with contextlib.suppress(OSError, ValueError):
         cache = cache_dir()
-        if path == str(cache) or path.startswith(str(cache) + os.sep) or str(cache).startswith(path + os.sep):
+        if path.is_relative_to(cache) or cache.is_relative_to(path):
             said += f" (the user cache directory is {cache}: make it a writable folder, or set XDG_CACHE_HOME)"
     return said
 

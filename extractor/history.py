@@ -78,6 +78,11 @@ def following(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def followed(options: ExtractOptions) -> ExtractOptions:
+    """The options with their `--path` and `--config-from` following a module that becomes a package."""
+    return replace(options, paths=following(options.paths), config_from=following(options.config_from))
+
+
 def folder_name(options: ExtractOptions) -> str:
     """Name a history's default folder: `history`, then, for any scope but the default one, which paths
     and classes it holds (`history-vllm-all`), as extraction names catalogs' folders: histories of
@@ -88,8 +93,7 @@ def folder_name(options: ExtractOptions) -> str:
         config = [*dict.fromkeys(path.removesuffix(".py") for path in scope.configFrom)]
         return scope.model_copy(update={"paths": stems, "configFrom": config})
 
-    default = ExtractOptions()
-    default = replace(default, paths=following(default.paths), config_from=following(default.config_from))
+    default = followed(ExtractOptions())
     label = scope_label(named(options.scope), default=named(default.scope))
     return f"history-{label}" if label else "history"
 

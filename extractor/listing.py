@@ -13,7 +13,7 @@ from extractor.models import CatalogLine
 from extractor.options import scope_path
 from extractor.suggest import close_to
 
-__all__ = ["Filters", "first_words", "misses", "render_records", "render_summary", "select"]
+__all__ = ["Filters", "counted", "first_words", "misses", "render_records", "render_summary", "select"]
 
 _FIRST_WORDS = 60  # characters of a message shown in a table, cut at a word boundary
 
@@ -104,7 +104,8 @@ def _aligned(rows: Sequence[Sequence[str]]) -> str:
     )
 
 
-def _count(number: int, noun: str) -> str:
+def counted(number: int, noun: str) -> str:
+    """`1 file`, `2 files`, `3 classes`."""
     return f"{number} {noun}" if number == 1 else f"{number} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
@@ -119,7 +120,7 @@ def render_summary(lines: Sequence[CatalogLine], *, format: str) -> str:
     if format == "json":
         document = {"records": len(lines), "byFile": dict(by_file), "byClass": dict(by_class)}
         return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
-    title = f"{_count(len(lines), 'record')} in {_count(len(by_file), 'file')}, {_count(len(by_class), 'class')}"
+    title = f"{counted(len(lines), 'record')} in {counted(len(by_file), 'file')}, {counted(len(by_class), 'class')}"
     if format == "markdown":
         out = [f"{title}\n"]
         for name, counts in (("file", by_file), ("class", by_class)):

@@ -566,9 +566,9 @@ def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]
         return [*_str_parts(builder, args[0]), " (", *count, ")"]
     if error_class in _SYNTAX_ERRORS and len(args) >= 2:
         # The message, then `(file, line N)` from the details (a sequence of 4 to 6), only with 2 arguments.
-        details = _parse(args[1]) if len(args) == 2 else None
         if len(args) > 2:
             return _str_parts(builder, args[0])
+        details = _parse(args[1])
         if not isinstance(details, (cst.Tuple, cst.List)) or not 4 <= len(details.elements) <= 6:
             return [*_str_parts(builder, args[0]), _Raw("", r"(?: \(.*\))?")]  # details known at run time
         filename, lineno = (_bare_code(element.value) for element in details.elements[:2])
@@ -591,10 +591,8 @@ def _maybe_none(builder: _Builder, before: str, source: str) -> list[_Part]:
     """`before` and the repr of an argument that is left out when it is None: always there for a literal,
     optional for anything else (a variable may hold None)."""
     node = _parse(source)
-    shown = _element_parts(builder, source)
-    if node is not None and _is_literal(node):
-        return [before, *shown]
-    return [_Raw(before, "(?:" + _REGEX_SPECIAL.sub(r"\\\1", before)), *shown, _Raw("", ")?")]
+    parts = [before, *_element_parts(builder, source)]
+    return parts if node is not None and _is_literal(node) else [_Raw("", "(?:"), *parts, _Raw("", ")?")]
 
 
 def _str_parts(builder: _Builder, source: str) -> list[_Part]:
