@@ -41,12 +41,10 @@ MAX_CANDIDATES = 64  # templates tried per variant of a line, those sharing most
 _MIN_KEY = 4  # literal fragments shorter than this do not select candidates
 _CUT_KEY = 24  # the start of a longer fragment is a key of its own
 
-# `ValueError: ...`, `vllm.errors.ConfigError: ...`: the exception class that prefixes a printed error.
-_CLASS_PREFIX = re.compile(
-    r"(?<![\w.])(?P<cls>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Exit|Warning)|Exception|Warning))(?::\s?|$)"
-)
-_OPTIONAL = frozenset({"optional-items", "one-of-branches"})
-_SEPARATORS = " \t\n.,;:|-"
+# An exception class as a printed error names it (`ValueError`, `vllm.errors.ConfigError`, bare `Exception`),
+# the module path apart; and the class that prefixes a printed error, `ValueError: ...`.
+_CLASS = r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Exit|Warning)|Exception|Warning)"
+_CLASS_PREFIX = re.compile(_CLASS + r"(?::\s?|$)")
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
 _ANSI = re.compile(r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]")
 _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z]+);")
@@ -66,9 +64,7 @@ _COUNT = re.compile(r"\{\d+(?:,\d*)?\}\??")
 _TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
 _ESCAPED = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2}|.)", re.S)
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
-_REPR_START = re.compile(
-    r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Z]\w*(?:Error|Exception|Warning)|Exception|Warning)\((?P<q>['\"])"
-)
+_REPR_START = re.compile(_CLASS + r"\((?P<q>['\"])")  # `ValueError('...')`
 MAX_SEGMENTS = 8  # errors of a multi-line input matched one by one
 _SEGMENT_LINES = 50  # lines a message may span
 _NOT_A_MESSAGE = (_TRACEBACK, "During handling of the above exception", "The above exception was", 'File "')
