@@ -333,7 +333,7 @@ def _renamed(pairs: Sequence[Pair]) -> dict[str, str]:
             moved.setdefault(pair.old.path, Counter())[pair.new.path] += 1
     out = {}
     for path, targets in moved.items():
-        (target, count), *_ = sorted(targets.items(), key=lambda item: (-item[1], item[0]))
+        target, count = min(targets.items(), key=lambda item: (-item[1], item[0]))  # most, then by name
         if count > stayed[path]:
             out[path] = target
     return out

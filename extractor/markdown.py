@@ -12,6 +12,11 @@ _SYNTAX = "|*_`<>[]~&"
 _TICKS = re.compile(r"`+")
 
 
+def _ticks(value: str, at_least: int) -> str:
+    """A run of backticks longer than any in `value`, and at least `at_least` long."""
+    return "`" * max(at_least, max(map(len, _TICKS.findall(value)), default=0) + 1)
+
+
 def _one_line(value: str) -> str:
     return " ".join(value.splitlines())  # \n, \r\n, \r, and the rarer breaks splitlines knows
 
@@ -27,12 +32,12 @@ def text(value: str) -> str:
 def code(value: str) -> str:
     """An inline code span holding `value` (backticks in it included), fit for a table cell."""
     value = _one_line(value)
-    ticks = "`" * (max(map(len, _TICKS.findall(value)), default=0) + 1)
+    ticks = _ticks(value, 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""
     return f"{ticks}{pad}{value}{pad}{ticks}".replace("|", "\\|")
 
 
 def fence(value: str, language: str = "text") -> list[str]:
     """A fenced block holding `value`, its fence longer than any run of backticks in it."""
-    ticks = "`" * max(3, max(map(len, _TICKS.findall(value)), default=0) + 1)
+    ticks = _ticks(value, 3)
     return [f"{ticks}{language}", value, ticks]
