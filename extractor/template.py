@@ -362,8 +362,14 @@ class _Builder:
 
     def _format(self, left: cst.BaseExpression, args: Sequence[cst.Arg]) -> list[_Part]:
         fmt = _literal_value(left)
-        positional = [_bare_code(a.value) for a in args if a.keyword is None and not a.star]
+        # The positional arguments up to the first `*iterable`, and its items after them (when it is the last
+        # positional argument); the keywords, and a lone `**mapping`'s items.
+        given = [a for a in args if a.keyword is None and a.star != "**"]
+        stars = [index for index, a in enumerate(given) if a.star == "*"]
+        positional = [_bare_code(a.value) for a in given[: stars[0] if stars else None]]
+        unpacked = _atom(given[stars[0]].value) if stars == [len(given) - 1] else None
         keywords = {a.keyword.value: _bare_code(a.value) for a in args if a.keyword is not None}
+        mappings = [_atom(a.value) for a in args if a.star == "**"]
         out: list[_Part] = []
         auto = 0
         try:
@@ -381,11 +387,25 @@ class _Builder:
                 first, auto = str(auto), auto + 1
             if first.isdigit():
                 index = int(first)
-                base = positional[index] if index < len(positional) else name
+                if index < len(positional):
+                    base = positional[index]
+                elif unpacked is not None:
+                    base = f"{unpacked}[{index - len(positional)}]"
+                else:
+                    base, rest = name, ""
+            elif first in keywords:
+                base = keywords[first]
             else:
-                base = keywords.get(first, first)
+                base = f"{mappings[0]}[{first!r}]" if len(mappings) == 1 else first
             out.append(_Hole(base + rest, conversion=conversion, spec=spec or None))
         return out
+
+
+def _atom(node: cst.BaseExpression) -> str:
+    """An expression's code, in parentheses unless it is a name, an attribute, a call or a subscript (so that
+    `[0]` or `.name` after it applies to all of it)."""
+    code = _bare_code(node)
+    return code if isinstance(node, cst.Name | cst.Attribute | cst.Call | cst.Subscript) else f"({code})"
 
 
 def _percent_spec(match: re.Match[str]) -> str | None:
@@ -571,20 +591,37 @@ def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]
         details = _parse(args[1])
         if not isinstance(details, (cst.Tuple, cst.List)) or not 4 <= len(details.elements) <= 6:
             return [*_str_parts(builder, args[0]), _Raw("", r"(?: \(.*\))?")]  # details known at run time
+        # A file name prints if it is a string, a line if it is an int: what only the values decide is optional.
         filename, lineno = (_bare_code(element.value) for element in details.elements[:2])
-        where: list[list[_Part]] = []
+        parts = _str_parts(builder, args[0])
+        file: list[_Part] | None = None
         known_file = _parse(filename)
         if known_file is not None and _is_literal(known_file):  # printed as its last path component
-            where.append([_literal_value(known_file).rpartition("/")[2]])
+            file = [_literal_value(known_file).rpartition("/")[2]]
         elif filename != "None":
-            where.append([_Hole(f"os.path.basename({filename})")])
-        if lineno != "None":
-            where.append(["line ", *_str_parts(builder, lineno)])
-        parts = _str_parts(builder, args[0])
-        if where:
-            parts += [" (", *where[0], *([", ", *where[1]] if len(where) == 2 else []), ")"]
-        return parts
+            file = [_Hole(f"os.path.basename({filename})")]
+        line = ["line ", *_str_parts(builder, lineno)] if lineno != "None" else None
+        sure_file = file is not None and not isinstance(file[0], _Hole)
+        sure_line = line is not None and isinstance(_parse(lineno), cst.Integer)
+        if file is None or line is None:
+            shown = file or line
+            if shown is None:
+                return parts
+            sure = sure_file if file else sure_line
+            return [*parts, *_optional([" (", *shown, ")"], not sure)]
+        if sure_file:
+            return [*parts, " (", *file, *_optional([", ", *line], not sure_line), ")"]
+        if sure_line:
+            return [*parts, " (", *_optional([*file, ", "], True), *line, ")"]
+        # Either, both or neither: `, ` only after a file name, `line N` right after `(` otherwise.
+        inner = [*_optional(file, True), _Raw("", r"(?:(?:(?<=\()|"), ", ", _Raw("", ")"), *line, _Raw("", ")?")]
+        return [*parts, *_optional([" (", *inner, ")"], True)]
     return None
+
+
+def _optional(parts: list[_Part], optional: bool) -> list[_Part]:
+    """Parts that the pattern lets be absent (the message keeps them), when `optional`."""
+    return [_Raw("", "(?:"), *parts, _Raw("", ")?")] if optional else parts
 
 
 def _maybe_none(builder: _Builder, before: str, source: str) -> list[_Part]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import contextlib
 import hashlib
 import io
@@ -53,6 +54,13 @@ def visit(
             visitor.block(tree.body, _State())
         except RecursionError:
             return Unparsed("cannot scan: nesting too deep")
+    # A class of its own printed as a builtin prints may be raised anywhere in the module, by a def a rescan
+    # would reuse: the file is parsed whole next time (the raises this walk saw have asked already).
+    if not visitor.globals_read and any(
+        isinstance(statement, ast.ClassDef) and visitor.printed_as(statement.name) != statement.name
+        for statement in tree.body
+    ):
+        visitor.globals_read = True
     return tree.body, visitor
 
 
@@ -128,8 +136,11 @@ class Visitor:
         self.sites: list[Site] = []
         self.skipped: list[SkippedSite] = []
         self.module: Sequence[ast.stmt] = ()
-        self.globals_read = False  # a message was looked up among the module's constants
+        # A message depends on the module's other statements: a constant it names, or the class it raises
+        # (see `printed_as`). Such a file is never rescanned in pieces.
+        self.globals_read = False
         self._constants: dict[str, ast.expr | None] = {}  # by name (see `constant`)
+        self._classes: dict[str, list[ast.ClassDef]] | None = None  # the module's own, by name
 
     # Source text helpers -------------------------------------------------------------------------
     def _line_bytes(self, lineno: int) -> bytes:
@@ -296,7 +307,7 @@ class Visitor:
             self._skip(node, f"raises the value of a variable, not a class: {dotted}")
             return
         assert name is not None
-        template, key = self.template(exc, state, name)
+        template, key = self.template(exc, state, self.printed_as(name))
         if not _encodable(template.message):
             self._skip(node, "its message holds a lone surrogate (an escape like \\ud800): no UTF-8 can carry it")
             return
@@ -370,6 +381,42 @@ class Visitor:
         found = self._constants[name] = value if count == 1 and not declared else None
         return found
 
+    def printed_as(self, name: str) -> str:
+        """The class whose `str()` an exception of class `name` prints with: for a class of this module that
+        derives, one base at a time and overriding none of `__init__`, `__new__` and `__str__`, from a
+        builtin whose `str()` is not the plain one (KeyError's repr, OSError's `[Errno N]`), that builtin;
+        else `name` itself. A module's own class named like a builtin is followed too."""
+        if self._classes is None:
+            self._classes = {}
+            for statement in self.module:
+                if isinstance(statement, ast.ClassDef):
+                    self._classes.setdefault(statement.name, []).append(statement)
+        current, seen = name, set()
+        while current in self._classes and current not in seen:
+            seen.add(current)
+            (definition, *others) = self._classes[current]
+            if others or definition.keywords or definition.decorator_list or len(definition.bases) != 1:
+                return name
+            if any(_overrides_str(statement) for statement in definition.body):
+                return name
+            base = definition.bases[0]
+            if not isinstance(base, ast.Name):
+                return name
+            current = base.id
+        printed = _builtin_exception(current)
+        if printed is None or current in self._classes:  # not a builtin, or a cycle
+            return name
+        plain = printed.__str__ is BaseException.__str__
+        if plain:
+            return current if _builtin_exception(name) is not None and name in self._classes else name
+        if name != current:
+            # Bound once, by that class statement: `E = OtherError` elsewhere makes it anything.
+            self.globals_read = True
+            if sum(bound_names(node).count(name) for statement in self._spelling(name)
+                   for node in bindings(statement, name)) != 1:  # fmt: skip
+                return name
+        return current
+
     def _spelling(self, name: str) -> Iterator[ast.stmt]:
         """The module's statements whose text spells `name`: only those can bind or declare it."""
         for statement in self.module:
@@ -423,6 +470,19 @@ class Visitor:
                 key,
             )
         return message_template(sources, keywords=keywords, joins=joins, error_class=name), key
+
+
+def _builtin_exception(name: str) -> type[BaseException] | None:
+    value = getattr(builtins, name, None)
+    return value if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+def _overrides_str(statement: ast.stmt) -> bool:
+    """Whether a statement of a class body defines (or assigns) what decides an exception's `str()`."""
+    names = {"__init__", "__new__", "__str__"}
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+        return statement.name in names
+    return any(name in names for node in bindings(statement, None) for name in bound_names(node))
 
 
 def _joined_names(exc: ast.Call) -> set[str]:

@@ -250,8 +250,26 @@ def _simple(statement: ast.stmt, *, enter_ifs: str) -> Iterator[ast.stmt]:
             yield from _simple(inner, enter_ifs=enter_ifs)
 
 
-def _exception(node: ast.Raise, names: _Names, own: set[str], codes: _Codes) -> BaseException | str:
-    """Build the raised exception with stand-ins, or say why it cannot be."""
+def _class_named(name: str, classes: dict[str, ast.ClassDef], seen: frozenset[str] = frozenset()) -> type | None:
+    """The class `name` is in a module whose own classes are `classes`: one of them (made for real from its
+    base, when that is a single name: the builtin it derives from decides its `str()`), a builtin, or None."""
+    node = classes.get(name)
+    if node is not None:
+        if name in seen or len(node.bases) != 1 or not isinstance(node.bases[0], ast.Name):
+            return type(name, (Exception,), {})
+        base = _class_named(node.bases[0].id, classes, seen | {name}) or Exception
+        try:
+            return type(name, (base,), {})
+        except TypeError:  # not a class one can derive from
+            return type(name, (Exception,), {})
+    known = getattr(builtins, name, None)
+    return known if isinstance(known, type) and issubclass(known, BaseException) else None
+
+
+def _exception(
+    node: ast.Raise, names: _Names, own: set[str], codes: _Codes, classes: dict[str, ast.ClassDef]
+) -> BaseException | str:
+    """Build the raised exception with stand-ins, or say why it cannot be. `classes` are the module's own."""
     exc = node.exc
     assert exc is not None
     if isinstance(exc, ast.Call) and isinstance(exc.func, ast.Attribute) and exc.func.attr == "with_traceback":
@@ -266,7 +284,8 @@ def _exception(node: ast.Raise, names: _Names, own: set[str], codes: _Codes) -> 
     if name in own:
         return "a class with its own constructor or __str__"
     known = getattr(builtins, name or "", None)
-    cls = known if isinstance(known, type) and issubclass(known, BaseException) else type(str(name), (Exception,), {})
+    cls = _class_named(name, classes) if name else None
+    cls = cls if cls is not None else type(str(name), (Exception,), {})
     if not isinstance(exc, ast.Call):
         return cls()
     if exc.keywords and cls is not known:
@@ -352,6 +371,7 @@ def check_file(
     parents = _parents(tree)
     codes: _Codes = {}
     # The module's own assignments of literals run first: the names a function reads from its module.
+    classes = {statement.name: statement for statement in tree.body if isinstance(statement, ast.ClassDef)}
     constants: list[ast.stmt] = [
         statement
         for statement in tree.body
@@ -360,7 +380,7 @@ def check_file(
     for site in sites:
         tally.records += 1
         node = raises[(site.lineNumber, site.extraction.column)]
-        outcome = _check_site(site, node, parents, own, constants, codes)
+        outcome = _check_site(site, node, parents, own, constants, codes, classes)
         if isinstance(outcome, str):
             tally.not_evaluable[outcome] += 1
             continue
@@ -381,6 +401,7 @@ def _check_site(
     own: set[str],
     module_constants: list[ast.stmt],
     codes: _Codes,
+    classes: dict[str, ast.ClassDef],
 ) -> str | tuple[bool, int, int, str]:
     pattern = re.compile(site.messagePattern, re.S)
     evaluated = 0
@@ -391,7 +412,7 @@ def _check_site(
             names = _Names(make)
             _run(module_constants, names, codes)
             _run(list(_before(node, parents, enter_ifs=enter_ifs)), names, codes)
-            exc = _exception(node, names, own, codes)
+            exc = _exception(node, names, own, codes, classes)
             if isinstance(exc, str):
                 reason = exc
                 continue

@@ -74,6 +74,48 @@ def test_rescan_equals_full_parse(new: str) -> None:
     assert outcome(incremental) == outcome(full)
 
 
+LOOKUP = """\
+from errors import Missing
+
+
+def lookup(table, key):
+    if key not in table:
+        raise Missing(f"no {key}")
+    return table[key]
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            LOOKUP, LOOKUP.replace("from errors import Missing", "class Missing(KeyError):\n    pass"), id="added"
+        ),
+        pytest.param(
+            LOOKUP.replace("from errors import Missing", "class Missing(KeyError):\n    pass"),
+            LOOKUP.replace("from errors import Missing", "class Missing(LookupError):\n    pass"),
+            id="its base changes",
+        ),
+        pytest.param(
+            LOOKUP.replace(
+                "from errors import Missing", "class Missing(KeyError):\n    def __str__(self):\n        return 'x'"
+            ),
+            LOOKUP.replace("from errors import Missing", "class Missing(KeyError):\n    pass"),
+            id="its __str__ goes",
+        ),
+    ],
+)
+def test_a_class_of_the_module_changing_rescans_the_raises_of_unchanged_defs(old: str, new: str) -> None:
+    """How a raise prints may follow a class statement elsewhere in the module (a KeyError of its own prints
+    its repr): when that class changes, the unchanged def that raises it is not reused as it was."""
+    previous = scan_blob(old.encode(), options=OPTIONS)
+    full = scan_blob(new.encode(), options=OPTIONS)
+    assert outcome(scan_blob(new.encode(), options=OPTIONS, previous=previous)) == outcome(full)
+    assert [site.errorMessage for site in full.sites] != [site.errorMessage for site in previous.sites]
+    # A version whose class prints as KeyError keeps no pieces: its next version is parsed whole.
+    assert bool(previous.pieces) == ("Missing(KeyError):\n    pass" not in old)
+
+
 def test_reused_sites_move_with_their_piece() -> None:
     full, incremental = rescanned(OLD, "# header\n" * 5 + OLD)
     lines = [site.lineNumber for site in incremental.sites]

@@ -181,6 +181,9 @@ def test_each_class_of_issue_14_prints_as_python_does(source: str, message: str,
         pytest.param("raise SyntaxError('a', 'b', a)", ["c"], id="SyntaxError: three arguments"),
         pytest.param("raise SyntaxError('bad', a)", [("f.py", 3, 1, "x"), (None, None, None, None)], id="details"),
         pytest.param("raise SyntaxError('bad', ['/src/f.py', 3, 1, 'x'])", [None], id="details as a list"),
+        pytest.param("raise SyntaxError('bad', (a, 3, 1, 'x'))", ["d/f.py", None, 7], id="details: a file, or not"),
+        pytest.param("raise SyntaxError('bad', ('f.py', a, 1, 'x'))", [3, None, "4"], id="details: a line, or not"),
+        pytest.param("raise SyntaxError('bad', (a, a, 1, 'x'))", ["f.py", 3, None], id="details: either, or neither"),
         pytest.param("raise ExceptionGroup('m', a)", [[ValueError()], [ValueError(), KeyError()]], id="group"),
         pytest.param("key = len(a)\n    raise KeyError(key)", ["abc"], id="KeyError of a number"),
         pytest.param("key = a.upper()\n    raise KeyError(key)", ["abc"], id="KeyError of a text, unknown"),
@@ -194,6 +197,30 @@ def test_builtins_that_print_their_own_way_print_what_their_records_say(body: st
     namespace: dict[str, object] = {}
     exec(source, namespace)
     for value in values:
+        with pytest.raises(BaseException) as caught:
+            namespace["f"](value)  # type: ignore[operator]
+        assert re.fullmatch(site.messagePattern, str(caught.value), re.S), (site.errorMessage, str(caught.value))
+
+
+@pytest.mark.parametrize(
+    ("module", "raise_"),
+    [
+        pytest.param("class E(KeyError):\n    pass", "raise E(a)", id="KeyError"),
+        pytest.param("class A(KeyError):\n    pass\nclass E(A):\n    'Doc.'", "raise E(f'no {a}')", id="chain"),
+        pytest.param("class E(FileNotFoundError):\n    pass", "raise E(2, 'gone', a)", id="OSError"),
+        pytest.param("class E(SyntaxError):\n    pass", "raise E('bad', (a, 3, 1, 'x'))", id="SyntaxError"),
+        pytest.param("class E(ExceptionGroup):\n    pass", "raise E('m', [ValueError(a)])", id="ExceptionGroup"),
+        pytest.param("class KeyError(Exception):\n    pass", "raise KeyError(a)", id="a builtin's name"),
+        pytest.param("class TimeoutError(Exception):\n    pass", "raise TimeoutError(a, 'x')", id="an OSError's name"),
+    ],
+)
+def test_a_class_of_the_module_prints_what_its_record_says(module: str, raise_: str) -> None:
+    """Run for real: a module's own class prints as the builtin it derives from prints, or as its own."""
+    source = f"{module}\n\n\ndef f(a):\n    {raise_}\n"
+    site = site_of(source)
+    namespace: dict[str, object] = {}
+    exec(source, namespace)
+    for value in ("k", "it's", "f.py"):
         with pytest.raises(BaseException) as caught:
             namespace["f"](value)  # type: ignore[operator]
         assert re.fullmatch(site.messagePattern, str(caught.value), re.S), (site.errorMessage, str(caught.value))

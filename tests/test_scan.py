@@ -426,6 +426,49 @@ def test_a_global_message_resolves_to_the_module_constant_bound_once(module: str
 
 
 @pytest.mark.parametrize(
+    ("module", "raised", "message"),
+    [
+        pytest.param("class E(KeyError):\n    pass\n", 'E("k")', "'k'", id="a KeyError prints its repr"),
+        pytest.param(
+            'class B(KeyError):\n    """Doc."""\n    code = 3\nclass C(B):\n    pass\n',
+            'C("k")',
+            "'k'",
+            id="through a class of its own",
+        ),
+        pytest.param("class Gone(FileNotFoundError):\n    pass\n", 'Gone(2, "gone")', "[Errno 2] gone", id="OSError"),
+        pytest.param(
+            "class Many(ExceptionGroup):\n    pass\n",
+            'Many("several", errors)',
+            "several ({len(errors)} sub-exceptions)",
+            id="ExceptionGroup",
+        ),
+        pytest.param("class KeyError(Exception):\n    pass\n", 'KeyError("k")', "k", id="a builtin's name taken"),
+        pytest.param(
+            "class E(KeyError):\n    def __str__(self):\n        return 'x'\n", 'E("k")', "k", id="own __str__"
+        ),
+        pytest.param(
+            "class E(KeyError):\n    def __init__(self, key):\n        super().__init__(f'no {key}')\n",
+            'E("k")',
+            "k",
+            id="own __init__",
+        ),
+        pytest.param("class E(KeyError):\n    __str__ = Exception.__str__\n", 'E("k")', "k", id="__str__ assigned"),
+        pytest.param("class E(KeyError):\n    pass\nE = ValueError\n", 'E("k")', "k", id="the name bound again"),
+        pytest.param("class E(Mixin, KeyError):\n    pass\n", 'E("k")', "k", id="two bases: not followed"),
+        pytest.param("class E(errors.KeyError):\n    pass\n", 'E("k")', "k", id="a dotted base: unknown"),
+        pytest.param("class E(F):\n    pass\nclass F(E):\n    pass\n", 'E("k")', "k", id="a cycle"),
+    ],
+)
+def test_a_class_of_the_module_prints_as_the_builtin_it_derives_from(module: str, raised: str, message: str) -> None:
+    """A module's own exception class prints what the builtin it derives from prints (KeyError's repr,
+    OSError's errno) unless something could change that: its own `__str__` or `__init__`, another binding of
+    its name, several or unknown bases. A class named like a builtin is the module's own."""
+    found = scan(f"{module}\n\ndef f(errors):\n    raise {raised}\n".encode(), options=ScanOptions(("*",)))
+    (site,) = found.sites  # type: ignore[union-attr]
+    assert site.errorMessage == message
+
+
+@pytest.mark.parametrize(
     "call",
     [
         pytest.param('", ".join(errors)', id="on one line"),
