@@ -1,10 +1,17 @@
 # Kinds: the scan's enumerations and pieces, without pydantic (a worker process scans without importing it).
 from __future__ import annotations
 
+import builtins
 from enum import StrEnum
 from typing import NamedTuple
 
-__all__ = ["ConditionKind", "MessageKind", "Piece"]
+__all__ = ["ConditionKind", "MessageKind", "Piece", "builtin_exception"]
+
+
+def builtin_exception(name: str | None) -> type[BaseException] | None:
+    """The builtin exception class of that name, or None."""
+    value = getattr(builtins, name or "", None)
+    return value if isinstance(value, type) and issubclass(value, BaseException) else None
 
 
 class MessageKind(StrEnum):

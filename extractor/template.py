@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ast
-import builtins
 import contextlib
 import itertools
 import re
@@ -15,7 +14,7 @@ from typing import Literal, cast
 
 import libcst as cst
 
-from extractor.kinds import MessageKind
+from extractor.kinds import MessageKind, builtin_exception
 from extractor.scanned import Placeholder
 
 __all__ = ["Template", "message_template", "pattern_for"]
@@ -545,11 +544,6 @@ _SYNTAX_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError"})
 _GROUPS = frozenset({"ExceptionGroup", "BaseExceptionGroup"})
 
 
-def _builtin(name: str | None) -> type[BaseException] | None:
-    value = getattr(builtins, name or "", None)
-    return value if isinstance(value, type) and issubclass(value, BaseException) else None
-
-
 def _class_parts(builder: _Builder, error_class: str | None, args: Sequence[str]) -> list[_Part] | None:
     """The rendering of a builtin class whose `__str__` differs from the plain one, or None."""
     if error_class == "KeyError" and len(args) == 1:
@@ -676,7 +670,7 @@ def message_template(
     builder = _Builder(joins)
     kind: MessageKind
     parts: list[_Part]
-    known = _builtin(error_class)
+    known = builtin_exception(error_class)
     if keywords and known is None and not args and variable is None:
         # A message passed only by keyword: who knows what an unknown constructor prints from it.
         builder.warnings.append("keyword-arguments")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import builtins
 import contextlib
 import hashlib
 import io
@@ -12,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from extractor.chains import reads
-from extractor.kinds import ConditionKind, MessageKind
+from extractor.kinds import ConditionKind, MessageKind, builtin_exception
 from extractor.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
 from extractor.scanned import Condition, Extraction, Placeholder, Site, SiteData, SkippedSite
 from extractor.slugs import slug_stem
@@ -403,12 +402,12 @@ class Visitor:
             if not isinstance(base, ast.Name):
                 return name
             current = base.id
-        printed = _builtin_exception(current)
+        printed = builtin_exception(current)
         if printed is None or current in self._classes:  # not a builtin, or a cycle
             return name
         plain = printed.__str__ is BaseException.__str__
         if plain:
-            return current if _builtin_exception(name) is not None and name in self._classes else name
+            return current if builtin_exception(name) is not None and name in self._classes else name
         if name != current:
             # Bound once, by that class statement: `E = OtherError` elsewhere makes it anything.
             self.globals_read = True
@@ -470,11 +469,6 @@ class Visitor:
                 key,
             )
         return message_template(sources, keywords=keywords, joins=joins, error_class=name), key
-
-
-def _builtin_exception(name: str) -> type[BaseException] | None:
-    value = getattr(builtins, name, None)
-    return value if isinstance(value, type) and issubclass(value, BaseException) else None
 
 
 def _overrides_str(statement: ast.stmt) -> bool:
