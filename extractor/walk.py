@@ -140,6 +140,7 @@ class Visitor:
         self.globals_read = False
         self._constants: dict[str, ast.expr | None] = {}  # by name (see `constant`)
         self._classes: dict[str, list[ast.ClassDef]] | None = None  # the module's own, by name
+        self._printed: dict[str, str] = {}  # by class name (see `printed_as`)
 
     # Source text helpers -------------------------------------------------------------------------
     def _line_bytes(self, lineno: int) -> bytes:
@@ -390,31 +391,40 @@ class Visitor:
             for statement in self.module:
                 if isinstance(statement, ast.ClassDef):
                     self._classes.setdefault(statement.name, []).append(statement)
-        current, seen = name, set()
-        while current in self._classes and current not in seen:
-            seen.add(current)
-            (definition, *others) = self._classes[current]
-            if others or definition.keywords or definition.decorator_list or len(definition.bases) != 1:
-                return name
-            if any(_overrides_str(statement) for statement in definition.body):
+        if name not in self._classes:  # the commonest case: a builtin, or a class from elsewhere
+            return name
+        found = self._printed.get(name)
+        if found is None:
+            found = self._printed[name] = self._follow(name, self._classes)
+        return found
+
+    def _follow(self, name: str, classes: Mapping[str, list[ast.ClassDef]]) -> str:
+        chain: list[ast.ClassDef] = []
+        current = name
+        while current in classes:
+            (definition, *others) = classes[current]
+            if others or definition in chain or definition.keywords or len(definition.bases) != 1:
                 return name
             base = definition.bases[0]
             if not isinstance(base, ast.Name):
                 return name
+            chain.append(definition)
             current = base.id
         printed = builtin_exception(current)
-        if printed is None or current in self._classes:  # not a builtin, or a cycle
+        if printed is None:
             return name
-        plain = printed.__str__ is BaseException.__str__
-        if plain:
-            return current if builtin_exception(name) is not None and name in self._classes else name
-        if name != current:
-            # Bound once, by that class statement: `E = OtherError` elsewhere makes it anything.
-            self.globals_read = True
-            if sum(bound_names(node).count(name) for statement in self._spelling(name)
-                   for node in bindings(statement, name)) != 1:  # fmt: skip
-                return name
-        return current
+        if printed.__str__ is BaseException.__str__:  # plain: only a builtin's name taken changes anything
+            return current if builtin_exception(name) is not None else name
+        if any(definition.decorator_list for definition in chain) or any(
+            _overrides_str(statement) for definition in chain for statement in definition.body
+        ):
+            return name
+        # Bound once, by that class statement: `E = OtherError` elsewhere makes it anything.
+        self.globals_read = True
+        bound = sum(
+            bound_names(node).count(name) for statement in self._spelling(name) for node in bindings(statement, name)
+        )
+        return current if bound == 1 else name
 
     def _spelling(self, name: str) -> Iterator[ast.stmt]:
         """The module's statements whose text spells `name`: only those can bind or declare it."""
