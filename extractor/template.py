@@ -58,6 +58,8 @@ class _Raw:
 
     text: str
     regex: str
+    # For the `|B)` that ends `A if c else B`: B's parts, so that a repr around it escapes them too.
+    alternative: tuple[_Part, ...] | None = None
 
 
 _Part = str | _Hole | _Raw
@@ -223,7 +225,7 @@ class _Builder:
         _, other, _ = pattern_for(second)
         other = _GROUP.sub("(?:", other)
         self._warn("one-of-branches")
-        return [_Raw("", "(?:"), *first, _Raw("", f"|{other})")]
+        return [_Raw("", "(?:"), *first, _Raw("", f"|{other})", tuple(second))]
 
     def _warn(self, warning: str) -> None:
         if warning not in self.warnings:
@@ -267,7 +269,7 @@ class _Builder:
         out = []
         for index, (parts, certain) in enumerate(entries):
             if index:
-                out.append(_Raw(separator, f"(?:{_escape(separator)})?"))
+                out += [_Raw("", "(?:"), separator, _Raw("", ")?")]
             out += parts if certain else [_Raw("", "(?:"), *parts, _Raw("", ")?")]
         self._warn("optional-items")
         return out
@@ -517,17 +519,25 @@ def _quoted(parts: Sequence[_Part]) -> list[_Part]:
     picks for the text (a placeholder's value may hold quotes too, so the pattern accepts either)."""
     text = "".join(part for part in parts if isinstance(part, str))
     quote = '"' if "'" in text and '"' not in text else "'"
-    out: list[_Part] = [_Raw(quote, "['\"]")]
+    return [_Raw(quote, "['\"]"), *_escaped(parts, quote), _Raw(quote, "['\"]")]
+
+
+def _escaped(parts: Sequence[_Part], quote: str) -> list[_Part]:
+    """The text of parts escaped as `repr` escapes it between `quote`s: every literal character, the other
+    branch of an `A if c else B` too (a placeholder's value is printed as it comes)."""
+    out: list[_Part] = []
     for part in parts:
-        if not isinstance(part, str):
+        if isinstance(part, _Raw) and part.alternative is not None:
+            _, other, _ = pattern_for(_escaped(part.alternative, quote))
+            out.append(_Raw(part.text, f"|{_GROUP.sub('(?:', other)})"))
+        elif not isinstance(part, str):
             out.append(part)
-            continue
-        for char in part:
-            if char in "'\"":
-                out.append(_Raw("\\" + char if char == quote else char, f"\\\\?{char}"))
-            else:
-                out.append(repr(char)[1:-1])
-    out.append(_Raw(quote, "['\"]"))
+        else:
+            for char in part:
+                if char in "'\"":
+                    out.append(_Raw("\\" + char if char == quote else char, f"\\\\?{char}"))
+                else:
+                    out.append(repr(char)[1:-1])
     return out
 
 

@@ -18,13 +18,14 @@ import contextlib
 import errno
 import gc
 import itertools
+import operator
 import os
 import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import CodeType, SimpleNamespace
-from typing import Any
+from typing import Any, SupportsIndex
 
 from extractor.models import Site, SkippedSite
 
@@ -105,6 +106,14 @@ class Text(str):
         if isinstance(key, int | slice):
             return str.__getitem__(self, key)
         return Text(f"{self}_i")
+
+    def __mul__(self, count: SupportsIndex) -> str:
+        # `size * 1024**3` with a text for a number: a gigabyte string, which a test run must not build.
+        if operator.index(count) * len(self) > 1_000_000:
+            raise MemoryError("a stand-in text repeated past a million characters")
+        return str.__mul__(self, count)
+
+    __rmul__ = __mul__
 
 
 class Number(int):

@@ -188,6 +188,18 @@ def test_each_class_of_issue_14_prints_as_python_does(source: str, message: str,
         pytest.param("key = len(a)\n    raise KeyError(key)", ["abc"], id="KeyError of a number"),
         pytest.param("key = a.upper()\n    raise KeyError(key)", ["abc"], id="KeyError of a text, unknown"),
         pytest.param("key = f'no {a}'\n    raise KeyError(key)", ["abc"], id="KeyError of an f-string"),
+        pytest.param(
+            "e = ['head']\n    if a:\n        e.append('k')\n    raise KeyError('\\n'.join(e))",
+            [True, False],
+            id="KeyError of a list with optional items, joined",
+        ),
+        pytest.param(
+            "e = [\"it's\"]\n    if a:\n        e.append(f'k: {a}')\n    raise ValueError('\\t'.join(e), 5)",
+            [True, "q'z", False],
+            id="several arguments, one a list with optional items, joined",
+        ),
+        pytest.param('raise KeyError("it\'s\\n" if a else "b\\n\'s")', [True, False], id="KeyError of either text"),
+        pytest.param("raise ValueError('x\\ty' if a else 'a\\nb', 1)", [True, False], id="several, one of either text"),
     ],
 )
 def test_builtins_that_print_their_own_way_print_what_their_records_say(body: str, values: list[object]) -> None:
