@@ -81,14 +81,16 @@ class LoadedCatalog:
 
 
 def load_catalog(path: Path) -> LoadedCatalog:
-    """Read a catalog directory or records.jsonl, validating every line; corruption names file and line.
+    """Read a catalog directory, its records.jsonl or its manifest.json, validating every line; corruption
+    names file and line.
 
     A catalog is whole or an error: its manifest (written last) must count its records and hold their
     checksum. A directory without a manifest is a run that never finished. A records.jsonl given alone
     with no manifest beside it (as `--output -` writes) can only be checked line by line: a cut in the
     middle of a line shows, a cut at a line boundary cannot.
     """
-    records = path / RECORDS if path.is_dir() else path
+    # Its manifest names the catalog as well as its folder does.
+    records = path / RECORDS if path.is_dir() else path.parent / RECORDS if path.name == MANIFEST else path
     manifest_path = records.parent / MANIFEST
     manifest = _read_manifest(manifest_path)
     if manifest is None and path.is_dir():

@@ -422,8 +422,17 @@ def _add_catalogs(parser: argparse.ArgumentParser) -> None:
 
 
 def _stdin_lines() -> Iterator[str]:
-    """Read stdin line by line as it comes (bytes that are not UTF-8 become U+FFFD)."""
-    for raw in sys.stdin.buffer:
+    """Read stdin line by line as it comes (bytes that are not UTF-8 become U+FFFD); UTF-16 behind its byte
+    order mark (what Windows PowerShell's `>` writes) is read as such."""
+    import codecs
+    import io
+
+    stream = sys.stdin.buffer
+    start = stream.peek(2)[:2] if isinstance(stream, io.BufferedReader) else b""
+    if start in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        yield from io.TextIOWrapper(stream, encoding="utf-16", errors="replace", newline="")
+        return
+    for raw in stream:
         yield raw.decode("utf-8", "replace")
 
 
@@ -443,6 +452,8 @@ def _run_match(argv: Sequence[str]) -> int:
     def progress(line: str) -> None:
         print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
 
+    if "-" in args.text and len(args.text) > 1:
+        _match_parser().error("'-' reads the log on stdin: give it alone, or give only TEXT arguments")
     options, specs = _catalogs(args)
     index = match_index(specs, repo=args.repo, options=options, progress=progress)
     lineages = _lineages_of(args)

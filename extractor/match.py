@@ -167,12 +167,22 @@ class Template:
     def regex(self) -> Any:
         """Compile on first use (RE2: linear in the input), the template's trailing whitespace optional."""
         if self.compiled is None:
-            body = _TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?")
-            options = re2.Options()
-            options.dot_nl = True
-            options.log_errors = False
-            self.compiled = re2.compile(f"(?:{body})\\s*$", options)
+            self.compiled = _compiled(f"(?:{self._body()})\\s*$")
         return self.compiled
+
+    def open_regex(self) -> Any:
+        """The same, with anything after it (compiled on each use: it is tried only when the other failed)."""
+        return _compiled(f"(?:{self._body()})")
+
+    def _body(self) -> str:
+        return _TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?")
+
+
+def _compiled(pattern: str) -> Any:
+    options = re2.Options()
+    options.dot_nl = True
+    options.log_errors = False
+    return re2.compile(pattern, options)
 
 
 def read_pattern(pattern: str) -> tuple[list[str], list[str], bool]:
@@ -357,10 +367,12 @@ class Match:
         """The site in the newest catalog given (the first in file order there)."""
         return self.template.newest()
 
-    def rank(self) -> tuple[bool, bool, int, bool, int]:
+    def rank(self) -> tuple[bool, bool, bool, int, bool, int]:
         return (
             self.confident,
             self.template.errorClass == self.error_class,
+            # A template that explains the text to its end (even cut) beats one with text left after it.
+            "trailing-text" not in self.normalized,
             _HOW_RANK[self.how],
             "period" not in self.normalized,  # a template met as printed beats one that needed a period added
             self.literal,
@@ -545,6 +557,36 @@ def _variants(base: _Variant) -> Iterator[_Variant]:
     before, found, after = base.text.rpartition(_TRACEBACK)
     if found and not after.strip(": \n"):
         yield _Variant(before.rstrip().removesuffix(",").rstrip(), (*base.steps, "embedded"))
+    # What editors and chat clients did to the characters, and a terminal's wrapping: after the text as it
+    # is (a message may hold curly quotes, double spaces or line breaks of its own).
+    typed = _typed(base.text)
+    if typed != base.text:
+        yield _Variant(typed, (*base.steps, "characters"))
+    if "\n" in typed:
+        lines = [line.strip() for line in typed.split("\n")]
+        yield _Variant(" ".join(line for line in lines if line), (*base.steps, "line-breaks"))
+        yield _Variant("".join(lines), (*base.steps, "line-breaks"))
+
+
+# Characters editors, chat clients and web pages put for plain ones: curly quotes, spaces that do not break,
+# zero-width ones; and the UTF-8 of curly quotes read as Windows-1252 (`â€™`).
+_TYPED = str.maketrans(
+    {"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u00a0": " ", "\u202f": " ", "\u2007": " ",
+     "\u200b": None, "\u200c": None, "\u200d": None, "\u2060": None, "\ufeff": None}
+)  # fmt: skip
+_MOJIBAKE = {"\u00e2\u20ac\u2122": "'", "\u00e2\u20ac\u02dc": "'", "\u00e2\u20ac\u0153": '"', "\u00e2\u20ac\ufffd": '"'}
+_SPACES = re.compile(r"(?<=\S) {2,}(?=\S)")
+
+
+def _typed(text: str) -> str:
+    """The text with curly quotes, odd spaces and their mojibake made plain ASCII, and runs of spaces
+    between words made one."""
+    if "\u00e2\u20ac" in text:
+        for bad, good in _MOJIBAKE.items():
+            text = text.replace(bad, good)
+        text = text.replace("\u00e2\u20ac", '"')  # `”` read as Windows-1252 ends in a byte it does not map
+    text = text.translate(_TYPED)
+    return _SPACES.sub(" ", text) if "  " in text else text
 
 
 class Matcher:
@@ -615,13 +657,31 @@ class Matcher:
             # A message may hold what reads as an HTML entity (`&amp;`): as typed, last.
             typed = [_cleaned(stripped, entities=False)] if "html" in base.steps else []
             confident, weak = _best(self._found(chain(_variants(base), *map(_variants, typed))))
-            if not confident and "\n" in base.text:  # several lines: each error they hold, on its own
-                for texts in _segments(base.text):
-                    tried = (_Variant(text, (*base.steps, "segment")) for text in texts)
-                    one, _ = _best(self._found(v for variant in tried for v in _variants(variant)))
-                    confident += tuple(m for m in one if all(m.template is not c.template for c in confident))
-                weak = () if confident else weak
+            if "\n" in base.text:
+                # Several lines: each error they hold, on its own, when the whole answered nothing, when
+                # they hold several errors (a cause, then what it caused: each is answered, in order), or
+                # when a value took lines a message of one line cannot hold (the log that followed it), or
+                # text was left after the message.
+                segments = _segments(base.text)
+                unsure = any(_spills(m) or "trailing-text" in m.normalized for m in confident)
+                if not confident or len(segments) > 1 or unsure:
+                    each = self._segments(segments, base.steps)
+                    if each or not confident:
+                        confident, weak = each, (() if each else weak)
+        if not confident and len(text) > MAX_LINE:  # a long paste's error is often at its end
+            tail = _cleaned(text.rstrip("\r\n")[-MAX_LINE:])
+            each = self._segments(_segments(tail.text), (*tail.steps, "tail")) if "\n" in tail.text else ()
+            confident, weak = (each, ()) if each else (confident, weak)
         return MatchResult(stripped, is_error or bool(confident), confident, weak)
+
+    def _segments(self, segments: list[tuple[str, str]], steps: tuple[str, ...]) -> tuple[Match, ...]:
+        """The confident matches of each error of a text of several lines, in the order they come."""
+        confident: tuple[Match, ...] = ()
+        for texts in segments:
+            tried = (_Variant(text, (*steps, "segment")) for text in texts)
+            one, _ = _best(self._found(v for variant in tried for v in _variants(variant)))
+            confident += tuple(m for m in one if all(m.template is not c.template for c in confident))
+        return confident
 
     def _found(self, variants: Iterable[_Variant]) -> list[Match]:
         """Each template once, at its best over the variants; stop at the first variant answered with confidence."""
@@ -631,7 +691,8 @@ class Matcher:
                 key = id(match.template)
                 if key not in found or match.rank() > found[key].rank():
                     found[key] = match
-            if any(m.confident for m in found.values()):
+            # A match that left text after it is a last resort: a variant met whole (a wrapper's message) wins.
+            if any(m.confident and "trailing-text" not in m.normalized for m in found.values()):
                 break
         return list(found.values())
 
@@ -669,25 +730,40 @@ class Matcher:
             found = regex.fullmatch(subject) if subject is message else regex.search(subject)
             if found is None:
                 continue
-            span = found.end() - found.start()
-            all_steps = (*steps, *added)
-            if "`" in template.errorMessage and found.group().count("`") < template.errorMessage.count("`"):
-                all_steps = (*all_steps, "backticks")
-            how = How.NORMALIZED if all_steps else How.EXACT
-            if "ellipsis" in steps and _ends_in_value(template):  # the cut fell inside the last value
-                how = How.PARTIAL
-            literal = template.literal if template.pieces else min(template.literal, span - _captured(template, found))
-            score = min(1.0, literal / span) if span else 0.0
-            anchored = of_message and found.start() == 0 and error_class == template.errorClass
-            anchored = anchored and literal >= MIN_PARTIAL and _fixed_start(template, found)
-            match = Match(template, _values(template, found), how, score, all_steps, error_class, literal, anchored)
+            match = self._made(template, found, (*steps, *added), error_class, of_message=of_message)
             if best is None or (match.confident, match.score) > (best.confident, best.score):
                 best = match
+        if best is None and whole and template.pieces and template.pieces[-1].strip() and "ellipsis" not in steps:
+            # Text after the whole message, on its line (a closing backtick, `</code>`, "Any idea?"): where
+            # the template ends in its own text, that text says where the message ends. After `SomeError: `,
+            # the message must start right there. Lines after it are the segments' (see `match`); what
+            # comes before a cut (`...`) is the start of a longer message.
+            subject = message if message is not None else text
+            found = template.open_regex().search(subject)
+            if found is not None and (message is None or found.start() == 0) and "\n" not in subject[found.end() :]:
+                best = self._made(template, found, (*steps, "trailing-text"), error_class, of_message=True)
         if best is not None:
             return best
         if template.pieces and not template.catch_all:
             return _prefix(template, message if message is not None else text, steps, error_class)
         return None
+
+    @staticmethod
+    def _made(
+        template: Template, found: Any, all_steps: tuple[str, ...], error_class: str | None, *, of_message: bool
+    ) -> Match:
+        """The match a found rendering of the template makes."""
+        span = found.end() - found.start()
+        if "`" in template.errorMessage and found.group().count("`") < template.errorMessage.count("`"):
+            all_steps = (*all_steps, "backticks")
+        how = How.NORMALIZED if all_steps else How.EXACT
+        if "ellipsis" in all_steps and _ends_in_value(template):  # the cut fell inside the last value
+            how = How.PARTIAL
+        literal = template.literal if template.pieces else min(template.literal, span - _captured(template, found))
+        score = min(1.0, literal / span) if span else 0.0
+        anchored = of_message and found.start() == 0 and error_class == template.errorClass
+        anchored = anchored and literal >= MIN_PARTIAL and _fixed_start(template, found)
+        return Match(template, _values(template, found), how, score, all_steps, error_class, literal, anchored)
 
 
 def _values(template: Template, found: Any) -> dict[str, str]:
@@ -723,6 +799,12 @@ def _fixed_start(template: Template, found: Any) -> bool:
     index = found.re.groupindex
     starts = [start for name, _ in template.groups if (start := found.span(index[name])[0]) >= 0]
     return bool(min(starts, default=found.end()) > found.start())
+
+
+def _spills(match: Match) -> bool:
+    """Whether a value took a line break that the template's own text never shows: the lines after the
+    message (a log, another error) went into it."""
+    return "\n" not in match.template.errorMessage and any("\n" in value for value in match.values.values())
 
 
 def _ends_in_value(template: Template) -> bool:

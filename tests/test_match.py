@@ -167,6 +167,19 @@ def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"extractor: error: {bad}:1: not JSON")
 
 
+def test_a_catalog_is_named_by_its_folder_its_records_or_its_manifest(shapes_repo: GitRepo, tmp_path: Path) -> None:
+    from extractor.write import write_catalog
+
+    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
+    catalog = extract(repo=str(shapes_repo.path), revision="v1", options=options)
+    write_catalog(catalog.encoded, catalog.manifest, tmp_path / "cat")
+    answers = [
+        cli("match", "--catalog", str(tmp_path / "cat" / name), f"ValueError: {SPEC}").stdout
+        for name in ("", "records.jsonl", "manifest.json")
+    ]
+    assert answers[0] == answers[1] == answers[2] and json.loads(answers[0])["matches"][0]["lineNumber"] == 8
+
+
 def test_touching_placeholders_are_one_value_and_unprinted_items_none(git_repo: GitRepo) -> None:
     """`{a}{b}` could split its text anywhere: one value under the run's text; a list item that was not
     appended (an optional part of the pattern) gives no value at all."""
@@ -220,6 +233,7 @@ def check(self, world_size, gpus, n, backend, what, detail, length):
     if what:
         errors.append("Adapter bias is not supported.")
     raise ValueError(f"{' '.join(errors)}")
+    raise ValueError(f"Model architectures {what} are not supported. Supported architectures: {detail}")
 """
 WORLD = (
     "World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional and you "
@@ -357,6 +371,34 @@ SHAPE_CASES = [
         "ValueError: You must set `--enable-thing` to input `thing_embeds`", 25, "exact", [], id="no period to add"
     ),
     pytest.param("ValueError: LoRA rank 16 is greater than max_lora_rank 8.", 32, "exact", [], id="optional parts"),
+    pytest.param(f"I got this error: `ValueError: {SPEC}`", 8, "normalized", ["trailing-text"], id="in a sentence"),
+    pytest.param(f"ValueError: {WORLD} Any idea?", 3, "normalized", ["trailing-text"], id="prose after it"),
+    pytest.param(f"<pre><code>ValueError: {SPEC}</code></pre>", 8, "normalized", ["trailing-text"], id="html code"),
+    pytest.param(f"ValueError: {LIMIT.replace(chr(39), chr(0x2019))}", 10, "normalized", ["characters"], id="curly"),
+    pytest.param(f"ValueError: {LIMIT.replace(chr(39), 'â€™')}", 10, "normalized", ["characters"], id="mojibake"),
+    pytest.param(
+        f"ValueError: {WORLD.replace('this node', 'this' + chr(0xA0) + 'node').replace('you are', 'you  are')}",
+        3,
+        "normalized",
+        ["characters"],
+        id="a space that does not break, two spaces",
+    ),
+    pytest.param(f"ValueError: {WORLD[:80]}\n{WORLD[80:]}", 3, "normalized", ["line-breaks"], id="wrapped in a word"),
+    pytest.param(
+        f"ValueError: {WORLD[: WORLD.index(' in this')]}\n{WORLD[WORLD.index(' in this') + 1 :]}",
+        3,
+        "normalized",
+        ["line-breaks"],
+        id="wrapped between words",
+    ),
+    pytest.param(
+        "ValueError: Model architectures ['Foo'] are not supported. Supported architectures: dict_keys(['A', 'B'])\n"
+        "INFO 11-29 17:35:19 [launcher.py:1] Shutting down",
+        33,
+        "normalized",
+        ["log-prefix", "segment"],
+        id="a log line after a message ending in a value",
+    ),
 ]
 
 
@@ -400,6 +442,42 @@ def match_shapes(
     command = [sys.executable, "-m", "extractor", "match", *scope, *args]
     result = subprocess.run(command, input=data, capture_output=True, timeout=60)
     return subprocess.CompletedProcess(result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
+
+
+def test_each_error_of_a_paste_is_answered_in_the_order_they_come(shapes_repo: GitRepo) -> None:
+    """A cause and what it caused (a chained traceback, a worker's error then the server's): both answered,
+    the first first, and neither's values run into the other."""
+    chained = (
+        f'Traceback (most recent call last):\n  File "a.py", line 1, in f\nValueError: {WORLD}\n\n'
+        "During handling of the above exception, another exception occurred:\n\nTraceback (most recent call "
+        f'last):\n  File "b.py", line 2, in <module>\nValueError: {SPEC}'
+    )
+    lines = f"ValueError: {SPEC}\nKeyError: \"Tool parser 'hermes' not found.\""
+    result = match_shapes(shapes_repo, chained, lines)
+    answers = [json.loads(line)["matches"] for line in result.stdout.splitlines()]
+    assert [[(m["lineNumber"], m["values"]) for m in answer] for answer in answers] == [
+        [(3, {"world_size": "8", "gpus": "4"}), (8, {"n": "7"})],
+        [(8, {"n": "7"}), (22, {"what": "hermes"})],
+    ]
+
+
+def test_a_long_paste_is_read_to_its_end(shapes_repo: GitRepo) -> None:
+    """An issue whose environment report fills the first 16,384 characters still has its error found."""
+    body = "### Your current environment\n" + "torch==2.9.0 some-package==1.0\n" * 800
+    result = match_shapes(shapes_repo, f"{body}```\nTraceback (most recent call last):\nValueError: {SPEC}\n```")
+    (answer,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(m["lineNumber"], m["values"]) for m in answer["matches"]] == [(8, {"n": "7"})]
+
+
+def test_utf16_on_stdin_is_read_and_a_dash_beside_text_is_refused(shapes_repo: GitRepo) -> None:
+    """What Windows PowerShell's `>` writes (UTF-16 behind a byte order mark) is read; `-` (stdin) beside TEXT
+    arguments would leave one of them unread, so it is a usage error."""
+    data = f"ValueError: {SPEC}\r\nINFO nothing\r\n".encode("utf-16")
+    result = match_shapes(shapes_repo, stdin=data, process=True)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["matches"][0]["lineNumber"] for line in result.stdout.splitlines()] == [8]
+    refused = match_shapes(shapes_repo, "-", f"ValueError: {SPEC}")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "'-'" in refused.stderr
 
 
 def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
