@@ -716,6 +716,8 @@ class Matcher:
     def _one(
         self, template: Template, text: str, message: str | None, steps: tuple[str, ...], error_class: str | None
     ) -> Match | None:
+        if not template.messagePattern and (message if message is not None else text).strip():
+            return None  # a raise with no message prints none: `SomeError: text` is not it
         # Every literal piece (give or take backticks and a final period) must be in the text for a whole
         # match: checking that first spares compiling the patterns of most candidates.
         bare = text.replace("`", "") if "`" in text else text

@@ -159,6 +159,15 @@ def test_unrelated_text_exits_1_and_text_format(catalog_repo: GitRepo) -> None:
     assert (result.returncode, result.stdout) == (1, "")
 
 
+def test_a_raise_without_a_message_answers_only_a_paste_without_one(git_repo: GitRepo) -> None:
+    """`raise ValueError` prints nothing after the class: it is no answer, not even a weak one, to a message."""
+    git_repo.commit({"pkg/a.py": "def f(x):\n    if x:\n        raise ValueError\n    raise ValueError(x)\n"}, tag="v1")
+    options = ExtractOptions(paths=("pkg",))
+    matcher = Matcher.of_lines(extract(repo=str(git_repo.path), revision="v1", options=options).lines)
+    lines = {text: [m.site.lineNumber for m in matcher.match(text).weak] for text in ("ValueError", "ValueError: no")}
+    assert lines == {"ValueError": [3, 4], "ValueError: no": [4]}
+
+
 def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "records.jsonl"
     bad.write_text("{not json\n")
