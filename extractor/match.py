@@ -478,6 +478,9 @@ def _cleaned(text: str, *, entities: bool = True) -> _Variant:
     if "\n" in text and _LOG_PREFIX.search(text, 1):
         text = _LOG_PREFIX.sub("", text)
         steps.append("log-prefix")
+    if "\n" in text and (unprefixed := _without_line_prefix(text)) is not None:
+        text = unprefixed
+        steps.append("line-prefix")
     stripped = text.strip()
     markdown = re.sub(r"^(?:>\s?|[-*]\s+)+", "", stripped)
     if markdown.startswith("```"):  # string operations: a pattern with `\s*...$` is quadratic on spaces
@@ -497,6 +500,27 @@ def _cleaned(text: str, *, entities: bool = True) -> _Variant:
     if cut != quoted:
         steps.append("ellipsis")
     return _Variant(cut, tuple(dict.fromkeys(steps)))
+
+
+def _without_line_prefix(text: str) -> str | None:
+    """The text without what starts each of its lines the same way, give or take digits (a process tag, a
+    time stamp, a quote mark: `(EngineCore_DP0 pid=1) `, `2025-01-02 12:34:56,789 - vllm - ERROR - `, `> `),
+    up to a space; None when the lines share no such start (indentation and a class name are not one)."""
+    lines = text.split("\n")
+    shown = [line for line in lines if line.strip()]
+    if len(shown) < 2:
+        return None
+    shapes = [_DIGITS.sub("0", line[:_PREFIX_MAX]) for line in shown]
+    first, last = min(shapes), max(shapes)  # what all share, the first and the last in order share
+    common = first[: next((k for k, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))]
+    cut = common.rfind(" ") + 1
+    if not common[:cut].strip() or _CLASS_PREFIX.search(common[:cut]):
+        return None
+    return "\n".join(line[cut:] if line.strip() else line for line in lines)
+
+
+_DIGITS = re.compile(r"\d")
+_PREFIX_MAX = 80  # characters of a line its prefix may take
 
 
 def _segments(text: str) -> list[tuple[str, str]]:

@@ -394,6 +394,29 @@ SHAPE_CASES = [
     ),
     pytest.param(f"ValueError: {WORLD[:80]}\n{WORLD[80:]}", 3, "normalized", ["line-breaks"], id="wrapped in a word"),
     pytest.param(
+        "(EngineCore_DP0 pid=1) ValueError: Cannot load the weights of m.\n"
+        "(EngineCore_DP0 pid=1) Check the path /x and retry with a full checkpoint.",
+        18,
+        "normalized",
+        ["line-prefix"],
+        id="a process tag on each line",
+    ),
+    pytest.param(
+        "2025-01-02 12:34:56,789 - vllm - ERROR - ValueError: Cannot load the weights of m.\n"
+        "2025-01-02 12:34:57,012 - vllm - ERROR - Check the path /x and retry with a full checkpoint.",
+        18,
+        "normalized",
+        ["line-prefix"],
+        id="a time stamp on each line",
+    ),
+    pytest.param(
+        "> ValueError: Cannot load the weights of m.\n> Check the path /x and retry with a full checkpoint.",
+        18,
+        "normalized",
+        ["line-prefix"],
+        id="quoted lines",
+    ),
+    pytest.param(
         f"ValueError: {WORLD[: WORLD.index(' in this')]}\n{WORLD[WORLD.index(' in this') + 1 :]}",
         3,
         "normalized",
