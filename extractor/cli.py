@@ -483,9 +483,11 @@ def _match_text(result: MatchResult, lineages: list[Lineage] | None) -> str:
     lines = [result.input]
     if not result.matches:
         lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
+    if result.python is not None:
+        lines.append(f"  {result.python_note}")
     for match in (*result.matches, *result.weak):
         site = match.site
-        weak = "" if match.confident else "weak "
+        weak = "" if match in result.matches else "weak "
         lines.append(f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({weak}{match.how})")
         values = ", ".join(f"{k} = {v}" for k, v in match.values.items())
         if values:

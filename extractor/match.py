@@ -415,6 +415,8 @@ class MatchResult:
     is_error: bool
     matches: tuple[Match, ...] = field(default=())
     weak: tuple[Match, ...] = field(default=())
+    # The class of a message Python itself prints (`No module named 'x'`): why its answers are weak ones.
+    python: str | None = None
 
     @property
     def holds_message(self) -> bool:
@@ -424,7 +426,55 @@ class MatchResult:
         document: dict[str, Any] = {"input": self.input, "matches": [m.to_json() for m in self.matches]}
         if self.weak:
             document["weak"] = [m.to_json(sites=False) for m in self.weak]
+        if self.python is not None:
+            document["python"] = self.python_note
         return document
+
+    @property
+    def python_note(self) -> str:
+        return f"Python itself prints this {self.python}: the raise may be the interpreter's"
+
+
+# Messages the interpreter prints itself, by class: a template that prints the same (a re-raise written to
+# look like Python's own) cannot tell that paste from Python's, so its answer is a weak one.
+_PYTHON_OWN: dict[str, re.Pattern[str]] = {
+    cls: re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+    for cls, patterns in {
+        "ModuleNotFoundError": [r"No module named '[^']+'"],
+        "ImportError": [r"No module named '[^']+'", r"cannot import name '[^']+' from '[^']+'(?: \(.*\))?"],
+        "AttributeError": [
+            r"(?:partially initialized )?module '[^']+' has no attribute '[^']+'.*",
+            r"'[^']+' object has no attribute '[^']+'.*",
+            r"type object '[^']+' has no attribute '[^']+'",
+        ],
+        "NameError": [r"name '[^']+' is not defined.*"],
+        "IndexError": [r"(?:list|tuple|string|range object) index out of range"],
+        "ZeroDivisionError": [r"(?:integer |float )?division(?: or modulo)? by zero"],
+        "RecursionError": [r"maximum recursion depth exceeded.*"],
+        "TypeError": [
+            r"\S+\(\) takes (?:from )?\d+ (?:to \d+ )?positional arguments? but \d+ (?:were|was) given",
+            r"\S+\(\) got an unexpected keyword argument '[^']+'",
+            r"\S+\(\) missing \d+ required (?:positional|keyword-only) arguments?: .*",
+            r"unsupported operand type\(s\) for .*",
+            r"'[^']+' object is not (?:callable|subscriptable|iterable)",
+        ],
+        "ValueError": [r"invalid literal for int\(\) with base \d+: .*", r"(?:too many|not enough) values to unpack.*"],
+    }.items()
+}
+
+
+def python_prints(text: str) -> str | None:
+    """If the error a text shows (`SomeError: message`, the message on one line) is one the interpreter
+    prints itself, its class."""
+    prefix = _CLASS_PREFIX.search(text)
+    if prefix is None:
+        return None
+    name = prefix["cls"].rpartition(".")[2]
+    own = _PYTHON_OWN.get(name)
+    message = text[prefix.end() :].split("\n", 1)[0].strip()
+    if own is None or not message or own.fullmatch(message) is None:
+        return None
+    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -692,6 +742,10 @@ class Matcher:
                     each = self._segments(segments, base.steps)
                     if each or not confident:
                         confident, weak = each, (() if each else weak)
+        python = python_prints(_cleaned(stripped).text) if confident or weak else None
+        if python is not None and all(m.template.errorClass == python for m in (*confident, *weak)):
+            confident, weak = (), _in_file_order((*confident, *weak))
+            return MatchResult(stripped, True, confident, weak, python)
         if not confident and len(text) > MAX_LINE:  # a long paste's error is often at its end
             tail = _cleaned(text.rstrip("\r\n")[-MAX_LINE:])
             each = self._segments(_segments(tail.text), (*tail.steps, "tail")) if "\n" in tail.text else ()

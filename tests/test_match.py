@@ -168,6 +168,25 @@ def test_a_raise_without_a_message_answers_only_a_paste_without_one(git_repo: Gi
     assert lines == {"ValueError": [3, 4], "ValueError: no": [4]}
 
 
+def test_a_message_python_prints_itself_is_answered_weakly_with_a_note(git_repo: GitRepo) -> None:
+    """A template copying the interpreter's own message cannot tell a paste of it from Python's: weak, said."""
+    source = (
+        "def load(name, spec, key):\n"
+        "    if spec is None:\n"
+        "        raise ModuleNotFoundError(f'No module named {name!r}')\n"
+        "    raise ValueError(f'No plugin named {name!r} for key {key}')\n"
+    )
+    git_repo.commit({"pkg/a.py": source}, tag="v1")
+    matcher = Matcher.of_lines(
+        extract(repo=str(git_repo.path), revision="v1", options=ExtractOptions(paths=("pkg",), exceptions=("*",))).lines
+    )
+    python = matcher.match("ModuleNotFoundError: No module named 'vllm._C'")
+    assert (python.matches, [m.site.lineNumber for m in python.weak], python.python) == ((), [3], "ModuleNotFoundError")
+    assert "Python itself prints" in python.to_json()["python"]
+    own = matcher.match("ValueError: No plugin named 'x' for key 3")
+    assert ([m.site.lineNumber for m in own.matches], own.python) == ([4], None)
+
+
 def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "records.jsonl"
     bad.write_text("{not json\n")
