@@ -363,12 +363,23 @@ def _run_diff(argv: Sequence[str]) -> int:
     args = _parse(_diff_parser(), argv)
     from extractor.catalog import open_catalog
     from extractor.diff import diff_catalogs, render_json, render_markdown
+    from extractor.errors import ScopeError
+    from extractor.history import followed
     from extractor.write import atomic_write
 
     options = _options(args)
     root = Path(args.catalog_root) if args.catalog_root else None
-    old = open_catalog(_latest_of(args.old, options), repo=args.repo, options=options, root=root)
-    new = open_catalog(_latest_of(args.new, options), repo=args.repo, options=options, root=root)
+    try:
+        old = open_catalog(_latest_of(args.old, options), repo=args.repo, options=options, root=root)
+        new = open_catalog(_latest_of(args.new, options), repo=args.repo, options=options, root=root)
+    except ScopeError:
+        # A side where the scope's package was still a module (vllm/config.py until 0.10.1): both sides
+        # follow it, as a history does.
+        if followed(options) == options:
+            raise
+        options = followed(options)
+        old = open_catalog(_latest_of(args.old, options), repo=args.repo, options=options, root=root)
+        new = open_catalog(_latest_of(args.new, options), repo=args.repo, options=options, root=root)
     scopes = [catalog.manifest.scope for catalog in (old, new) if catalog.manifest is not None]
     if len(scopes) == 2 and scopes[0] != scopes[1]:
         shown = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]

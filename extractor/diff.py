@@ -261,10 +261,10 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
     paired = {id(p.new) for p in pairs}
     still_new = [check for check in new_left if id(check) not in paired]
 
-    # Similar templates in the same file (or in the file most of its moved checks went to: a module renamed
-    # or made a package): reworded, best pairs first, one to one.
+    # Similar templates in the same file (or in the files its moved checks went to: a module renamed or made
+    # a package): reworded, best pairs first, one to one.
     used: set[int] = set()
-    for a, b in _reworded(still_old, still_new, _renamed(pairs)):
+    for a, b in _reworded(still_old, still_new, _renamed(pairs, old, new)):
         used.update((id(a), id(b)))
         pairs.append(Pair(ChangeKind.REWORDED, a, b, tuple(_differing(a, b))))
     pairs += [Pair(ChangeKind.REMOVED, check, None) for check in still_old if id(check) not in used]
@@ -319,9 +319,11 @@ def _closest(olds: Sequence[Check], news: Sequence[Check]) -> list[tuple[Check, 
     return out
 
 
-def _renamed(pairs: Sequence[Pair]) -> dict[str, str]:
-    """The file each old file became, where its moved checks say so: the new file most of them moved to,
-    when more of them did than stayed (a module renamed, or made a package)."""
+def _renamed(pairs: Sequence[Pair], old: Sequence[Check], new: Sequence[Check]) -> dict[str, str]:
+    """The file each file stands with for rewordings: an old file whose moved checks outnumber those that
+    stayed (a module renamed, or made a package) stands with every file they moved to, each of those with
+    it; a module `a/b.py` none of whose checks stayed stands with the new files of a package `a/b/`. A file
+    split in several (`config.py` into `config/*.py`) rewords into any of them."""
     moved: dict[str, Counter[str]] = {}
     stayed: Counter[str] = Counter()
     for pair in pairs:
@@ -331,27 +333,35 @@ def _renamed(pairs: Sequence[Pair]) -> dict[str, str]:
             stayed[pair.old.path] += 1
         else:
             moved.setdefault(pair.old.path, Counter())[pair.new.path] += 1
-    out = {}
-    for path, targets in moved.items():
-        target, count = min(targets.items(), key=lambda item: (-item[1], item[0]))  # most, then by name
-        if count > stayed[path]:
-            out[path] = target
-    return out
+    new_paths = {check.path for check in new}
+    gone = {check.path for check in old} - new_paths
+    for path in gone:
+        package = path.removesuffix(".py") + "/"
+        for target in new_paths:
+            if path.endswith(".py") and target.startswith(package):
+                moved.setdefault(path, Counter())[target] += 0
+    family: dict[str, str] = {}
+    for path in sorted(moved):
+        targets = moved[path]
+        if targets.total() > stayed[path] or path in gone:
+            head = family.setdefault(path, path)
+            for target in sorted(targets):
+                family.setdefault(target, head)
+    return family
 
 
 def _reworded(
     old: Sequence[Check], new: Sequence[Check], renamed: Mapping[str, str] | None = None
 ) -> list[tuple[Check, Check]]:
     """Pair the old and new checks whose templates are similar enough (see WITHIN_FUNCTION), within one
-    file (an old file standing for the one `renamed` says it became) and class. numpy is imported only
-    here, when there is something to pair (diff, history and nightly runs that reword nothing start
-    without it)."""
+    file (or the files `renamed` says stand together) and class. numpy is imported only here, when there is
+    something to pair (diff, history and nightly runs that reword nothing start without it)."""
     renamed = renamed or {}
     groups: dict[tuple[str, str], tuple[list[Check], list[Check]]] = {}
     for check in old:
         groups.setdefault((renamed.get(check.path, check.path), check.error_class), ([], []))[0].append(check)
     for check in new:
-        group = groups.get((check.path, check.error_class))
+        group = groups.get((renamed.get(check.path, check.path), check.error_class))
         if group is not None:
             group[1].append(check)
     paired = [(olds, news) for olds, news in groups.values() if news]

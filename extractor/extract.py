@@ -313,7 +313,8 @@ def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
         # A package that was a module before (vllm/config was vllm/config.py until 0.10.1): say so.
         modules = [f"{path}.py" for path in options.paths if not path.endswith(".py") and path != "."]
         found = sorted({blob.path for blob in git_stage.list_blobs(commit, modules)} & set(modules)) if modules else []
-        hint = f"; {', '.join(found)} is there: --path {' --path '.join(found)}" if found else ""
+        both = [*options.paths, *found]
+        hint = f"; {', '.join(found)} is there (--path {' --path '.join(both)} follows both)" if found else ""
         raise ScopeError(
             f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]}){hint}"
         )

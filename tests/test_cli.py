@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import pty
 import re
@@ -722,7 +723,19 @@ def test_extractor_debug_shows_the_traceback_of_a_bug(tmp_path: Path) -> None:
 def test_a_package_that_was_a_module_is_named_in_the_error(git_repo: GitRepo, tmp_path: Path) -> None:
     git_repo.commit({"vllm/config.py": "raise ValueError('a check of ours')\n"}, tag="v1")
     result = run("--repo", str(git_repo.path), "--sha", "v1", cwd=tmp_path)
-    assert result.returncode == 2 and result.stderr.endswith("; vllm/config.py is there: --path vllm/config.py\n")
+    hint = "; vllm/config.py is there (--path vllm/config --path vllm/config.py follows both)\n"
+    assert result.returncode == 2 and result.stderr.endswith(hint)
+    # Followed as the hint says, it is extracted; and a diff across the change follows it by itself.
+    followed = run("--repo", str(git_repo.path), "--sha", "v1", "--path", "vllm/config", "--path", "vllm/config.py")
+    assert followed.returncode == 0, followed.stderr
+    git_repo.commit(
+        {"vllm/config.py": None, "vllm/config/__init__.py": "raise ValueError('a check of ours!')\n"}, tag="v2"
+    )
+    diff = run("diff", "v1", "v2", "--repo", str(git_repo.path), cwd=tmp_path)
+    assert diff.returncode == 1, diff.stderr
+    assert json.loads(diff.stdout)["summary"] == {
+        "added": 0, "removed": 0, "reworded": 1, "moved": 0, "modified": 0, "unchanged": 0
+    }  # fmt: skip
 
 
 def test_a_history_path_that_does_not_exist_is_named_not_cloned(git_repo: GitRepo, tmp_path: Path) -> None:

@@ -140,6 +140,26 @@ def test_a_check_reworded_in_a_module_made_a_package_is_reworded(repo: GitRepo) 
     ]
 
 
+def test_a_module_split_into_a_package_rewords_into_any_of_its_files(repo: GitRepo) -> None:
+    """`a.py` split into `a/checks.py` and `a/other.py`: a check reworded into a file that no check moved to
+    unchanged is reworded still, as is one in the file most moved to."""
+    check, other = BASE.split("\n    def other(self):\n")
+    repo.commit(
+        {
+            "pkg/a.py": None,
+            "pkg/a/checks.py": check.replace("must not be negative.", "must be zero or positive."),
+            "pkg/a/other.py": "class Other:\n    def other(self):\n"
+            + other.replace("this backend.", "this backend here."),
+        },
+        tag="v2",
+    )
+    assert sorted((kind, line) for kind, line, _ in changes(repo)) == [
+        ("moved", "n ({n}) exceeds the limit ({self.limit})."),
+        ("reworded", "n must be zero or positive."),
+        ("reworded", "other is not supported with this backend here."),
+    ]
+
+
 def test_added_and_removed(repo: GitRepo) -> None:
     source = BASE.replace('        raise ValueError("other is not supported with this backend.")\n', "        pass\n")
     source += '\ndef fresh():\n    raise ValueError("a brand new check about tokens.")\n'
