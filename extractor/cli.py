@@ -602,8 +602,12 @@ def _run_explain(argv: Sequence[str]) -> int:
         import orjson
 
         page = orjson.dumps({**orjson.loads(page), "history": note}, option=orjson.OPT_INDENT_2).decode() + "\n"
+    elif note is not None and args.format == "markdown":
+        from extractor import markdown
+
+        page += f"\n**History**: {markdown.text(note)}\n"
     elif note is not None:
-        page += f"\n{'**History**: ' if args.format == 'markdown' else 'History: '}{note}\n"
+        page += f"\nHistory: {note}\n"
     sys.stdout.write(page)
     sys.stdout.flush()
     return ExitCode.OK

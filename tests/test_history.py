@@ -11,6 +11,7 @@ import jsonschema
 import orjson
 import pytest
 
+from extractor import markdown
 from extractor.extract import ExtractOptions
 from extractor.history import build_history, folder_name, following, lineage_sentence, list_revisions
 from extractor.schema import json_schema
@@ -272,6 +273,8 @@ def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: G
         "explain", match["id"], "--catalog", "v6", *common, "--history", str(out / "history.jsonl"), "--format", "json"
     )
     assert json.loads(as_json.stdout)["history"] == sentence
+    page = cli("explain", match["id"], "--catalog", "v6", *common, "--history", str(out), "--format", "markdown")
+    assert page.stdout.endswith(f"\n**History**: {markdown.text(sentence)}\n")
 
 
 @pytest.mark.release
