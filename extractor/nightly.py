@@ -20,12 +20,15 @@ from extractor.git import Commit, is_url, open_repo, resolve
 from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.published import INDEX, read_index
-from extractor.write import atomic_write, default_root, dumps_model, write_catalog
+from extractor.write import MANIFEST, RECORDS, atomic_write, default_root, dumps_model, write_catalog
 
 __all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]
 
 LOCK = ".nightly.lock"
 _SHA_DIR = re.compile(r"^[0-9a-f]{7,40}(-[\w.+=-]+)?$")
+_TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")  # see atomic._temporary
+# What a run writes in a catalog's folder (analysis.py's files named here: it is imported only when used).
+_RUN_FILES = frozenset({RECORDS, MANIFEST, "diff.json", "diff.md", "analysis.jsonl", "needs-analysis.jsonl"})
 
 
 @dataclass(frozen=True)
@@ -179,28 +182,30 @@ def _publish(
 
 
 def _clean(root: Path, named: set[str], options: ExtractOptions, *, folders: bool, log: Callable[[str], None]) -> None:
-    """Remove what killed runs left in `root` and the index does not name: temporary files (the lock is
-    held: no other run is writing one) and, when an index was there before this run, catalog folders
-    of this scope.
+    """Remove what killed runs left in `root` and the index does not name: temporary files of this tool's
+    atomic writes (the lock is held: no other run is writing one), in `root` and in catalog folders; and,
+    when an index was there before this run, catalog folders of this scope that a run began and never
+    finished (no manifest) holding nothing but what a run writes.
 
-    Without an earlier index, folders stay: they may be catalogs a lost index named.
+    Nothing else is touched: not a complete catalog (an extraction's own, in the same root, or a killed
+    run's, which a run for its commit reuses), nor any folder or file a person put there. Without an earlier
+    index, folders stay: they may be catalogs a lost index named.
     """
     removed = 0
-    for stale in [*root.glob(".*.tmp"), *root.glob("*/.*.tmp")]:
-        with contextlib.suppress(OSError):
-            stale.unlink()
+    catalogs = [folder for folder in root.iterdir() if _SHA_DIR.match(folder.name) and folder.is_dir()]
+    for place in (root, *catalogs):
+        for stale in place.glob(".*.tmp"):
+            if _TEMPORARY.match(stale.name):
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+                    removed += 1
+    for folder in catalogs if folders else ():
+        sha = folder.name.partition("-")[0]
+        unfinished = not (folder / MANIFEST).exists()
+        ours = all(entry.name in _RUN_FILES for entry in folder.iterdir())
+        if len(sha) == 40 and sha not in named and folder == _folder(root, sha, options) and unfinished and ours:
+            shutil.rmtree(folder, ignore_errors=True)
             removed += 1
-    if folders:
-        for folder in root.iterdir():
-            sha = folder.name.partition("-")[0]
-            if (
-                _SHA_DIR.match(folder.name)
-                and sha not in named
-                and folder == _folder(root, sha, options)
-                and folder.is_dir()
-            ):
-                shutil.rmtree(folder, ignore_errors=True)
-                removed += 1
     if removed:
         log(f"removed {removed} folder(s) and temporary file(s) of killed runs that no index names")
 

@@ -239,15 +239,30 @@ def test_what_killed_runs_left_and_no_index_names_is_removed(bare: Path, tmp_pat
     killed = out / ("ab" * 20)
     killed.mkdir()
     (killed / "records.jsonl").write_text("{}\n")
-    leftovers = [out / ".index.json.x1.tmp", out / first / ".records.jsonl.x2.tmp", killed / ".manifest.json.x3.tmp"]
-    for leftover in leftovers:
+    token = "0123456789abcdef" * 2  # as atomic writes name their temporary files
+    leftovers = [out / f".index.json.{token}.tmp", out / first / f".records.jsonl.{token}.tmp"]
+    for leftover in [*leftovers, killed / f".manifest.json.{token}.tmp"]:
         leftover.write_text("partial")
-    (out / "notes").mkdir()  # not a catalog folder: never touched
+    # Never touched: what a person put there, even named like hexadecimal, and a complete catalog an
+    # extraction wrote in the same root.
+    (out / "notes").mkdir()
+    (out / "20241201").mkdir()
+    (out / "20241201" / "report.pdf").write_text("mine")
+    (out / "notes" / f".draft.{token}.tmp").write_text("mine")
+    (out / "photos").mkdir()
+    (out / "photos" / ".draft.tmp").write_text("mine")
+    assert main(["--repo", str(bare), "--sha", first, "--output", str(out / "by-hand"), "--quiet"]) == 0
+    (by_hand,) = (out / "by-hand").iterdir()
+    complete = out / ("cd" * 20)
+    by_hand.rename(complete)
     second = move(bare, "v2")
     assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
-    published = [".nightly.lock", "index.json", "history.json", "history.jsonl", "notes", first, second]
-    assert sorted(p.name for p in out.iterdir()) == sorted(published)
-    assert not list(out.rglob("*.tmp"))
+    published = [".nightly.lock", "index.json", "history.json", "history.jsonl", first, second]
+    mine = ["notes", "20241201", "photos", "by-hand", complete.name]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*published, *mine])
+    assert not any(leftover.exists() for leftover in leftovers) and not killed.exists()
+    assert (out / "20241201" / "report.pdf").exists() and (out / "photos" / ".draft.tmp").exists()
+    assert (out / "notes" / f".draft.{token}.tmp").exists() and (complete / "manifest.json").exists()
 
 
 def test_without_an_earlier_index_unnamed_folders_stay(bare: Path, tmp_path: Path) -> None:
@@ -255,7 +270,7 @@ def test_without_an_earlier_index_unnamed_folders_stay(bare: Path, tmp_path: Pat
     out = tmp_path / "pub"
     other = out / ("cd" * 20)
     other.mkdir(parents=True)
-    (other / ".records.jsonl.x.tmp").write_text("partial")
+    (other / f".records.jsonl.{'ab' * 16}.tmp").write_text("partial")
     assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]) == 0
     assert other.is_dir() and not list(other.iterdir())
 
