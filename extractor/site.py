@@ -32,6 +32,7 @@ from extractor.site_inputs import HistoryEvent, PublishedDiff
 __all__ = ["MARKER", "SiteSummary", "build_site", "render_site", "write_site"]
 
 MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
+BUILT = ".extractor-site-files"  # what the build made: the rest of a site's folder is a person's, kept
 _ASSETS = "site_assets"
 _FIRST_WORDS = 80
 _STYLE = "default"
@@ -455,6 +456,7 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
         try:
             result = fill(staging)
             staging.chmod(0o755)  # mkdtemp makes it private; a site is for reading
+            _carry_over(output.resolve() if output.is_symlink() else output, staging)
         except OSError as error:
             raise ExtractorError(f"cannot write the site beside {output}: {error.strerror or error}") from None
         if output.is_symlink() or (link and not output.exists()):
@@ -478,6 +480,33 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _carry_over(old: Path, staging: Path) -> None:
+    """Move into the new site what a person put in the old one (a CNAME, a `.git` of a pages branch, notes):
+    whatever the old build did not make (BUILT lists what it made; a site built before it kept that list:
+    whatever its top level holds that the new build does not make) and the new one does not make either.
+    Then list what the new site holds, as the next build will read it."""
+    made = {str(path.relative_to(staging)) for path in staging.rglob("*") if not path.is_dir()}
+    if old.is_dir() and (old / MARKER).exists():
+        listed = old / BUILT
+        built = set(listed.read_text().splitlines()) if listed.exists() else None
+        folders = {str(parent) for name in built or () for parent in Path(name).parents}
+        tops = {name.partition("/")[0] for name in made}
+        for path in sorted(old.rglob("*"), key=lambda p: len(p.parts)):
+            name = str(path.relative_to(old))
+            if name in (MARKER, BUILT) or not (path.is_symlink() or path.exists()):
+                continue  # the old markers, or inside what was carried already
+            whole = path.is_dir() and not path.is_symlink()
+            mine = (
+                "/" not in name and name not in tops  # a site built before BUILT: only its top level tells
+                if built is None
+                else name not in (folders if whole else built)
+            )
+            if mine and name not in made and not (staging / name).exists():
+                (staging / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, staging / name)
+    (staging / BUILT).write_text("".join(f"{name}\n" for name in sorted(made)))
 
 
 def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:

@@ -156,7 +156,8 @@ def test_a_page_per_record_at_its_id_linked_from_the_index(published: dict[str, 
     ]
     pages = crawl(site)
     assert {p.stem for p in pages if p.parent.name == "errors"} == ids
-    assert sorted(p.name for p in site.iterdir()) == [".extractor-site", "all.html", "assets", "errors", "index.html"]
+    names = [".extractor-site", ".extractor-site-files", "all.html", "assets", "errors", "index.html"]
+    assert sorted(p.name for p in site.iterdir()) == names
 
 
 def test_record_page_marks_placeholders_escapes_text_and_marks_exactly_the_raise_lines(
@@ -254,15 +255,21 @@ def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
     published: dict[str, Any], tmp_path: Path
 ) -> None:
     """Forked workers take whole files each and write their pages themselves: the site is the same, byte for byte."""
-    from extractor.site import build_site, render_site
+    from extractor.site import BUILT, build_site, render_site
 
     inputs = open_site_inputs_of(published["root"])
     alone = build_site(inputs.catalog, output=tmp_path / "one", diffs=inputs.diffs, workers=1)
     shared = build_site(inputs.catalog, output=tmp_path / "three", diffs=inputs.diffs, workers=3)
-    assert tree(tmp_path / "three") == tree(tmp_path / "one") == render_site(inputs.catalog, diffs=inputs.diffs)
+    rendered = render_site(inputs.catalog, diffs=inputs.diffs)
+    assert tree(tmp_path / "three") == tree(tmp_path / "one") == {**rendered, BUILT: _listing(rendered)}
     assert shared == alone
     assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 6)
-    assert alone.bytes == sum(len(data) for data in tree(tmp_path / "one").values())
+    assert alone.bytes == sum(len(data) for name, data in tree(tmp_path / "one").items() if name != BUILT)
+
+
+def _listing(files: dict[str, bytes]) -> bytes:
+    """What a site lists as its build's files (see BUILT)."""
+    return "".join(f"{name}\n" for name in sorted(files)).encode()
 
 
 def open_site_inputs_of(root: Path) -> Any:
@@ -300,6 +307,29 @@ def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any
     )
     assert [p.name for p in precious.iterdir()] == ["notes.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["home"]  # no staging directory left behind
+
+
+def test_a_rebuild_keeps_what_a_person_put_in_the_site(published: dict[str, Any], tmp_path: Path) -> None:
+    """A CNAME, the `.git` of a pages branch, notes among the pages, the catalog itself: whatever the build
+    did not make stays, in the new site, while a page of the old build the new one does not make goes."""
+    site = tmp_path / "site"
+    build("--catalog", str(published["v1"]), "--output", str(site))
+    (site / "CNAME").write_text("errors.example.org\n")
+    (site / ".git").mkdir()
+    (site / ".git" / "HEAD").write_text("ref: refs/heads/gh-pages\n")
+    (site / "errors" / "NOTES.md").write_text("mine")
+    shutil.copytree(published["v1"], site / "catalog")
+    stale = next((site / "errors").glob("*.html"))
+    listed = (site / ".extractor-site-files").read_text().splitlines()
+    (site / ".extractor-site-files").write_text(
+        "".join(f"{n}\n" for n in listed if n != "errors/gone.html") + "errors/gone.html\n"
+    )
+    (site / "errors" / "gone.html").write_text("a page the old build made")
+    build("--catalog", str(site / "catalog"), "--output", str(site))
+    assert (site / "CNAME").read_text() == "errors.example.org\n" and (site / ".git" / "HEAD").exists()
+    assert (site / "errors" / "NOTES.md").read_text() == "mine" and (site / "catalog" / "records.jsonl").exists()
+    assert stale.exists() and not (site / "errors" / "gone.html").exists()
+    assert "CNAME" not in (site / ".extractor-site-files").read_text().splitlines()
 
 
 def test_rebuild_swaps_the_whole_site_and_keeps_each_live_id_at_its_address(
