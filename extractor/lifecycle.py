@@ -2,6 +2,7 @@
 # a fast exit) and to its workers; a library caller's interpreter is never changed.
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gc
 import io
@@ -139,11 +140,31 @@ class _Descriptor(io.RawIOBase):
         return len(memoryview(data))  # standard error is best effort: losing it must not stop the run
 
 
+def _escaped(error: UnicodeError) -> tuple[str, int]:
+    """Write a character the stream's encoding cannot as JSON writes one (`\\u00ef`, a surrogate pair past
+    U+FFFF): valid inside the JSON strings where data's text stands, and readable in text."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = []
+    for char in error.object[error.start : error.end]:
+        code = ord(char)
+        if code > 0xFFFF:
+            code -= 0x10000
+            out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{code:04x}")
+    return "".join(out), error.end
+
+
+codecs.register_error("extractor-escape", _escaped)
+
+
 def _stream(fd: int, *, loud: bool, like: object) -> io.TextIOWrapper:
+    # A locale that cannot encode some text (PYTHONIOENCODING=ascii, LANG=C): escaped, never a failed run.
     return io.TextIOWrapper(
         io.BufferedWriter(_Descriptor(fd, loud=loud)),  # type: ignore[type-var]
         encoding=getattr(like, "encoding", None) or "utf-8",
-        errors=getattr(like, "errors", None) or ("strict" if loud else "backslashreplace"),
+        errors="extractor-escape" if loud else "backslashreplace",
         line_buffering=os.isatty(fd) or not loud,
     )
 

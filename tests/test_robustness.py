@@ -649,3 +649,22 @@ def test_a_write_that_fails_leaves_no_folder_it_made(tmp_path: Path, monkeypatch
     with pytest.raises(OSError):
         atomic.replace_files([(target / "records.jsonl", b"{}\n"), (target / "manifest.json", b"{}")])
     assert list(tmp_path.iterdir()) == [tmp_path / "out"] and list((tmp_path / "out").iterdir()) == []
+
+
+def test_text_an_ascii_locale_cannot_encode_is_escaped_not_a_failed_run(git_repo: GitRepo, tmp_path: Path) -> None:
+    """PYTHONIOENCODING=ascii (or LANG=C): what standard output cannot encode is escaped as JSON escapes it,
+    valid in JSON lines and readable in text, never "a bug"."""
+    git_repo.commit({"pkg/a.py": "def f(x):\n    raise ValueError(f'x too big: naïve café ☃ 😀 {x}')\n"}, tag="v1")
+    out = tmp_path / "out"
+    assert run("--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--output", str(out)).returncode == 0
+    (catalog,) = out.iterdir()
+    env = {"PYTHONIOENCODING": "ascii"}
+    listed = run("list", "--catalog", str(catalog), "--format", "json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.isascii() and json.loads(listed.stdout)["errorMessage"] == "x too big: naïve café ☃ 😀 {x}"
+    assert "caf\\u00e9" in run("list", "--catalog", str(catalog), env=env).stdout
+    pasted = "ValueError: x too big: naïve café ☃ 😀 7"
+    matched = run("match", "--catalog", str(catalog), pasted, env=env)
+    assert matched.returncode == 0 and json.loads(matched.stdout)["input"] == pasted
+    text = run("explain", "--catalog", str(catalog), pasted, env=env)
+    assert text.returncode == 0 and "\\u00ef" in text.stdout and not text.stderr
