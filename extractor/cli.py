@@ -37,6 +37,23 @@ class _Parser(argparse.ArgumentParser):
         where = f"{command}: " if command else ""
         self.exit(2, f"{PROG}: error: {where}{message} (see {self.prog} --help)\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse, refusing an empty value (`--output ''`): a path, revision or name it never is, and taken
+        for the default it would write or read somewhere the user did not say. A pasted TEXT may be empty."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            values = value if isinstance(value, list) else [value]
+            empty = [v for v in values if isinstance(v, str) and not v.strip() and v != action.const]
+            if action.dest not in _MAY_BE_EMPTY and empty:  # (an option's own const, `--site` alone, aside)
+                self.error(f"{'/'.join(action.option_strings) or action.metavar or action.dest}: an empty value")
+        return parsed, rest
+
+
+_MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word to look for, the root
+
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""

@@ -135,6 +135,27 @@ def test_bad_input_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path, args: l
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sha", "v1", "--output", ""],
+        ["site", "--catalog", "v1", "--output", ""],
+        ["history", "v1", "--output", " "],
+        ["diff", "v1", ""],
+        ["--sha", "v1", "--config-from", ""],
+    ],
+    ids=["extraction", "site", "history", "diff", "config-from"],
+)
+def test_an_empty_value_is_a_usage_error_not_a_default(repo: GitRepo, tmp_path: Path, args: list[str]) -> None:
+    """`--output ''` is no folder: taken for the default, it wrote where the user did not say."""
+    work = tmp_path / "work"
+    work.mkdir()
+    result = run(*args, "--repo", str(repo.path), cwd=work)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("extractor: error: ") and ": an empty value (see extractor" in result.stderr
+    assert list(work.iterdir()) == []
+
+
 def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = process("--repo", str(tmp_path / "none"), "--sha", "HEAD", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (
