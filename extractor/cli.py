@@ -112,7 +112,7 @@ def _add_run(parser: argparse.ArgumentParser, *, extracts: bool = True) -> None:
             "--jobs",
             type=_positive,
             metavar="N",
-            help="processes that parse files, this one included (default: one per core)",
+            help="processes that parse files, this one included (default and most: one per core)",
         )
         group.add_argument(
             "--no-cache",
@@ -325,9 +325,9 @@ def _resolve_starting_workers(
     is in the cache already (nothing to scan: they would only take a core from this process); with no
     catalog in the cache at all, they are forked before the revision is even resolved."""
     from extractor.git import cache_dir, resolve
-    from extractor.workers import start_ahead
+    from extractor.workers import processes, start_ahead
 
-    workers = (options.jobs or os.cpu_count() or 1) - 1
+    workers = processes(options.jobs) - 1
     cache = None
     if options.cache:
         from extractor.cache import ScanCache

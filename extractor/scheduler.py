@@ -2,7 +2,6 @@
 # shared between worker processes and this one.
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +16,7 @@ from extractor.cache import ScanCache, wait_for_writes
 from extractor.lifecycle import quick_switching
 from extractor.progress import bar
 from extractor.scanned import ResultData
-from extractor.workers import Item, Pool, Result, scan_batch, start, take_ahead
+from extractor.workers import Item, Pool, Result, processes, scan_batch, start, take_ahead
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -280,7 +279,7 @@ def _pool(missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache 
         return None
     pool = take_ahead()
     if pool is None:
-        jobs = jobs or os.cpu_count() or 1
+        jobs = processes(jobs)
         if _carried is None:  # for this extraction alone: only as many as it has files, and enough source
             jobs = min(jobs, len(missing))
             if sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES:

@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from extractor.lifecycle import become_worker, in_command_line_process
 
+
+def processes(jobs: int | None) -> int:
+    """How many processes scan: `jobs` (default: one per core), and never more than the cores this process
+    may run on: more would only take turns on them, each with its own copy of the parser (and `--jobs
+    100000` would fork as many)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(jobs or cores, cores))
+
+
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 

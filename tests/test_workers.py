@@ -83,6 +83,17 @@ run()
 """
 
 
+def test_more_jobs_than_cores_fork_one_worker_per_core_at_most(git_repo: GitRepo, tmp_path: Path) -> None:
+    """`--jobs 100000` would have forked as many processes: each core takes one, this one included."""
+    git_repo.commit(SMALL, tag="v1")
+    args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--jobs", "100000", "--output", "-"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-c", FORKS_SPY, *args, "--quiet"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120)
+    cores = len(os.sched_getaffinity(0))
+    assert (result.returncode, result.stderr) == (0, f"forked {cores - 1}\n" if cores > 1 else "")
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_path: Path, jobs: str) -> None:
     """A catalog read back from the cache needs no worker: none is forked (it would only take a core
