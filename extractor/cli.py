@@ -209,11 +209,19 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
     for name in args.exception or ():
         if name != "*" and not _CLASS_NAME.fullmatch(name):
             bare = name.strip("'\" ")
-            hint = f"; did you mean {bare}? (its quotes reached the command)" if bare != name else ""
+            hint = f"; did you mean {bare}? (its quotes reached the command)" if bare.strip("'\"") != name else ""
+            if bare != name and bare == name.strip():
+                hint = f"; did you mean {bare}? (spaces around it)"
             raise ExtractorError(f"--exception {name!r} is not a class name, nor '*' for every class{hint}")
+    exceptions = []
+    for name in args.exception or ("ValueError",):
+        if "." in name:  # `errors.ConfigError`: a raise is matched by its class's name, wherever it comes from
+            bare = name.rpartition(".")[2]
+            print(f"{PROG}: warning: --exception {name} takes the raises of every class named {bare}", file=sys.stderr)
+        exceptions.append(name.rpartition(".")[2])
     return ExtractOptions(
         paths=tuple(args.path or ("vllm/config",)),
-        exceptions=tuple(args.exception or ("ValueError",)),
+        exceptions=tuple(dict.fromkeys(exceptions)),
         context=args.context,
         repo_name=args.repo_name,
         jobs=args.jobs,

@@ -156,6 +156,21 @@ def test_an_empty_value_is_a_usage_error_not_a_default(repo: GitRepo, tmp_path: 
     assert list(work.iterdir()) == []
 
 
+def test_a_dotted_exception_takes_its_class_name_and_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A raise is matched by its class's name (`raise errors.ConfigError(...)` is a ConfigError): a dotted
+    --exception was never matched and wrote an empty catalog."""
+    git_repo.commit({"pkg/a.py": "import errors\n\ndef f():\n    raise errors.ConfigError('bad')\n"}, tag="v1")
+    common = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--output", "-"]
+    env = {"SOURCE_DATE_EPOCH": "1767225600"}
+    dotted = run(*common, "--exception", "errors.ConfigError", env=env)
+    assert dotted.returncode == 0 and dotted.stdout == run(*common, "--exception", "ConfigError", env=env).stdout
+    assert dotted.stdout.count("\n") == 1
+    assert (
+        dotted.stderr
+        == "extractor: warning: --exception errors.ConfigError takes the raises of every class named ConfigError\n"
+    )
+
+
 def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = process("--repo", str(tmp_path / "none"), "--sha", "HEAD", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (
