@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import signal
@@ -66,7 +67,7 @@ def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) 
                 if durable:
                     stream.flush()
                     os.fsync(stream.fileno())
-        with _signals_held():
+        with _signals_held(), _folders_locked(files if len(files) > 1 else ()):
             raise_if_interrupted()
             for temporary, (path, _) in zip(temporaries, files, strict=True):
                 os.replace(temporary, path)
@@ -81,6 +82,22 @@ def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) 
     if durable:
         for directory in dict.fromkeys(path.parent for path, _ in files):
             _fsync_dir(directory)
+
+
+@contextlib.contextmanager
+def _folders_locked(files: Sequence[tuple[Path, bytes]]) -> Iterator[None]:
+    """Hold the folders of a set of files locked (flock on the folders themselves: no lock file is left), so
+    that two processes writing the same set (two runs writing one catalog) replace it one after the other,
+    never records of one with the manifest of the other."""
+    descriptors: list[int] = []
+    try:
+        for folder in sorted({str(path.parent) for path, _ in files}):
+            descriptors.append(os.open(folder, os.O_RDONLY | os.O_DIRECTORY))
+            fcntl.flock(descriptors[-1], fcntl.LOCK_EX)
+        yield
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)  # which releases its lock
 
 
 def replace_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:

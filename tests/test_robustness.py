@@ -668,3 +668,41 @@ def test_text_an_ascii_locale_cannot_encode_is_escaped_not_a_failed_run(git_repo
     assert matched.returncode == 0 and json.loads(matched.stdout)["input"] == pasted
     text = run("explain", "--catalog", str(catalog), pasted, env=env)
     assert text.returncode == 0 and "\\u00ef" in text.stdout and not text.stderr
+
+
+def test_two_writers_of_one_set_of_files_replace_it_one_after_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs writing one catalog: each replaces records and manifest together, never records of one with
+    the manifest of the other (a rename made slow, so that without the folder's lock they interleave)."""
+    import threading
+
+    from extractor import atomic
+
+    real = os.replace
+
+    def slow(source: str | Path, target: str | Path) -> None:
+        real(source, target)
+        if str(target).endswith("records.jsonl") and threading.current_thread().name == "first":
+            time.sleep(0.02)  # the second writer's whole set lands here, without the lock
+
+    monkeypatch.setattr(atomic.os, "replace", slow)
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+
+    def write(name: bytes, started: threading.Barrier) -> None:
+        started.wait()
+        if name == b"second":
+            time.sleep(0.005)  # once the first has replaced its records
+        atomic.replace_files([(folder / "records.jsonl", name), (folder / "manifest.json", name)], durable=False)
+
+    for _ in range(5):
+        started = threading.Barrier(2)
+        writers = [
+            threading.Thread(target=write, args=(name, started), name=name.decode()) for name in (b"first", b"second")
+        ]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        assert (folder / "records.jsonl").read_bytes() == (folder / "manifest.json").read_bytes()
