@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from pathlib import Path
 
 from extractor import markdown
 from extractor.diff import _marked
 from extractor.models import EventKind, HistoryRevision, Lineage, LineageEvent
-from extractor.write import atomic_write
 
 __all__ = ["CHURN", "render_chart", "render_markdown"]
 
@@ -103,9 +101,9 @@ def render_markdown(
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def render_chart(revisions: Sequence[HistoryRevision], target: Path, *, title: str) -> list[Path]:
-    """Draw the checks in scope per revision and the churn per revision (stacked by kind) into
-    `target`.svg and `target`.png; return the paths written. The SVG is the same bytes for the same input."""
+def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[str, bytes]:
+    """Draw the checks in scope per revision and the churn per revision (stacked by kind): the SVG and PNG
+    bytes, by suffix (`.svg`, `.png`). The SVG is the same bytes for the same input."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -135,12 +133,10 @@ def render_chart(revisions: Sequence[HistoryRevision], target: Path, *, title: s
         bottom.grid(axis="y", alpha=0.3)
         bottom.set_xticks(positions, labels, rotation=90, fontsize=6)
         figure.tight_layout()
-        written = []
+        drawn = {}
         for suffix, metadata in ((".svg", {"Date": None}), (".png", {"Software": None})):
             buffer = io.BytesIO()
             figure.savefig(buffer, format=suffix[1:], metadata=metadata, dpi=150)
-            path = target.with_suffix(suffix)
-            atomic_write(path, buffer.getvalue())
-            written.append(path)
+            drawn[suffix] = buffer.getvalue()
         plt.close(figure)
-    return written
+    return drawn

@@ -729,7 +729,7 @@ def _lineage_note(lineages: list[Lineage] | None, record_id: str) -> str | None:
 def _run_history(argv: Sequence[str]) -> int:
     args = _parse(_history_parser(), argv)
     from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
-    from extractor.write import atomic_write, default_root
+    from extractor.write import atomic_write_all, default_root
 
     specs = [*args.revisions, *(args.more or [])]
     if not specs:
@@ -746,9 +746,9 @@ def _run_history(argv: Sequence[str]) -> int:
     history = build_history(revisions, options=options, log=log)
     root = output if output is not None else default_root(history.repo) / folder_name(options)
     lines, manifest = history.encode()
-    atomic_write(root / HISTORY, lines)
-    atomic_write(root / HISTORY_MANIFEST, manifest)
+    files = [(root / HISTORY, lines), (root / HISTORY_MANIFEST, manifest)]  # written together, or none
     if args.format == "json":
+        atomic_write_all(files)
         for stale in ("history.md", "history.svg", "history.png"):  # an earlier Markdown run's, of another history
             (root / stale).unlink(missing_ok=True)
         sys.stdout.buffer.write(lines)
@@ -756,11 +756,12 @@ def _run_history(argv: Sequence[str]) -> int:
         from extractor.changelog import render_chart, render_markdown
 
         title = f"History of the checks in {', '.join(options.paths)} ({history.repo})"
-        render_chart(history.revisions, root / "history", title=title)
+        files += [
+            (root / f"history{suffix}", data) for suffix, data in render_chart(history.revisions, title=title).items()
+        ]
         lineages = history.lineages
-        atomic_write(
-            root / "history.md", render_markdown(lineages, history.revisions, title=title, chart="history.svg").encode()
-        )
+        page = render_markdown(lineages, history.revisions, title=title, chart="history.svg")
+        atomic_write_all([*files, (root / "history.md", page.encode())])
         sys.stdout.write(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
     sys.stdout.flush()
     log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {root}")

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
 
-from extractor.atomic import replace_bytes, replace_files
+from extractor.atomic import replace_files
 from extractor.errors import ExtractorError
 
 if TYPE_CHECKING:  # the models are only handed in: the command line imports this before pydantic
@@ -63,10 +63,22 @@ def encode_lines(lines: Iterable[CatalogLine]) -> bytes:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Publish `data` at `path`, whole or not at all, even if the process or the machine dies midway."""
+    atomic_write_all([(path, data)])
+
+
+def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
+    """Publish files together: every one written aside first, then all replaced, so that a failure (a full
+    disk, a directory where a file goes) leaves none of them changed."""
+    for path, _ in files:
+        if path.is_dir():
+            raise ExtractorError(f"cannot write {path}: a directory is in the way")
     try:
-        replace_bytes(path, data)
-    except OSError as error:  # a full disk, or a directory where the file goes
-        raise ExtractorError(f"cannot write {path}: {error.strerror or error}") from None
+        replace_files(files)
+    except OSError as error:  # named by the file it was about (not by its temporary twin), else the folder
+        named = Path(error.filename).name if error.filename else ""
+        about = [path for path, _ in files if named == path.name or named.startswith(f".{path.name}.")]
+        where = about[0] if about else files[0][0] if len(files) == 1 else files[0][0].parent
+        raise ExtractorError(f"cannot write {where}: {error.strerror or error}") from None
 
 
 def records_digest(records: bytes) -> str:

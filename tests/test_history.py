@@ -224,6 +224,19 @@ def test_a_json_history_over_a_markdown_one_leaves_none_of_its_files(history_rep
     assert sorted(p.name for p in out.iterdir()) == ["history.json", "history.jsonl"]
 
 
+def test_a_history_that_cannot_write_one_of_its_files_writes_none(history_repo: GitRepo, tmp_path: Path) -> None:
+    """A directory where history.md goes: one line, exit 2, and neither the history nor its chart beside it."""
+    out = tmp_path / "h"
+    (out / "history.md").mkdir(parents=True)
+    scope = ["--repo", str(history_repo.path), "--path", "pkg/config", "--output", str(out), "--quiet"]
+    result = cli("history", "v1..v6", *scope, "--format", "markdown")
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"extractor: error: cannot write {out / 'history.md'}: a directory is in the way\n",
+    )
+    assert [p.name for p in out.iterdir()] == ["history.md"]
+
+
 def test_nightly_keeps_a_rolling_history_advanced_night_by_night(git_repo: GitRepo, tmp_path: Path) -> None:
     """Each published night adds one revision to history.jsonl beside index.json; what is there is read
     back and kept (not recomputed), a re-run adds nothing, and a branch moving back removes a check."""
