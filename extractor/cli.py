@@ -30,7 +30,13 @@ _CLASS_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")  # a dotted Python iden
 
 class _Parser(argparse.ArgumentParser):
     """A command's parser whose usage errors are one line, as every other bad input's: `extractor: error:
-    COMMAND: what was wrong (see --help)`, exit 2 (argparse prints the whole usage block first)."""
+    COMMAND: what was wrong (see --help)`, exit 2 (argparse prints the whole usage block first); an option
+    that takes one value refuses a second (see _Once)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # shared with the parser's argument groups
+            self.register("action", name, _Once)
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip()
@@ -138,13 +144,16 @@ def _add_repo(parser: argparse.ArgumentParser) -> None:
 
 
 class _Once(argparse.Action):
-    """An option that takes one value: given twice, a usage error rather than the last one kept silently."""
+    """An option that takes one value: given twice, a usage error rather than the last one kept silently.
+    Every such option of every command is one (`_Parser` registers it as the default action)."""
 
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
     ) -> None:
-        if getattr(namespace, self.dest, None) is not None:
+        given: set[str] = vars(namespace).setdefault("_given", set())
+        if self.dest in given:
             parser.error(f"{option} takes one value, given twice ({getattr(namespace, self.dest)}, {values})")
+        given.add(self.dest)
         setattr(namespace, self.dest, values)
 
 
@@ -217,7 +226,10 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
     for name in args.exception or ("ValueError",):
         if "." in name:  # `errors.ConfigError`: a raise is matched by its class's name, wherever it comes from
             bare = name.rpartition(".")[2]
-            print(f"{PROG}: warning: --exception {name} takes the raises of every class named {bare}", file=sys.stderr)
+            if not args.quiet:
+                print(
+                    f"{PROG}: warning: --exception {name} takes the raises of every class named {bare}", file=sys.stderr
+                )
         exceptions.append(name.rpartition(".")[2])
     return ExtractOptions(
         paths=tuple(args.path or ("vllm/config",)),

@@ -171,6 +171,23 @@ def test_a_dotted_exception_takes_its_class_name_and_says_so(git_repo: GitRepo, 
     )
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sha", "v1", "--sha", "v2"],
+        ["--sha", "v1", "--repo", "a", "--repo", "b"],
+        ["--sha", "v1", "--output", "-", "--output", "o"],
+        ["diff", "v1", "v2", "--format", "json", "--format", "markdown"],
+        ["history", "v1", "--output", "a", "--output", "b"],
+    ],
+    ids=["sha", "repo", "output", "diff format", "history output"],
+)
+def test_an_option_given_twice_is_a_usage_error_not_the_last_kept(tmp_path: Path, args: list[str]) -> None:
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1
+    assert "takes one value, given twice" in result.stderr and list(tmp_path.iterdir()) == []
+
+
 def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = process("--repo", str(tmp_path / "none"), "--sha", "HEAD", cwd=tmp_path)
     assert (result.returncode, result.stderr) == (
