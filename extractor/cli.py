@@ -425,6 +425,14 @@ def _run_diff(argv: Sequence[str]) -> int:
             "what only one covers shows as added or removed",
             file=sys.stderr,
         )
+    if args.output and args.output != "-":
+        from extractor.write import MANIFEST, RECORDS
+
+        target = Path(args.output).resolve()
+        for spec in (args.old, args.new):
+            folder = Path(spec).resolve() if Path(spec).is_dir() else Path(spec).resolve().parent
+            if target in (Path(spec).resolve(), folder / RECORDS, folder / MANIFEST):
+                raise ExtractorError(f"--output {args.output} is a file of the catalog {spec}: not overwriting it")
     diff = diff_catalogs(old, new)
     data = render_json(diff) if args.format == "json" else render_markdown(diff).encode()
     if args.output and args.output != "-":

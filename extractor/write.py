@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -72,6 +73,8 @@ def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
     for path, _ in files:
         if path.is_dir():
             raise ExtractorError(f"cannot write {path}: a directory is in the way")
+    # A symlink is written through, as the shell's `>` writes (the file it names replaced, the link kept).
+    files = [(Path(os.path.realpath(path)) if path.is_symlink() else path, data) for path, data in files]
     try:
         replace_files(files)
     except OSError as error:  # named by the file it was about (not by its temporary twin), else the folder

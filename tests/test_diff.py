@@ -410,3 +410,22 @@ def test_extracted_catalogs_diff_as_the_same_catalogs_read_from_disk(git_repo: G
     assert {c.kind.value for c in whole.changes} == {"unchanged", "reworded", "added"}
     assert render_json(lazy) == render_json(whole) and render_markdown(lazy) == render_markdown(whole)
     assert [extracted[1].line(i) for i in range(extracted[1].count)] == list(read[1].lines)
+
+
+def test_diff_output_writes_through_a_symlink_and_never_over_its_input(repo: GitRepo, tmp_path: Path) -> None:
+    """`--output` behaves as the shell's `>`: a symlink is written through (the link kept); and a catalog's
+    own records.jsonl or manifest.json is refused as the output of a diff that reads it."""
+    folder = tmp_path / "cat"
+    assert (
+        cli("--repo", str(repo.path), "--sha", "v1", "--path", "pkg", "--output", str(tmp_path / "o")).returncode == 0
+    )
+    (tmp_path / "o").iterdir().__next__().rename(folder)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link.json").symlink_to("real/diff.json")
+    assert cli("diff", str(folder), str(folder), "--output", str(tmp_path / "link.json")).returncode == 0
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "real" / "diff.json").read_text())
+    before = (folder / "records.jsonl").read_bytes()
+    for target in (folder / "records.jsonl", folder / "manifest.json"):
+        refused = cli("diff", str(folder / "records.jsonl"), str(folder), "--output", str(target))
+        assert refused.returncode == 2 and "is a file of the catalog" in refused.stderr
+    assert (folder / "records.jsonl").read_bytes() == before
