@@ -419,7 +419,7 @@ def test_diff_output_writes_through_a_symlink_and_never_over_its_input(repo: Git
     assert (
         cli("--repo", str(repo.path), "--sha", "v1", "--path", "pkg", "--output", str(tmp_path / "o")).returncode == 0
     )
-    (tmp_path / "o").iterdir().__next__().rename(folder)
+    next((tmp_path / "o").iterdir()).rename(folder)
     (tmp_path / "real").mkdir()
     (tmp_path / "link.json").symlink_to("real/diff.json")
     assert cli("diff", str(folder), str(folder), "--output", str(tmp_path / "link.json")).returncode == 0
