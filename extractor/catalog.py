@@ -185,7 +185,9 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     path = _expand(spec)
     if path.is_file() or (path / RECORDS).is_file():
         return load_catalog(path)
-    if (looks_like_path(spec) or path.is_dir()) and (is_url(repo) or not _is_revision(repo, spec)):
+    # Something is there by that name (a folder, a dangling symlink, a loop of them): never a revision to clone.
+    there = path.is_dir() or os.path.lexists(path)
+    if (looks_like_path(spec) or there) and (is_url(repo) or not _is_revision(repo, spec)):
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
@@ -221,6 +223,8 @@ def _is_revision(repo: str, spec: str) -> bool:
 def _what_is_there(path: Path) -> str:
     """Say why a path holds no catalog: it does not exist, or which catalogs a folder of them holds."""
     if not path.exists():
+        if path.is_symlink():
+            return f": a symlink to {os.readlink(path)}, which leads nowhere (missing, or a loop of links)"
         return ": the path does not exist"
     if not path.is_dir():
         return ""

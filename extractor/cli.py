@@ -826,7 +826,10 @@ def _run_list(argv: Sequence[str]) -> int:
         sys.stdout.write(render(chosen, format=args.format))
         sys.stdout.flush()
     if not chosen and not args.quiet:
-        for why in misses(catalog.lines, filters) or ["no record passes every filter at once"]:
+        given = filters.files or filters.classes or filters.words
+        for why in misses(catalog.lines, filters) or [
+            "no record passes every filter at once" if given else "the catalog holds no record"
+        ]:
             print(f"{PROG}: {why}", file=sys.stderr)
     return ExitCode.OK if chosen else ExitCode.NOT_FOUND
 

@@ -706,3 +706,21 @@ def test_two_writers_of_one_set_of_files_replace_it_one_after_the_other(
         for writer in writers:
             writer.join()
         assert (folder / "records.jsonl").read_bytes() == (folder / "manifest.json").read_bytes()
+
+
+@pytest.mark.parametrize("command", ["list", "match", "explain"])
+def test_a_catalog_that_is_a_dangling_link_or_a_loop_is_named_never_cloned(tmp_path: Path, command: str) -> None:
+    """Something is there by that name: a catalog path, not a revision of the default repository to clone."""
+    (tmp_path / "dangling").symlink_to("nowhere")
+    (tmp_path / "one").symlink_to("two")
+    (tmp_path / "two").symlink_to("one")
+    for name in ("dangling", "one"):
+        result = cli(command, "--catalog", name, *(["x"] if command != "list" else []), cwd=tmp_path)
+        assert (result.returncode, result.stderr.count("\n")) == (2, 1)
+        assert result.stderr.startswith(f"extractor: error: no catalog at {name}: a symlink to ")
+
+
+def test_listing_an_empty_catalog_says_it_holds_no_record(tmp_path: Path) -> None:
+    (tmp_path / "records.jsonl").write_bytes(b"")
+    result = cli("list", "--catalog", str(tmp_path / "records.jsonl"))
+    assert (result.returncode, result.stdout, result.stderr) == (1, "", "extractor: the catalog holds no record\n")
