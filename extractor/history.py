@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ from extractor.models import (
     Previous,
     Scope,
 )
+from extractor.progress import warn
 from extractor.write import atomic_write
 
 __all__ = [
@@ -188,6 +190,14 @@ def _range(repo: str, spec: str) -> list[Revision]:
     if not listed.strip() and start.sha != end.sha:  # B is A's ancestor: nothing comes after A up to it
         raise RevisionError(
             f"{spec}: no commit of {high or 'HEAD'} comes after {low or 'HEAD'}: is the range backwards?"
+        )
+    ancestor = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", start.sha, end.sha], cwd=start.git_dir, capture_output=True
+    )
+    if ancestor.returncode == 1:  # unrelated, or on branches that went apart: no line of commits from A to B
+        warn(
+            f"{spec}: {low or 'HEAD'} is not an ancestor of {high or 'HEAD'}: the history is {low or 'HEAD'}, then "
+            f"the {len(listed.splitlines())} first-parent commit(s) of {high or 'HEAD'} it does not hold"
         )
     commits = [start]
     for row in listed.splitlines():

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["bar", "byte_bar", "note", "set_quiet"]
+__all__ = ["bar", "byte_bar", "note", "set_quiet", "warn"]
 
 T = TypeVar("T")
 
@@ -62,6 +62,12 @@ def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator
         for chunk in chunks:
             shown.update(len(chunk))
             yield chunk
+
+
+def warn(line: str) -> None:
+    """Say something the user should know about the run's inputs (`extractor: warning: ...`), unless quiet."""
+    if not _quiet:
+        print(f"extractor: warning: {line}", file=sys.stderr, flush=True)
 
 
 def note(line: str) -> None:

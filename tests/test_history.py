@@ -413,3 +413,16 @@ def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
     _warn_if_unordered([revision("0.10.1"), revision("0.9.0")], quiet=False)
     said = capsys.readouterr().err
     assert "warning: revisions are followed in the order given" in said and "0.10.1 comes before 0.9.0" in said
+
+
+def test_a_range_whose_start_is_not_an_ancestor_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Release commits are roots of their own: A..B then holds A and B alone, which a warning says."""
+    git_repo.commit({"pkg/config/a.py": "raise ValueError('first check')\n"}, tag="v1")
+    git(git_repo.path, "checkout", "--quiet", "--orphan", "other")
+    git_repo.commit({"pkg/config/a.py": "raise ValueError('second check')\n"}, tag="v2")
+    result = cli(
+        "history", "v1..v2", "--repo", str(git_repo.path), "--path", "pkg/config", "--output", str(tmp_path / "h")
+    )
+    assert result.returncode == 0
+    warning = "extractor: warning: v1..v2: v1 is not an ancestor of v2: the history is v1, then the 1 first-parent"
+    assert result.stderr.startswith(warning)
