@@ -109,7 +109,8 @@ def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_pa
     assert again.stdout == first.stdout and first.stdout.count("\n") == len(SMALL)
     # Another revision's catalog is not in the cache: its workers are forked.
     git_repo.commit({"pkg/m0.py": "raise ValueError('changed')\n"}, tag="v2")
-    other = subprocess.run([*command, "--sha", "v2"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    again_v2 = [word if word != "v1" else "v2" for word in command]
+    other = subprocess.run(again_v2, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert (other.returncode, other.stderr) == (0, "forked 1\n" if jobs == "2" else "")
 
 
