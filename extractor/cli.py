@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
@@ -535,7 +535,7 @@ def _run_match(argv: Sequence[str]) -> int:
     return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
 
 
-def _match_text(result: MatchResult, lineages: list[Lineage] | None) -> str:
+def _match_text(result: MatchResult, lineages: _Followed | None) -> str:
     lines = [result.input]
     if not result.matches:
         lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
@@ -714,17 +714,24 @@ def _warn_if_unordered(revisions: Sequence[Revision], *, quiet: bool) -> None:
         )
 
 
-def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
+class _Followed(NamedTuple):
+    """The lineages `--history` names, and the first revision they were followed from."""
+
+    lineages: list[Lineage]
+    start: str | None
+
+
+def _lineages_of(args: argparse.Namespace) -> _Followed | None:
     """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
     if not args.history:
         return None
     from extractor.catalog import looks_like_path
     from extractor.git import is_url
-    from extractor.history import build_history, followed, list_revisions, load_lineages
+    from extractor.history import build_history, first_revision, followed, list_revisions, load_lineages
 
     path = Path(args.history)
     if path.exists():
-        return load_lineages(path)
+        return _Followed(load_lineages(path), first_revision(path))
     spec = args.history
     if looks_like_path(spec) and is_url(args.repo):  # a mistyped path: never a reason to clone a repository
         raise ExtractorError(f"no history at {spec}: the path does not exist")
@@ -733,17 +740,18 @@ def _lineages_of(args: argparse.Namespace) -> list[Lineage] | None:
         revisions = list_revisions([spec], repo=args.repo)
     except ExtractorError as error:
         raise ExtractorError(f"no history at {spec}, nor revisions of {args.repo}: {error}") from None
-    return build_history(revisions, options=options).lineages
+    history = build_history(revisions, options=options)
+    return _Followed(history.lineages, history.revisions[0].revision if history.revisions else None)
 
 
-def _lineage_note(lineages: list[Lineage] | None, record_id: str) -> str | None:
+def _lineage_note(followed: _Followed | None, record_id: str) -> str | None:
     """The history sentence of a record, when a history was given and holds it."""
-    if lineages is None:
+    if followed is None:
         return None
     from extractor.history import find_lineage, lineage_sentence
 
-    found = find_lineage(lineages, record_id)
-    return lineage_sentence(found) if found is not None else None
+    found = find_lineage(followed.lineages, record_id)
+    return lineage_sentence(found, start=followed.start) if found is not None else None
 
 
 def _run_history(argv: Sequence[str]) -> int:

@@ -38,6 +38,7 @@ __all__ = [
     "advance",
     "build_history",
     "find_lineage",
+    "first_revision",
     "folder_name",
     "following",
     "lineage_sentence",
@@ -574,6 +575,16 @@ def read_history(directory: Path, *, options: ExtractOptions | None = None) -> H
     return history
 
 
+def first_revision(path: Path) -> str | None:
+    """The first revision of the history written at `path` (its history.json, beside history.jsonl), if said."""
+    manifest = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
+    try:
+        revisions = orjson.loads(manifest.read_bytes())["revisions"]
+        return str(revisions[0]["revision"]) if revisions else None
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, IndexError):
+        return None
+
+
 def load_lineages(path: Path) -> list[Lineage]:
     """Read history.jsonl (or the directory holding it), validating every line."""
     target = path / HISTORY if path.is_dir() else path
@@ -598,12 +609,15 @@ def _short(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def lineage_sentence(lineage: Lineage) -> str:
+def lineage_sentence(lineage: Lineage, *, start: str | None = None) -> str:
     """Say a lineage's life in one sentence: "introduced in 0.6.0, reworded in 0.8.0 (was: ...), raised at
-    vllm/config/model.py:1234 in 0.33.0"."""
+    vllm/config/model.py:1234 in 0.33.0". A check there at `start`, the history's first revision, may be
+    older than it: "present at 0.6.0 (the first revision followed)"."""
     parts = []
     for event in lineage.events:
-        if event.kind is EventKind.REWORDED and event.previous is not None:
+        if event.kind is EventKind.INTRODUCED and event.revision == start:
+            parts.append(f"present at {event.revision} (the first revision followed)")
+        elif event.kind is EventKind.REWORDED and event.previous is not None:
             parts.append(f"reworded in {event.revision} (was: {_short(event.previous.errorMessage)})")
         elif event.kind is EventKind.MOVED and event.previous is not None:
             before = event.previous

@@ -94,6 +94,8 @@ def test_lineages_follow_rewording_moves_removal_and_return(history_repo: GitRep
         "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
         "raised at pkg/config/model.py:6 in v6"
     )
+    started = lineage_sentence(negative, start="v1")  # the history's first revision: maybe older than it
+    assert started.startswith("present at v1 (the first revision followed), reworded in v2")
 
 
 def test_a_scope_without_the_package_loses_the_checks_when_the_module_moves(history_repo: GitRepo) -> None:
@@ -273,7 +275,8 @@ def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: G
     common = ["--repo", str(history_repo.path), "--path", "pkg/config"]
     assert cli("history", "v*", *common, "--output", str(out)).returncode == 0
     sentence = (
-        "introduced in v1, reworded in v2 (was: n must not be negative.), moved to pkg/config/model.py in v3, "
+        "present at v1 (the first revision followed), reworded in v2 (was: n must not be negative.), moved to "
+        "pkg/config/model.py in v3, "
         "raised at pkg/config/model.py:6 in v6"
     )
     explained = cli("explain", "n must be zero or positive.", "--catalog", "v6", *common, "--history", str(out))
