@@ -483,7 +483,7 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
 
 
 def _carry_over(old: Path, staging: Path) -> None:
-    """Move into the new site what a person put in the old one (a CNAME, a `.git` of a pages branch, notes):
+    """Carry into the new site what a person put in the old one (a CNAME, a `.git` of a pages branch, notes):
     whatever the old build did not make (BUILT lists what it made; a site built before it kept that list:
     whatever its top level holds that the new build does not make) and the new one does not make either.
     Then list what the new site holds, as the next build will read it."""
@@ -505,8 +505,26 @@ def _carry_over(old: Path, staging: Path) -> None:
             )
             if mine and name not in made and not (staging / name).exists():
                 (staging / name).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(path, staging / name)
+                _linked(path, staging / name)
     (staging / BUILT).write_text("".join(f"{name}\n" for name in sorted(made)))
+
+
+def _linked(source: Path, target: Path) -> None:
+    """Give `target` what `source` holds, hard-linked (no bytes copied), the source left in place: until the
+    new site is swapped in, the old one is whole (an interrupted build loses nothing of the person's)."""
+    if source.is_symlink():
+        target.symlink_to(os.readlink(source))
+    elif source.is_dir():
+        shutil.copytree(source, target, symlinks=True, copy_function=_link_or_copy)
+    else:
+        _link_or_copy(source, target)
+
+
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system (a site behind a symlink), or links not allowed: copied
+        shutil.copy2(source, target)
 
 
 def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) -> None:
