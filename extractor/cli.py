@@ -483,6 +483,10 @@ def _stdin_lines() -> Iterator[str]:
     import codecs
     import io
 
+    from extractor import lifecycle
+
+    if 0 in lifecycle.closed:
+        raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
     stream = sys.stdin.buffer
     start = stream.peek(2)[:2] if isinstance(stream, io.BufferedReader) else b""
     if start in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):

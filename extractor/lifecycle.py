@@ -169,6 +169,11 @@ def _stream(fd: int, *, loud: bool, like: object) -> io.TextIOWrapper:
     )
 
 
+# The standard descriptors the process started with closed (`<&-`): a command that reads its input there
+# says so rather than take the empty /dev/null that holds the number for an empty input.
+closed: set[int] = set()
+
+
 def standard_streams() -> None:
     """Make standard output carry data only and fail loudly, and standard error never fail the run.
 
@@ -186,6 +191,7 @@ def standard_streams() -> None:
                 os.close(opened)
             if fd == 0:
                 sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's stdin, never closed)
+                closed.add(0)
     sys.stdout = _stream(1, loud=True, like=sys.stdout)
     sys.stderr = _stream(2, loud=False, like=sys.stderr)
 

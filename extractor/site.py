@@ -28,6 +28,7 @@ from extractor.explain import condition_in_words
 from extractor.listing import first_words
 from extractor.models import CatalogLine, Record
 from extractor.site_inputs import HistoryEvent, PublishedDiff
+from extractor.write import why_not
 
 __all__ = ["MARKER", "SiteSummary", "build_site", "render_site", "write_site"]
 
@@ -451,7 +452,7 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=parent))
     except OSError as error:
-        raise ExtractorError(f"cannot write {output}: {error.strerror or error}") from None
+        raise ExtractorError(f"cannot write {output}: {why_not(output / MARKER, error)}") from None
     try:
         try:
             result = fill(staging)

@@ -27,6 +27,7 @@ __all__ = [
     "encode_lines",
     "is_repo_name",
     "records_digest",
+    "why_not",
     "write_catalog",
 ]
 
@@ -81,7 +82,19 @@ def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
         named = Path(error.filename).name if error.filename else ""
         about = [path for path, _ in files if named == path.name or named.startswith(f".{path.name}.")]
         where = about[0] if about else files[0][0] if len(files) == 1 else files[0][0].parent
-        raise ExtractorError(f"cannot write {where}: {error.strerror or error}") from None
+        raise ExtractorError(f"cannot write {where}: {why_not(about[0] if about else files[0][0], error)}") from None
+
+
+def why_not(path: Path, error: OSError) -> str:
+    """Why `path` could not be written, in words: a file (or a symlink that leads nowhere) standing where one
+    of its folders goes, which the system calls "File exists" or "Not a directory"; else what it said."""
+    if isinstance(error, FileExistsError | NotADirectoryError):
+        for folder in reversed(path.parents):
+            if folder.is_symlink() and not folder.exists():
+                return f"{folder} is a symlink to {os.readlink(folder)}, which leads nowhere, where a folder goes"
+            if folder.exists() and not folder.is_dir():
+                return f"{folder} is a file, where a folder goes"
+    return error.strerror or str(error)
 
 
 def records_digest(records: bytes) -> str:
@@ -99,5 +112,5 @@ def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
     try:
         replace_files([(directory / RECORDS, records), (directory / MANIFEST, dumps_model(sealed))])
     except OSError as error:  # a full disk, or a folder that cannot be made
-        raise ExtractorError(f"cannot write {directory}: {error.strerror or error}") from None
+        raise ExtractorError(f"cannot write {directory}: {why_not(directory / RECORDS, error)}") from None
     return directory

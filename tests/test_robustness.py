@@ -724,3 +724,38 @@ def test_listing_an_empty_catalog_says_it_holds_no_record(tmp_path: Path) -> Non
     (tmp_path / "records.jsonl").write_bytes(b"")
     result = cli("list", "--catalog", str(tmp_path / "records.jsonl"))
     assert (result.returncode, result.stdout, result.stderr) == (1, "", "extractor: the catalog holds no record\n")
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (["--sha", "v1", "--output", "afile/out"], "afile is a file, where a folder goes"),
+        (["--sha", "v1", "--output", "dangling"], "dangling is a symlink to nowhere, which leads nowhere"),
+        (["history", "v1", "--output", "afile"], "afile is a file, where a folder goes"),
+        (["diff", "v1", "v1", "--output", "afile/d.json"], "afile is a file, where a folder goes"),
+        (["site", "--catalog", "v1", "--output", "afile/site"], "afile is a file, where a folder goes"),
+    ],
+    ids=["extraction", "dangling", "history", "diff", "site"],
+)
+def test_a_file_where_a_folder_goes_is_named(git_repo: GitRepo, tmp_path: Path, args: list[str], where: str) -> None:
+    """The system's "File exists" or "Not a directory" for a path under a file says which file is in the way."""
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n"}, tag="v1")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "afile").write_text("mine")
+    (work / "dangling").symlink_to("nowhere")
+    result = cli(*args, "--repo", str(git_repo.path), "--quiet", cwd=work)
+    assert (result.returncode, result.stderr.count("\n")) == (2, 1), result.stderr
+    assert result.stderr.startswith("extractor: error: cannot write ") and where in result.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["afile", "dangling"]
+
+
+def test_match_with_standard_input_closed_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
+    """`<&-`: no log to read is not an empty log (exit 1, silent) but trouble, in one line."""
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    command = _shell("match", "--catalog", "v1", "--repo", str(git_repo.path), redirect="<&-")
+    result = subprocess.run(command, shell=True, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert (
+        result.stderr == "extractor: error: standard input is closed: pipe a log into match, or give TEXT arguments\n"
+    )
