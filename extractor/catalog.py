@@ -18,7 +18,7 @@ from extractor.errors import CatalogError, ExtractorError, ReleaseError
 from extractor.extract import Catalog, ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, read_file, resolve
 from extractor.models import CatalogLine, Manifest, Scope
-from extractor.write import MANIFEST, RECORDS, default_root, records_digest
+from extractor.write import MANIFEST, RECORDS, default_root, leading_nowhere, records_digest
 
 __all__ = [
     "RELEASE_PREFIX",
@@ -224,7 +224,7 @@ def _what_is_there(path: Path) -> str:
     """Say why a path holds no catalog: it does not exist, or which catalogs a folder of them holds."""
     if not path.exists():
         if path.is_symlink():
-            return f": a symlink to {os.readlink(path)}, which leads nowhere (missing, or a loop of links)"
+            return f": {leading_nowhere(path)} (missing, or a loop of links)"
         return ": the path does not exist"
     if not path.is_dir():
         return ""

@@ -224,13 +224,10 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
             raise ExtractorError(f"--exception {name!r} is not a class name, nor '*' for every class{hint}")
     exceptions = []
     for name in args.exception or ("ValueError",):
-        if "." in name:  # `errors.ConfigError`: a raise is matched by its class's name, wherever it comes from
-            bare = name.rpartition(".")[2]
-            if not args.quiet:
-                print(
-                    f"{PROG}: warning: --exception {name} takes the raises of every class named {bare}", file=sys.stderr
-                )
-        exceptions.append(name.rpartition(".")[2])
+        bare = name.rpartition(".")[2]  # `errors.ConfigError`: a raise is matched by its class's name
+        if bare != name and not args.quiet:
+            print(f"{PROG}: warning: --exception {name} takes the raises of every class named {bare}", file=sys.stderr)
+        exceptions.append(bare)
     return ExtractOptions(
         paths=tuple(args.path or ("vllm/config",)),
         exceptions=tuple(dict.fromkeys(exceptions)),
@@ -398,25 +395,26 @@ def _diff_parser() -> argparse.ArgumentParser:
 
 def _run_diff(argv: Sequence[str]) -> int:
     args = _parse(_diff_parser(), argv)
-    from extractor.catalog import open_catalog
+    from extractor.catalog import LoadedCatalog, open_catalog
     from extractor.diff import diff_catalogs, render_json, render_markdown
     from extractor.errors import ScopeError
     from extractor.history import followed
     from extractor.write import atomic_write
 
-    options = _options(args)
     root = Path(args.catalog_root) if args.catalog_root else None
+
+    def both(options: ExtractOptions) -> list[LoadedCatalog]:
+        return [open_catalog(_latest_of(spec, options), repo=args.repo, options=options, root=root) for spec in specs]
+
+    specs, options = (args.old, args.new), _options(args)
     try:
-        old = open_catalog(_latest_of(args.old, options), repo=args.repo, options=options, root=root)
-        new = open_catalog(_latest_of(args.new, options), repo=args.repo, options=options, root=root)
+        old, new = both(options)
     except ScopeError:
         # A side where the scope's package was still a module (vllm/config.py until 0.10.1): both sides
         # follow it, as a history does.
         if followed(options) == options:
             raise
-        options = followed(options)
-        old = open_catalog(_latest_of(args.old, options), repo=args.repo, options=options, root=root)
-        new = open_catalog(_latest_of(args.new, options), repo=args.repo, options=options, root=root)
+        old, new = both(followed(options))
     scopes = [catalog.manifest.scope for catalog in (old, new) if catalog.manifest is not None]
     if len(scopes) == 2 and scopes[0] != scopes[1]:
         shown = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]

@@ -713,6 +713,7 @@ class Matcher:
         prefix = _CLASS_PREFIX.search(stripped)
         is_error = prefix is not None or bool(_ERROR_LEVEL.match(stripped))
         source = _RAISE.match(stripped)
+        base: _Variant | None = None  # the paste cleaned, once it is
         if source:
             found = [
                 Match(template, {}, How.SOURCE, 1.0, (), template.errorClass, template.literal)
@@ -742,7 +743,7 @@ class Matcher:
                     each = self._segments(segments, base.steps)
                     if each or not confident:
                         confident, weak = each, (() if each else weak)
-        python = python_prints(_cleaned(stripped).text) if confident or weak else None
+        python = python_prints((base if base is not None else _cleaned(stripped)).text) if confident or weak else None
         if python is not None and all(m.template.errorClass == python for m in (*confident, *weak)):
             confident, weak = (), _in_file_order((*confident, *weak))
             return MatchResult(stripped, True, confident, weak, python)

@@ -269,8 +269,8 @@ class _Builder:
         out = []
         for index, (parts, certain) in enumerate(entries):
             if index:
-                out += [_Raw("", "(?:"), separator, _Raw("", ")?")]
-            out += parts if certain else [_Raw("", "(?:"), *parts, _Raw("", ")?")]
+                out += _optional([separator], True)
+            out += _optional(parts, not certain)
         self._warn("optional-items")
         return out
 
@@ -632,8 +632,7 @@ def _maybe_none(builder: _Builder, before: str, source: str) -> list[_Part]:
     """`before` and the repr of an argument that is left out when it is None: always there for a literal,
     optional for anything else (a variable may hold None)."""
     node = _parse(source)
-    parts = [before, *_element_parts(builder, source)]
-    return parts if node is not None and _is_literal(node) else [_Raw("", "(?:"), *parts, _Raw("", ")?")]
+    return _optional([before, *_element_parts(builder, source)], node is None or not _is_literal(node))
 
 
 def _str_parts(builder: _Builder, source: str) -> list[_Part]:

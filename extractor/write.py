@@ -22,10 +22,12 @@ __all__ = [
     "MANIFEST",
     "RECORDS",
     "atomic_write",
+    "atomic_write_all",
     "default_root",
     "dumps_line",
     "encode_lines",
     "is_repo_name",
+    "leading_nowhere",
     "records_digest",
     "why_not",
     "write_catalog",
@@ -80,9 +82,9 @@ def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
         replace_files(files)
     except OSError as error:  # named by the file it was about (not by its temporary twin), else the folder
         named = Path(error.filename).name if error.filename else ""
-        about = [path for path, _ in files if named == path.name or named.startswith(f".{path.name}.")]
-        where = about[0] if about else files[0][0] if len(files) == 1 else files[0][0].parent
-        raise ExtractorError(f"cannot write {where}: {why_not(about[0] if about else files[0][0], error)}") from None
+        about = next((path for path, _ in files if named == path.name or named.startswith(f".{path.name}.")), None)
+        where = about or (files[0][0] if len(files) == 1 else files[0][0].parent)
+        raise ExtractorError(f"cannot write {where}: {why_not(about or files[0][0], error)}") from None
 
 
 def why_not(path: Path, error: OSError) -> str:
@@ -91,10 +93,15 @@ def why_not(path: Path, error: OSError) -> str:
     if isinstance(error, FileExistsError | NotADirectoryError):
         for folder in reversed(path.parents):
             if folder.is_symlink() and not folder.exists():
-                return f"{folder} is a symlink to {os.readlink(folder)}, which leads nowhere, where a folder goes"
+                return f"{folder} is {leading_nowhere(folder)}, where a folder goes"
             if folder.exists() and not folder.is_dir():
                 return f"{folder} is a file, where a folder goes"
     return error.strerror or str(error)
+
+
+def leading_nowhere(path: Path) -> str:
+    """What a symlink that leads nowhere (to nothing, or round a loop of links) is, in words."""
+    return f"a symlink to {os.readlink(path)}, which leads nowhere"
 
 
 def records_digest(records: bytes) -> str:
@@ -105,12 +112,6 @@ def records_digest(records: bytes) -> str:
 def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
     """Write records.jsonl (as encoded) then manifest.json with the records' checksum (the manifest last: it
     marks the catalog complete, and whatever happens to records.jsonl later shows as a mismatch)."""
-    for target in (directory / RECORDS, directory / MANIFEST):
-        if target.is_dir():  # found before anything is written: never records without their manifest
-            raise ExtractorError(f"cannot write {target}: a directory is in the way")
     sealed = manifest.model_copy(update={"recordsSha256": records_digest(records)})
-    try:
-        replace_files([(directory / RECORDS, records), (directory / MANIFEST, dumps_model(sealed))])
-    except OSError as error:  # a full disk, or a folder that cannot be made
-        raise ExtractorError(f"cannot write {directory}: {why_not(directory / RECORDS, error)}") from None
+    atomic_write_all([(directory / RECORDS, records), (directory / MANIFEST, dumps_model(sealed))])
     return directory
