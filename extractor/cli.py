@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
+from extractor.progress import set_quiet, warn
 
 if TYPE_CHECKING:
     from extractor.git import Commit
@@ -63,8 +64,6 @@ _MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""
-    from extractor.progress import set_quiet
-
     args = parser.parse_args(argv)
     set_quiet(args.quiet)
     return args
@@ -225,8 +224,8 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
     exceptions = []
     for name in args.exception or ("ValueError",):
         bare = name.rpartition(".")[2]  # `errors.ConfigError`: a raise is matched by its class's name
-        if bare != name and not args.quiet:
-            print(f"{PROG}: warning: --exception {name} takes the raises of every class named {bare}", file=sys.stderr)
+        if bare != name:
+            warn(f"--exception {name} takes the raises of every class named {bare}")
         exceptions.append(bare)
     return ExtractOptions(
         paths=tuple(args.path or ("vllm/config",)),
@@ -314,8 +313,8 @@ def _run_extract(argv: Sequence[str]) -> int:
     from extractor.write import default_root, write_catalog
 
     catalog = extract_commit(commit, options=options, pinned_sha=pinned)
-    for warning in catalog.warnings if not args.quiet else ():
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    for warning in catalog.warnings:
+        warn(warning)
     if args.output == "-":
         sys.stdout.buffer.write(catalog.encoded)
         sys.stdout.flush()
@@ -418,10 +417,9 @@ def _run_diff(argv: Sequence[str]) -> int:
     scopes = [catalog.manifest.scope for catalog in (old, new) if catalog.manifest is not None]
     if len(scopes) == 2 and scopes[0] != scopes[1]:
         shown = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]
-        print(
-            f"{PROG}: warning: the catalogs cover different scopes ({shown[0]}; {shown[1]}): "
-            "what only one covers shows as added or removed",
-            file=sys.stderr,
+        warn(
+            f"the catalogs cover different scopes ({shown[0]}; {shown[1]}): what only one covers shows as added "
+            "or removed"
         )
     if args.output and args.output != "-":
         from extractor.write import MANIFEST, RECORDS
@@ -699,7 +697,7 @@ def _add_history(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _warn_if_unordered(revisions: Sequence[Revision], *, quiet: bool) -> None:
+def _warn_if_unordered(revisions: Sequence[Revision]) -> None:
     """Releases listed newest first are followed as listed (oldest first is the rule): say so."""
     from packaging.version import InvalidVersion, Version
 
@@ -708,11 +706,10 @@ def _warn_if_unordered(revisions: Sequence[Revision], *, quiet: bool) -> None:
     except InvalidVersion:  # not all releases: the order given is the user's to know
         return
     later = next((i for i in range(1, len(versions)) if versions[i] < versions[i - 1]), None)
-    if later is not None and not quiet:
-        print(
-            f"{PROG}: warning: revisions are followed in the order given, oldest first expected: "
-            f"{versions[later - 1]} comes before {versions[later]}",
-            file=sys.stderr,
+    if later is not None:
+        warn(
+            "revisions are followed in the order given, oldest first expected: "
+            f"{versions[later - 1]} comes before {versions[later]}"
         )
 
 
@@ -772,7 +769,7 @@ def _run_history(argv: Sequence[str]) -> int:
 
     output = _folder(args.output, "history")
     revisions = list_revisions(specs, repo=args.repo)
-    _warn_if_unordered(revisions, quiet=args.quiet)
+    _warn_if_unordered(revisions)
     history = build_history(revisions, options=options, log=log)
     root = output if output is not None else default_root(history.repo) / folder_name(options)
     lines, manifest = history.encode()

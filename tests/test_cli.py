@@ -734,6 +734,7 @@ def test_diff_of_catalogs_of_two_scopes_says_so(git_repo: GitRepo, tmp_path: Pat
     result = run("diff", str(narrow), str(wide), cwd=tmp_path)
     assert result.returncode == 1 and orjson.loads(result.stdout)["summary"]["added"] == 1
     assert result.stderr.startswith("extractor: warning: the catalogs cover different scopes (vllm/config (ValueError")
+    assert run("diff", str(narrow), str(wide), "--quiet", cwd=tmp_path).stderr == ""  # -q: errors alone
 
 
 def test_a_one_catalog_option_given_twice_is_a_usage_error(tmp_path: Path) -> None:

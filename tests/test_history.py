@@ -411,9 +411,9 @@ def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
         commit = Commit(tmp_path, "a" * 40, f"release:{version}", "2026-01-01T00:00:00Z", "o/n")
         return Revision(version, commit)
 
-    _warn_if_unordered([revision("0.9.0"), revision("0.10.1")], quiet=False)
+    _warn_if_unordered([revision("0.9.0"), revision("0.10.1")])
     assert capsys.readouterr().err == ""
-    _warn_if_unordered([revision("0.10.1"), revision("0.9.0")], quiet=False)
+    _warn_if_unordered([revision("0.10.1"), revision("0.9.0")])
     said = capsys.readouterr().err
     assert "warning: revisions are followed in the order given" in said and "0.10.1 comes before 0.9.0" in said
 
