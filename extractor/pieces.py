@@ -19,6 +19,10 @@ name a variable bound anywhere in the module or class): such a raise also sends 
 The raises in what is parsed again take their message templates from the old sites made of the same
 text (`templateKey`), rather than from libcst: most of a changed function's messages are not.
 
+A file parsed for the first time, or whose pieces are not found again, is skimmed: the same stand-ins,
+for its defs that raise nothing, found from its text (see `skim`, below). A rescan stands in for those
+too, among the rest.
+
 A rescan lists the pieces a full parse of the new version would (tests/test_pieces.py): the defs of a
 class found again whole stay pieces, and a class whose last def was found again ends where that def does.
 """
@@ -27,8 +31,9 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from itertools import compress, count
 from operator import attrgetter, itemgetter
 
@@ -37,7 +42,7 @@ from extractor.scanned import ConditionData, Result, ResultData, Site, SiteData,
 from extractor.source import ScanOptions, window
 from extractor.walk import extent, visit
 
-__all__ = ["pieces_of", "rescan"]
+__all__ = ["pieces_of", "rescan", "skim"]
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FIRST = 80  # how much of a piece's first line is kept to find it again
@@ -56,12 +61,19 @@ def _statements(body: Sequence[ast.stmt], scope: tuple[str, ...] = ()) -> Iterat
             yield from _statements(statement.body, (statement.name,))
 
 
-def pieces_of(lines: Sequence[str], body: Sequence[ast.stmt], placed: Mapping[int, int] | None = None) -> list[Piece]:
-    """List the pieces of a parsed file. `placed` maps the line of each `pass` that stands for a reused
-    piece to the piece's last line: the piece is not listed again, and a class ending on it (its last
-    def reused) ends where the piece does."""
+def pieces_of(
+    lines: Sequence[str],
+    body: Sequence[ast.stmt],
+    placed: Mapping[int, int] | None = None,
+    *,
+    listed: Container[int] = (),
+) -> list[Piece]:
+    """List the pieces of a parsed file. `placed` maps the line of each `pass` that stands for a piece
+    to the piece's last line: a class ending on it (its last def stood in for) ends where the piece does,
+    and the piece is listed (read from `lines`, the file's own) if its line is `listed` (a def skimmed),
+    else not (a piece a rescan reused, which it lists itself)."""
     pieces: list[Piece] = []
-    _collect(lines, body, (), placed or {}, pieces)
+    _collect(lines, body, (), placed or {}, pieces, listed)
     return pieces
 
 
@@ -71,15 +83,21 @@ def _collect(
     scope: tuple[str, ...],
     placed: Mapping[int, int],
     out: list[Piece],
+    listed: Container[int],
 ) -> None:
     extents = [(start, placed.get(end, end)) for start, end in map(extent, body)]
     for index, statement in enumerate(body):
         start, end = extents[index]
         if isinstance(statement, ast.ClassDef) and not scope:
-            _collect(lines, statement.body, (statement.name,), placed, out)
+            _collect(lines, statement.body, (statement.name,), placed, out, listed)
         # A piece owns its lines: no other statement may start or end on them (`a = 1; b = 2`).
         shared = (index and extents[index - 1][1] >= start) or (index + 1 < len(body) and extents[index + 1][0] <= end)
-        if start in placed or shared or end - start + 1 < _SHORTEST or lines[end - 1].rstrip().endswith("\\"):
+        if (
+            (start in placed and start not in listed)
+            or shared
+            or end - start + 1 < _SHORTEST
+            or lines[end - 1].rstrip().endswith("\\")
+        ):
             continue
         if not isinstance(statement, _DEFS) and any("raise" in line for line in lines[start - 1 : end]):
             continue
@@ -175,16 +193,16 @@ def rescan(
     if not matches:
         return None
 
-    for _ in range(_RETRIES + 1):
-        synthetic = list(lines)
-        for start, end, _ in matches:
-            first = lines[start - 1]
-            synthetic[start - 1] = first[: len(first) - len(first.lstrip())] + "pass"
-            for index in range(start, end):
-                synthetic[index] = ""
-        visited = visit("\n".join(synthetic) + "\n", lines, options, templates)
+    # The defs that raise nothing and were not found again are stood in for too (see `skim`): found in the
+    # text with the pieces found again stood in for already (what they held is not read again).
+    skimmed = _raise_free_defs(_stood_in(lines, matches))
+    for _ in range(_RETRIES + 2):
+        visited = visit(_source(_stood_in(lines, [*matches, *skimmed])), lines, options, templates)
         if not isinstance(visited, str):
             break
+        if skimmed:  # a failed parse is first tried again with nothing skimmed
+            skimmed = []
+            continue
         # The parser stopped at a placeholder (a def found again under a decorator it did not have, say):
         # that piece is parsed again with the rest.
         kept = [match for match in matches if match[0] != visited.line]
@@ -197,11 +215,9 @@ def rescan(
     body, visitor = visited
     if visitor.outside_function or visitor.globals_read:
         return None
-    standing = {
-        (statement.lineno, statement.col_offset): scope
-        for statement, scope in _statements(body)
-        if isinstance(statement, ast.Pass)
-    }
+    standing = _standing(body)
+    if not _stand(skimmed, standing):
+        return None
     sites: list[Site | SiteData] = list(visitor.sites)
     skipped: list[SkippedSite | SkippedSiteData] = list(visitor.skipped)
     pieces: list[Piece] = []
@@ -235,7 +251,8 @@ def rescan(
             if inner.end <= piece.end:
                 pieces.append(inner._replace(start=inner.start + delta, end=inner.end + delta))
             index += 1
-    pieces += pieces_of(lines, body, {start: end for start, end, _ in matches})
+    placed = {start: end for start, end, _ in [*matches, *skimmed]}
+    pieces += pieces_of(lines, body, placed, listed={start for start, _, _ in skimmed})
     sites.sort(key=_site_order)
     skipped.sort(key=lambda skip: skip.line if isinstance(skip, SkippedSite) else skip["line"])
     pieces.sort(key=lambda piece: piece.start)
@@ -246,3 +263,181 @@ def _site_order(site: Site | SiteData) -> tuple[int, int]:
     if isinstance(site, Site):
         return site.lineNumber, site.extraction.column
     return site["lineNumber"], site["extraction"]["column"]
+
+
+# Skimming: a file parsed for the first time, its defs that hold no `raise` stood in for by a `pass`.
+#
+# Most of a module's text is defs that raise nothing (61% of vLLM 0.28.0's, in the files that raise at all),
+# and parsing is most of a scan's cost. A def (a statement at the top level, or directly in a top-level
+# class) whose lines spell no `raise` adds nothing to a file's sites but a name it binds, which only a
+# raise outside any function or a module's constant or class could notice: the same ground a rescan
+# stands on (above), and the same checks. What is new is finding those defs without a parser, from
+# their text: a line at the def's indentation starts it (its decorators first), and the next line with
+# code at that indentation or less ends it (a line that closes a bracket excepted: a def's head spread
+# over lines). Text can mislead that reading only from inside a string or brackets, and each way it
+# could is caught:
+# - the def's lines must lex whole: every string they open closed in them (_LEXES_WHOLE), the last not
+#   ending in a backslash, so the line after them is read as code in the file as in the stand-in;
+# - a bracket they leave open makes the stand-in's parse fail (its closing bracket closes nothing);
+# - a `pass` not found as a statement at its line and column, at the top level or in the class the text
+#   says (a def inside a string, say), or any failed parse, sends the file to a full parse.
+# A syntax error inside such a def goes unseen: the file's raises are listed all the same (a full parse
+# would have skipped the file, naming the error).
+
+# Read where a line starts, after its newline (the text read starts with one): a search for a pattern
+# that begins with a character is quick, one that begins at `^` tries every character.
+_INDENTED_OTHERWISE = re.compile(r"\n *[\t\f]")  # tabs or form feeds in an indentation: parsed whole
+# A line whose code (the group: its indentation) starts at column 0, or 4 or less, and closes no bracket.
+_CODE = {0: re.compile(r"\n()(?=[^ \t\n#)\]}])"), 4: re.compile(r"\n( {0,4}+)(?=[^ \t\n#)\]}])")}
+_MEMBER = re.compile(r"\n(?=    (?:@|(?:async[ \t]+)?def[ \t]))")  # a decorator or def at column 4
+_SHALLOW = re.compile(r"\n {1,3}\S")  # text at column 1 to 3 (a class body indented otherwise)
+_DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
+_TRIPLE_DOUBLE = r'"""(?:[^"\\]++|\\.|"(?!""))*+"""'
+_TRIPLE_SINGLE = r"'''(?:[^'\\]++|\\.|'(?!''))*+'''"
+_DOUBLE = r'"(?!"")(?:[^"\\\n]++|\\.)*+"'
+_SINGLE = r"'(?!'')(?:[^'\\\n]++|\\.)*+'"
+# Text whose strings all close: at each character one alternative at most applies, as in the tokenizer
+# (a quote opens a string of the kind its quotes say, `#` a comment, a backslash escapes what follows).
+_LEXES_WHOLE = re.compile(
+    rf"""(?:[^"'#\\]++|\#[^\n]*+|\\.|{_TRIPLE_DOUBLE}|{_TRIPLE_SINGLE}|{_DOUBLE}|{_SINGLE})*+""", re.S
+)
+
+
+def skim(lines: list[str], options: ScanOptions, templates: Mapping[str, SiteData] | None = None) -> Result | None:
+    """Scan a file parsing only what can hold a raise (see above); None means parse it whole. The result is
+    the one a full parse gives, pieces included (tests/test_skim.py)."""
+    spans = _raise_free_defs(lines)
+    if not spans:
+        return None
+    visited = visit(_source(_stood_in(lines, spans)), lines, options, templates)
+    if isinstance(visited, str):
+        return None
+    body, visitor = visited
+    if visitor.outside_function or visitor.globals_read or not _stand(spans, _standing(body)):
+        return None
+    placed = {start: end for start, end, _ in spans}
+    return Result(
+        kind="scanned",
+        sites=list(visitor.sites),
+        skippedSites=list(visitor.skipped),
+        pieces=[piece[:] for piece in pieces_of(lines, body, placed, listed=placed)],
+    )
+
+
+def _stood_in(lines: Sequence[str], spans: Sequence[tuple[int, int, object]]) -> list[str]:
+    """`lines`, each span's first line a `pass` at its indentation and the rest blank."""
+    synthetic = list(lines)
+    for start, end, _ in spans:
+        first = lines[start - 1]
+        synthetic[start - 1] = first[: len(first) - len(first.lstrip())] + "pass"
+        for index in range(start, end):
+            synthetic[index] = ""
+    return synthetic
+
+
+def _source(lines: Sequence[str]) -> str:
+    return "\n".join(lines) + "\n"
+
+
+def _standing(body: Sequence[ast.stmt]) -> dict[tuple[int, int], tuple[str, ...]]:
+    """The classes around each `pass` at the top level or directly in a top-level class, by its place."""
+    return {
+        (statement.lineno, statement.col_offset): scope
+        for statement, scope in _statements(body)
+        if isinstance(statement, ast.Pass)
+    }
+
+
+def _stand(spans: Sequence[tuple[int, int, bool]], standing: Mapping[tuple[int, int], tuple[str, ...]]) -> bool:
+    """Whether each skimmed def's `pass` stands as a statement where it was put, in a class if it was one's."""
+    for start, _, member in spans:
+        scope = standing.get((start, 4 if member else 0))
+        if scope is None or bool(scope) != member:
+            return False
+    return True
+
+
+def _raise_free_defs(lines: Sequence[str]) -> list[tuple[int, int, bool]]:
+    """The defs of a file to stand in for, as read from its text: (first line, last line, whether in a class)."""
+    text = "\n" + "\n".join(lines) + "\n"  # every line after a newline and ending in one, as the parser reads it
+    if _INDENTED_OTHERWISE.search(text):
+        return []
+    lines_to = _LineCounter(text)
+    tops = [match.end() for match in _CODE[0].finditer(text)]  # where each line with code at column 0 starts
+    spans: list[tuple[int, int, bool]] = []
+    members = _MEMBER.finditer(text)
+    member = next(members, None)
+    covered = 0  # the offset where the last def found ends
+    for index, top in enumerate(tops):
+        if top < covered:
+            continue
+        following = tops[index + 1] if index + 1 < len(tops) else len(text)
+        if text.startswith("class", top) and text[top + 5 : top + 6] in (" ", "(", ":"):
+            # Its members at column 4, if its body is indented so (a def deeper may be nested in one).
+            shallow = _SHALLOW.search(text, top, following) is not None
+            while member is not None and member.end() < following:
+                found = (
+                    None if shallow or member.end() < top else _span(text, lines, lines_to, member.end(), 4, following)
+                )
+                if found is None:
+                    member = next(members, None)
+                    continue
+                first, last, covered = found
+                spans.append((first, last, True))
+                while member is not None and member.end() < covered:
+                    member = next(members, None)
+        elif text.startswith("@", top) or _DEF.match(text, top):
+            found = _span(text, lines, lines_to, top, 0, len(text))
+            if found is not None:
+                first, last, covered = found
+                spans.append((first, last, False))
+    return spans
+
+
+def _span(
+    text: str, lines: Sequence[str], lines_to: _LineCounter, at: int, indent: int, limit: int
+) -> tuple[int, int, int] | None:
+    """The first and last lines of the def whose line (its head: a decorator or `def` at column `indent`)
+    starts at offset `at`, and the offset where its lines end, if it holds no raise and lexes whole (see
+    above); `limit` is where its scope ends."""
+    code = _CODE[indent]
+    head = at + indent
+    while text.startswith("@", head):  # decorators: the def follows them at their column
+        found = code.search(text, text.find("\n", head), limit)
+        if found is None or len(found[1]) != indent:
+            return None
+        head = found.end()
+    if not _DEF.match(text, head):
+        return None
+    found = code.search(text, text.find("\n", head), limit)
+    stop = found.start() + 1 if found is not None else limit  # where the def's lines end, and what follows
+    first, last = lines_to(at), lines_to(stop) - 1
+    end = stop - 1  # the end of line `last`
+    while last > first and (not lines[last - 1].strip() or lines[last - 1].lstrip().startswith("#")):
+        end -= len(lines[last - 1]) + 1
+        last -= 1
+    if (
+        last - first + 1 < _SHORTEST
+        or lines[last - 1].rstrip().endswith("\\")
+        or text.find("raise", at, end) >= 0
+        or _LEXES_WHOLE.fullmatch(text, at, end) is None
+    ):
+        return None
+    return first, last, stop
+
+
+class _LineCounter:
+    """The line numbers of offsets into a text that starts with a newline, asked for in increasing order
+    (each newline counted once)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._offset = 0
+        self._line = 0
+
+    def __call__(self, offset: int) -> int:
+        if offset < self._offset:
+            self._offset, self._line = 0, 0
+        self._line += self._text.count("\n", self._offset, offset)
+        self._offset = offset
+        return self._line

@@ -1,7 +1,8 @@
 # Scan: one blob's bytes -> its result as the cache stores it (the prefilter, decoding, then the walk).
 """The layer the pipeline calls: `scan_many` scans a worker's batch and serializes each result, `scan_blob`
 and `scan` do one file. Below it, `walk` finds the sites of a parsed file, `pieces` reuses those of an
-earlier version's unchanged defs and classes, and `source` decodes bytes into lines."""
+earlier version's unchanged defs and classes and leaves out the defs that raise nothing, and `source`
+decodes bytes into lines."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, cast
 import orjson
 
 from extractor.facts import file_facts
-from extractor.pieces import pieces_of, rescan
+from extractor.pieces import pieces_of, rescan, skim
 from extractor.scanned import ClassFacts, FlagFacts, Result, ResultData, SiteData
 from extractor.source import ScanOptions, could_hold, decode, split_lines
 from extractor.walk import visit
@@ -98,7 +99,14 @@ def _scan_text(
     *,
     facts: bool = False,
     templates: Mapping[str, SiteData] | None = None,
+    whole: bool = False,
 ) -> Result:
+    """Scan a file's text: skimmed (pieces.skim), unless it is read for its facts or asked `whole`, or
+    skimming cannot tell; else parsed whole."""
+    if not (facts or whole):
+        skimmed = skim(lines, options, templates)
+        if skimmed is not None:
+            return skimmed
     visited = visit(text, lines, options, templates)
     if isinstance(visited, str):
         return Result(kind="skipped", reason=visited)

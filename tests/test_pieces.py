@@ -11,7 +11,8 @@ from pydantic import BaseModel
 
 from extractor import models
 from extractor.models import FileResult
-from extractor.scan import ScanOptions, scan_blob
+from extractor.scan import ScanOptions, _scan_text, scan_blob
+from extractor.source import decode, split_lines
 
 OPTIONS = ScanOptions(exceptions=("*",), context=2)
 
@@ -44,11 +45,17 @@ def outcome(result: FileResult) -> tuple[object, ...]:
     return (result.kind, result.reason, result.sites, result.skippedSites)
 
 
+def parsed_whole(data: bytes) -> FileResult:
+    """What a full parse gives (neither rescanned nor skimmed), as scan_blob gives it."""
+    text = decode(data)
+    return FileResult.model_validate_json(orjson.dumps(_scan_text(text, split_lines(text), OPTIONS, whole=True)))
+
+
 def rescanned(old: str, new: str) -> tuple[FileResult, FileResult]:
     previous = scan_blob(textwrap.dedent(old).encode(), options=OPTIONS)
     assert previous.pieces
     data = textwrap.dedent(new).encode()
-    return scan_blob(data, options=OPTIONS), scan_blob(data, options=OPTIONS, previous=previous)
+    return parsed_whole(data), scan_blob(data, options=OPTIONS, previous=previous)
 
 
 @pytest.mark.parametrize(
@@ -109,7 +116,7 @@ def test_a_class_of_the_module_changing_rescans_the_raises_of_unchanged_defs(old
     """How a raise prints may follow a class statement elsewhere in the module (a KeyError of its own prints
     its repr): when that class changes, the unchanged def that raises it is not reused as it was."""
     previous = scan_blob(old.encode(), options=OPTIONS)
-    full = scan_blob(new.encode(), options=OPTIONS)
+    full = parsed_whole(new.encode())
     assert outcome(scan_blob(new.encode(), options=OPTIONS, previous=previous)) == outcome(full)
     assert [site.errorMessage for site in full.sites] != [site.errorMessage for site in previous.sites]
     # A version whose class prints as KeyError keeps no pieces: its next version is parsed whole.
@@ -156,7 +163,7 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
     data = pieces.rescan(lines, previous, OPTIONS)
     assert data is not None  # `keep` is reused; `grow` is parsed again, whole
     reused = FileResult.model_validate_json(orjson.dumps(data))
-    assert outcome(reused) == outcome(scan_blob(new.encode(), options=OPTIONS))
+    assert outcome(reused) == outcome(parsed_whole(new.encode()))
     assert [site.errorMessage for site in reused.sites] == ["big", "seven", "small"]
     monkeypatch.setattr(pieces, "_ends_at", lambda *args: True)
     assert pieces.rescan(lines, previous, OPTIONS) is None  # without the check: a failed parse, then a full one
@@ -194,7 +201,7 @@ def test_a_class_found_again_whole_lends_its_defs_to_the_next_version(monkeypatc
     visit = pieces.visit
     monkeypatch.setattr(pieces, "visit", lambda source, *rest: parsed.append(source) or visit(source, *rest))
     result = scan_blob(third.encode(), options=OPTIONS, previous=previous)
-    assert outcome(result) == outcome(scan_blob(third.encode(), options=OPTIONS))
+    assert outcome(result) == outcome(parsed_whole(third.encode()))
     assert len(parsed) == 1 and "a = 10" in parsed[0] and '"small"' not in parsed[0]
 
 
@@ -225,7 +232,7 @@ def test_a_def_found_again_in_other_classes_is_reused_under_its_new_name(
     data = pieces.rescan(split_lines(decode(new.encode())), previous, OPTIONS)
     assert data is not None and len(parsed) == 1 and "raise" not in parsed[0]  # every def was found again
     reused = FileResult.model_validate_json(orjson.dumps(data))
-    full = scan_blob(new.encode(), options=OPTIONS)
+    full = parsed_whole(new.encode())
     assert outcome(reused) == outcome(full) and sorted(reused.pieces) == sorted(full.pieces)
     assert function in [site.extraction.function for site in reused.sites]
 
@@ -245,7 +252,7 @@ def test_a_def_given_a_decorator_is_parsed_again_and_the_rest_reused(monkeypatch
     assert data is not None and len(parsed) == 2  # the second parse without the piece under `@cached`
     assert '"small"' in parsed[1] and '"big"' not in parsed[1]  # `grow` is still reused
     reused = FileResult.model_validate_json(orjson.dumps(data))
-    full = scan_blob(new.encode(), options=OPTIONS)
+    full = parsed_whole(new.encode())
     assert outcome(reused) == outcome(full) and sorted(reused.pieces) == sorted(full.pieces)
 
 
@@ -260,7 +267,7 @@ def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypat
         (OLD.replace("    if n > LIMIT:\n", "    n = int(n)\n    if n > LIMIT:\n"), []),
         (OLD.replace("is above", "exceeds"), ['f"n ({n}) exceeds {LIMIT}"']),
     ]:
-        full = scan_blob(new.encode(), options=OPTIONS)
+        full = parsed_whole(new.encode())
         calls: list[str] = []
 
         def counting(args: list[str] = (), calls: list[str] = calls, **kwargs: object) -> object:  # type: ignore[assignment]
