@@ -288,18 +288,23 @@ def _site_order(site: Site | SiteData) -> tuple[int, int]:
 # that begins with a character is quick, one that begins at `^` tries every character.
 _INDENTED_OTHERWISE = re.compile(r"\n *[\t\f]")  # tabs or form feeds in an indentation: parsed whole
 # A line whose code (the group: its indentation) starts at column 0, or 4 or less, and closes no bracket.
-_CODE = {0: re.compile(r"\n()(?=[^ \t\n#)\]}])"), 4: re.compile(r"\n( {0,4}+)(?=[^ \t\n#)\]}])")}
+_CODE = {0: re.compile(r"\n()(?=[^ \t\n#)\]}])"), 4: re.compile(r"\n(?! {5})( {0,4})(?=[^ \t\n#)\]}])")}
 _MEMBER = re.compile(r"\n(?=    (?:@|(?:async[ \t]+)?def[ \t]))")  # a decorator or def at column 4
 _SHALLOW = re.compile(r"\n {1,3}\S")  # text at column 1 to 3 (a class body indented otherwise)
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
-_TRIPLE_DOUBLE = r'"""(?:[^"\\]++|\\.|"(?!""))*+"""'
-_TRIPLE_SINGLE = r"'''(?:[^'\\]++|\\.|'(?!''))*+'''"
-_DOUBLE = r'"(?!"")(?:[^"\\\n]++|\\.)*+"'
-_SINGLE = r"'(?!'')(?:[^'\\\n]++|\\.)*+'"
-# Text whose strings all close: at each character one alternative at most applies, as in the tokenizer
-# (a quote opens a string of the kind its quotes say, `#` a comment, a backslash escapes what follows).
+# Text whose strings all close (`_LEXES_WHOLE`, matched whole): code between the characters that open
+# something (a quote, `#`, a backslash), then each such thing and the code after it. Where a quote
+# stands, one alternative at most applies, as in the tokenizer (a triple quote opens a triple-quoted
+# string, else a quote a one-line string), and a comment runs to its line's end: the text is read one
+# way only, and a failure is quick (a comment that could end anywhere made one take hours).
+# (Written without possessive quantifiers: Python 3.11's first releases misread some.)
+_TRIPLE_DOUBLE = r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
+_TRIPLE_SINGLE = r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
+_DOUBLE = r'"(?!"")[^"\\\n]*(?:\\.[^"\\\n]*)*"'
+_SINGLE = r"'(?!'')[^'\\\n]*(?:\\.[^'\\\n]*)*'"
+_CODE_RUN = r"""[^"'#\\]*"""
 _LEXES_WHOLE = re.compile(
-    rf"""(?:[^"'#\\]++|\#[^\n]*+|\\.|{_TRIPLE_DOUBLE}|{_TRIPLE_SINGLE}|{_DOUBLE}|{_SINGLE})*+""", re.S
+    rf"{_CODE_RUN}(?:(?:\#[^\n]*(?![^\n])|\\.|{_TRIPLE_DOUBLE}|{_TRIPLE_SINGLE}|{_DOUBLE}|{_SINGLE}){_CODE_RUN})*", re.S
 )
 
 

@@ -180,6 +180,14 @@ def test_the_defs_that_raise_nothing_are_skimmed_and_the_result_is_the_same() ->
         pytest.param(BASE.replace("    return value * 2", "    return f'{value!r:>{width}}'"), id="an f-string"),
         pytest.param(BASE.replace("LIMIT = 3", "LIMIT = 3; OTHER = 4"), id="statements sharing a line"),
         pytest.param(
+            BASE.replace(
+                "    return value * 2",
+                "".join(f"    # comment {n}\n    x{n} = {n}\n" for n in range(40))
+                + '    return f"""\nat column 0\n"""',
+            ),
+            id="many comments, then a string whose lines stand at column 0 (read once, not every way)",
+        ),
+        pytest.param(
             BASE.replace("def helper(value):", "def helper(value): return (\n    value)\ndef more():"),
             id="a one-line def before another",
         ),
