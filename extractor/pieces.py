@@ -195,9 +195,10 @@ def rescan(
 
     # The defs that raise nothing and were not found again are stood in for too (see `skim`): found in the
     # text with the pieces found again stood in for already (what they held is not read again).
-    skimmed = _raise_free_defs(_stood_in(lines, matches))
+    found = _stood_in(lines, matches)
+    skimmed = _raise_free_defs(found)
     for _ in range(_RETRIES + 2):
-        visited = visit(_source(_stood_in(lines, [*matches, *skimmed])), lines, options, templates)
+        visited = visit(_source(_stood_in(found, skimmed)), lines, options, templates)
         if not isinstance(visited, str):
             break
         if skimmed:  # a failed parse is first tried again with nothing skimmed
@@ -209,6 +210,7 @@ def rescan(
         if not kept or len(kept) == len(matches):
             return None
         matches = kept
+        found = _stood_in(lines, matches)
     else:
         return None
     earlier: list[SiteData] = previous["sites"]
@@ -330,7 +332,8 @@ def skim(lines: list[str], options: ScanOptions, templates: Mapping[str, SiteDat
 
 
 def _stood_in(lines: Sequence[str], spans: Sequence[tuple[int, int, object]]) -> list[str]:
-    """`lines`, each span's first line a `pass` at its indentation and the rest blank."""
+    """`lines`, each span's first line a `pass` at its indentation and the rest blank (the spans' own lines
+    must be the file's: a rescan stands in for what it skims in lines with the pieces it found stood in)."""
     synthetic = list(lines)
     for start, end, _ in spans:
         first = lines[start - 1]
