@@ -1,4 +1,6 @@
 # Template: a raise's message expression (libcst) -> message template, placeholders and regex pattern.
+# libcst costs a quarter of a second to import, and most messages are read without it (`_quick_read`): it is
+# imported the first time `_parse` needs it, which every other function reading a libcst node comes after.
 from __future__ import annotations
 
 import ast
@@ -10,12 +12,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal, cast
-
-import libcst as cst
+from typing import TYPE_CHECKING, Literal, cast
 
 from extractor.kinds import MessageKind, builtin_exception
 from extractor.scanned import Placeholder
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 __all__ = ["Template", "message_template", "pattern_for"]
 
@@ -30,7 +33,6 @@ _PERCENT = re.compile(
     r"%(?:\((?P<key>[^)]*)\))?(?P<flags>[#0\- +]*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?[hlL]?"
     r"(?P<type>[diouxXeEfFgGcrsa%])"
 )
-_EMPTY_MODULE = cst.Module(body=[])
 _GROUP = re.compile(r"\(\?P<p\d+>")
 
 
@@ -82,7 +84,12 @@ def _escape(text: str) -> str:
 
 
 def _code(node: cst.CSTNode) -> str:
-    return _EMPTY_MODULE.code_for_node(node)
+    return _empty_module().code_for_node(node)
+
+
+@lru_cache(maxsize=1)
+def _empty_module() -> cst.Module:
+    return cst.Module(body=[])
 
 
 def _bare_code(node: cst.BaseExpression) -> str:
@@ -492,6 +499,9 @@ def _literal_value(node: cst.BaseExpression) -> str:
 
 @lru_cache(maxsize=4096)
 def _parse(source: str) -> cst.BaseExpression | None:
+    global cst
+    import libcst as cst  # (once: see the top of the module)
+
     try:
         return cst.parse_expression("(" + source + "\n)")
     except Exception:  # libcst raises several exception types for text it cannot parse
@@ -501,6 +511,15 @@ def _parse(source: str) -> cst.BaseExpression | None:
 def _element_parts(builder: _Builder, source: str) -> list[_Part]:
     """Render one argument as `repr` shows it (inside the tuple of a multi-argument raise, or alone
     where the class prints the repr of its argument): a string takes the quotes repr would give it."""
+    quick = _quick_read(source, joins=bool(builder.joins))
+    if quick is not None:
+        parts, kinds = quick
+        if kinds == {MessageKind.LITERAL}:  # plain literals: their text
+            return [repr("".join(cast(list[str], parts)))]
+        builder.kinds |= kinds
+        return _quoted(parts)
+    if (name := _quick_name(source)) is not None:
+        return [_Hole(name, conversion="r")]
     node = _parse(source)
     if node is not None and _is_literal(node):
         return [repr(_literal_value(node))]
@@ -650,6 +669,8 @@ def _none(source: str) -> bool:
 
 
 def _flatten(source: str) -> str:
+    if (name := _quick_name(source)) is not None:
+        return name
     node = _parse(source)
     return _bare_code(node) if node is not None else source.strip()
 
@@ -723,17 +744,30 @@ def message_template(
     return Template(message, pattern, placeholders, kind, tuple(builder.warnings))
 
 
-# The commonest messages, read without libcst: string literals (implicitly concatenated, blanks between) with
-# no backslash, on one line each, no raw, bytes or triple quotes; an f-string's fields are names or
-# attributes, with a conversion or none. Anything else is libcst's (a field with a call, a spec, a comment).
-_TOKEN = re.compile(r"""(?P<prefix>[uUfF]?)(?:"(?P<double>[^"\\\n]*)"|'(?P<single>[^'\\\n]*)')[ \t\n]*""")
-_BRACES = re.compile(r"\{\{|\}\}|\{[^{}]*\}|[{}]")
-_FIELD = re.compile(r"\{(?P<expression>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:!(?P<conversion>[rsa]))?\}", re.ASCII)
+# The commonest messages, read without libcst: string literals (implicitly concatenated, blanks between), each
+# on one line, no bytes or triple quotes; an f-string's fields hold no backslash, comment or field in their
+# spec, and no blank around their expression; a name or an attribute alone. Anything else is libcst's.
+_TOKEN = re.compile(
+    r"""(?P<prefix>(?i:fr|rf|[rfu])?)(?:"(?P<double>(?:[^"\\\n]|\\[^\n])*)"|'(?P<single>(?:[^'\\\n]|\\[^\n])*)')"""
+    r"[ \t\n]*"
+)
+# Where a field's expression may end, at its own bracket depth, and what may not be in it.
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
+_FIELD_STOP = re.compile(r"[][(){}'\"\\#!=:<>]")
 
 
 def _quick_parts(builder: _Builder, source: str) -> list[_Part] | None:
-    """The parts `_single` gives a message of the commonest shapes (above), read with regular expressions
-    as `_Builder._simple` and `_fstring` read them from libcst's tree; None for any other shape."""
+    """The parts `_single` gives a message of the commonest shapes (above), read as `_Builder._simple` and
+    `_fstring` read them from libcst's tree; None for any other shape."""
+    read = _quick_read(source, joins=bool(builder.joins))
+    if read is None:
+        return None
+    parts, kinds = read
+    builder.kinds |= kinds
+    return parts
+
+
+def _quick_read(source: str, *, joins: bool) -> tuple[list[_Part], set[MessageKind]] | None:
     text = source.strip()
     if not text or '"""' in text or "'''" in text:
         return None
@@ -745,40 +779,118 @@ def _quick_parts(builder: _Builder, source: str) -> list[_Part] | None:
         if token is None:
             return None
         body = token["double"] if token["double"] is not None else token["single"]
-        if token["prefix"] in ("f", "F"):
+        prefix = token["prefix"].lower()
+        if "f" in prefix:
             kinds.add(MessageKind.FSTRING)
-            fields = _quick_fields(body)
+            fields = _quick_fields(body, is_raw="r" in prefix, joins=joins)
             if fields is None:
                 return None
             parts += fields
         else:
             kinds.add(MessageKind.LITERAL)
-            parts.append(body)  # (no backslash: no escape to read, and `{{` stays as written)
+            parts.append(_render_text(body, is_raw="r" in prefix, fstring=False))
         position = token.end()  # (past the blanks before the next literal)
-    builder.kinds |= kinds
-    return parts
+    return parts, kinds
 
 
-def _quick_fields(body: str) -> list[_Part] | None:
+def _quick_name(source: str) -> str | None:
+    """The source of a name or an attribute (`a.b`), written without blanks; None for any other."""
+    name = source.strip()
+    return name if _DOTTED.fullmatch(name) else None
+
+
+def _quick_fields(body: str, *, is_raw: bool, joins: bool) -> list[_Part] | None:
+    """An f-string's text and fields, or None where libcst must read them (see `_quick_parts`)."""
+    if "\\N" in body:  # `\N{NAME}` is an escape, not a field
+        return None
     out: list[_Part] = []
-    start = 0
-    for brace in _BRACES.finditer(body):
-        if brace.group() in ("{{", "}}"):
+    start = index = 0
+    while (index := _next_brace(body, index)) >= 0:
+        if body.startswith(body[index] * 2, index):  # `{{` or `}}`
+            index += 2
             continue
-        field = _FIELD.fullmatch(brace.group())
+        if body[index] == "}":
+            return None
+        field = _quick_field(body, index + 1, joins)
         if field is None:
             return None
-        out.append(_render_text(body[start : brace.start()], is_raw=False, fstring=True))
-        out.append(_Hole(field["expression"], conversion=field["conversion"], verbatim=brace.group()))
-        start = brace.end()
-    out.append(_render_text(body[start:], is_raw=False, fstring=True))
+        hole, end = field
+        out.append(_render_text(body[start:index], is_raw=is_raw, fstring=True))
+        out.append(hole)
+        start = index = end
+    out.append(_render_text(body[start:], is_raw=is_raw, fstring=True))
     return out
+
+
+def _next_brace(body: str, start: int) -> int:
+    opening, closing = body.find("{", start), body.find("}", start)
+    return closing if opening < 0 else opening if closing < 0 else min(opening, closing)
+
+
+def _quick_field(body: str, start: int, joins: bool) -> tuple[_Hole, int] | None:
+    """The placeholder of the field whose expression starts at `start` and the index past its `}`: an
+    expression (strings of the other quote and brackets in it), then `=`, `!c`, `:spec` as written."""
+    depth = 0
+    index = start
+    while True:
+        stop = _FIELD_STOP.search(body, index)
+        if stop is None:
+            return None
+        index, char = stop.start(), stop.group()
+        if char in "'\"":  # a string in the expression (the f-string's own quote would have ended it)
+            if body.startswith(char * 3, index):
+                return None
+            close = body.find(char, index + 1)
+            if close < 0:
+                return None
+            index = close + 1
+        elif char in "([{":  # (a brace here opens a set or a dict: the field's own `{` is behind)
+            depth += 1
+            index += 1
+        elif char in ")]" or (char == "}" and depth):
+            depth -= 1
+            index += 1
+            if depth < 0:
+                return None
+        elif char in "\\#":
+            return None
+        elif depth:  # `!`, `=`, `:`, `<` or `>` inside brackets
+            index += 1
+        else:
+            break
+    expression = body[start:index]
+    if not expression or expression != expression.strip() or (joins and "join" in expression):
+        return None
+    debug = conversion = spec = None
+    if body[index] == "=":
+        if index + 1 >= len(body) or body[index + 1] not in "!:}":
+            return None  # `==` or `=x`: an operator, libcst's to read
+        debug = expression + "="
+        index += 1
+    if body[index] == "!":
+        conversion = body[index + 1 : index + 2]
+        if conversion not in ("r", "s", "a") or body[index + 2 : index + 3] not in (":", "}"):
+            return None
+        index += 2
+    if body[index] == ":":
+        close = body.find("}", index + 1)
+        spec = body[index + 1 : close]
+        if close < 0 or not spec or "{" in spec:
+            return None
+        index = close
+    if body[index] != "}":
+        return None
+    verbatim = body[start - 1 : index + 1]
+    return _Hole(expression, conversion=conversion, spec=spec, debug=debug, verbatim=verbatim), index + 1
 
 
 def _single(builder: _Builder, source: str) -> list[_Part]:
     quick = _quick_parts(builder, source)
     if quick is not None:
         return quick
+    if (name := _quick_name(source)) is not None:  # its value, read at run time
+        builder.kinds.add(MessageKind.DYNAMIC)
+        return [_Hole(name)]
     node = _parse(source)
     if node is None:
         with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

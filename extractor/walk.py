@@ -8,7 +8,7 @@ import hashlib
 import io
 import tokenize
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from extractor.chains import reads
 from extractor.kinds import ConditionKind, MessageKind, builtin_exception
@@ -16,12 +16,7 @@ from extractor.resolve import Chain, Located, bindings, bound_in, bound_names, r
 from extractor.scanned import Condition, Extraction, Placeholder, Site, SiteData, SkippedSite
 from extractor.slugs import slug_stem
 from extractor.source import ScanOptions, lines_with_raise, window
-
-# template.py imports libcst, a costly import: the walk imports it only once a file holds a raise to read,
-# inside the functions below, so a run whose files are all ruled out or cached never pays for it. The
-# imports are delayed only; template.py imports nothing of the walk (tests/test_imports.py).
-if TYPE_CHECKING:
-    from extractor.template import Template
+from extractor.template import Template, message_template
 
 __all__ = ["Unparsed", "Visitor", "extent", "visit"]
 
@@ -442,8 +437,6 @@ class Visitor:
 
     def template(self, exc: ast.expr, state: _State, name: str) -> tuple[Template, str | None]:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
-        from extractor.template import message_template  # delayed: libcst (see the imports above)
-
         if not isinstance(exc, ast.Call):  # `raise E`: E() (a class whose message without arguments is its own)
             return message_template(error_class=name), None
         args = exc.args
@@ -523,8 +516,6 @@ def _reraise(exc: ast.expr | None, caught: frozenset[str]) -> str | None:
 
 def _template_of(site: SiteData) -> Template:
     """The template a site was given (read back from the cache)."""
-    from extractor.template import Template
-
     extraction = site["extraction"]
     return Template(
         site["errorMessage"],

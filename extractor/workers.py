@@ -1,7 +1,8 @@
 # Workers: the processes that scan beside the main one, forked for an extraction, or ahead of it by the
 # command line, which forks them before it imports anything costly.
 """A worker is forked, becomes one of the extractor's workers (lifecycle.become_worker) and imports the
-scan's modules (libcst is the costly one; the scan never imports pydantic) before its first batch.
+scan's modules (the scan never imports pydantic; libcst only for a message the quick reading leaves)
+before its first batch.
 
 A library caller's extraction forks its workers when it knows it has enough to scan (scheduler.py).
 The command line knows earlier that it will extract, and forks them first thing (`start_ahead`): they
@@ -44,12 +45,10 @@ _RULED_OUT = b'{"kind":"ruled-out"}'
 
 
 class Pool(NamedTuple):
-    """Worker processes (forked, each warming up or waiting for work), how many there are, and whether
-    the command line started them ahead (before it knew how much there is to scan)."""
+    """Worker processes (forked, each warming up or waiting for work) and how many there are."""
 
     executor: ProcessPoolExecutor
     workers: int
-    ahead: bool = False
 
 
 _ahead: Pool | None = None  # started by the command line, not yet taken by a scan
@@ -57,8 +56,7 @@ _ahead: Pool | None = None  # started by the command line, not yet taken by a sc
 
 def _warm_up(parent: int) -> None:
     become_worker(parent)
-    import extractor.scan  # (the scan's modules, once per worker)
-    import extractor.template  # noqa: F401  (libcst: the costly import)
+    import extractor.scan  # noqa: F401  (the scan's modules, once per worker)
 
 
 def scan_batch(git_dir: Path, items: Sequence[Item], scan_options: ScanOptions) -> list[Result]:
@@ -105,7 +103,7 @@ def start_ahead(workers: int) -> None:
     process only: elsewhere, nothing happens, and an extraction forks its own when it needs them)."""
     global _ahead
     if _ahead is None and workers > 0 and in_command_line_process():
-        _ahead = start(workers)._replace(ahead=True)
+        _ahead = start(workers)
 
 
 def take_ahead() -> Pool | None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import hypothesis.strategies as st
 import pytest
@@ -177,15 +180,24 @@ def test_a_plain_literal_message_is_the_template_libcst_would_read(source: str) 
     assert re.fullmatch(expected.pattern, ast.literal_eval(read))  # the literal's own value, rendered
 
 
-_PREFIXES = ["", "u", "f", "F", "r", "b", "rf"]
-_TEXTS = ["a", " ", "Got", "{{", "}}", "é", "🙂", "\\n", "%s", "'", '"', "#"]
-_FIELDS = ["{x}", "{a.b}", "{x!r}", "{self.c!s}", "{x:>5}", "{f(x)}", "{x = }", "{x[0]}", "{ x }", "{x!a}"]
+_PREFIXES = ["", "u", "f", "F", "r", "b", "rf", "Fr"]
+_TEXTS = ["a", " ", "Got", "{{", "}}", "é", "🙂", "\\n", "%s", "'", '"', "#", "\\N{BULLET}", "\\x41", "\\\\", "\\'"]
+_FIELDS = [
+    "{x}", "{a.b}", "{x!r}", "{self.c!s}", "{x:>5}", "{f(x)}", "{x = }", "{x[0]}", "{ x }", "{x!a}", "{x=}",
+    "{x=!r}", "{x=:>4}", "{f(x, y=1)}", "{d['k']}", "{sorted({1, y})}", "{ {1: 2}[k] }", "{a if b else c}",
+    "{x:{w}}", "{x!r:>{w}}", "{x==y}", "{x!=y}", "{x < y}", "{(x)}", "{x:%Y-%m}", "{','.join(xs)}", "{x:}",
+    "{f'{y}'}", "{x,}", "{(y:=1)}", "{g()[1:2]}", "{len(s)!r:^{w}.{p}}",
+]  # fmt: skip
+_SOURCES = ["x", "self.name", "a . b", "(x)", "None", "f(x)"]  # not literals: names, calls, ...
 
 
 @st.composite
 def _literals(draw: st.DrawFn) -> str:
     """Source of a message made of one or more string literals: plain, f, raw or bytes, either quote,
-    text with braces, escapes, quotes and fields of many shapes, blanks (or nothing) between."""
+    text with braces, escapes, quotes and fields of many shapes, blanks (or nothing) between; or an
+    expression that is no literal."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from(_SOURCES))
     tokens = []
     for _ in range(draw(st.integers(1, 3))):
         prefix, quote = draw(st.sampled_from(_PREFIXES)), draw(st.sampled_from(['"', "'"]))
@@ -198,20 +210,46 @@ def _literals(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=300, deadline=None)
-@given(_literals())
-def test_messages_read_without_libcst_are_read_as_libcst_reads_them(source: str) -> None:
-    """The commonest messages (plain and f-string literals with simple fields) skip libcst; whatever the
-    literals, the template is the one libcst's reading gives."""
+@given(st.lists(_literals(), min_size=1, max_size=2), st.sampled_from(["ValueError", "KeyError", "OSError"]))
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
+def test_messages_read_without_libcst_are_read_as_libcst_reads_them(sources: list[str], error_class: str) -> None:
+    """The commonest messages (plain and f-string literals with fields that hold no nested field or
+    backslash, names, attributes) skip libcst; whatever the literals, the arguments and the class, the
+    template is the one libcst's reading gives."""
     import extractor.template as template
 
     try:
-        ast.parse(f"({source}\n)", mode="eval")
+        for source in sources:
+            ast.parse(f"({source}\n)", mode="eval")
     except SyntaxError:
         assume(False)
-    quick = message_template([source], error_class="ValueError")
-    real, template._quick_parts = template._quick_parts, lambda builder, source: None
-    try:
-        slow = message_template([source], error_class="ValueError")
-    finally:
-        template._quick_parts = real
+    quick = message_template(sources, error_class=error_class)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(template, "_quick_read", lambda source, joins: None)
+        patch.setattr(template, "_quick_name", lambda source: None)
+        slow = message_template(sources, error_class=error_class)
     assert quick == slow
+
+
+def test_libcst_is_imported_only_for_a_message_the_quick_reading_leaves(tmp_path: Path) -> None:
+    """The quick reading spares a process libcst's import, and whatever libcst reads first, it is there."""
+    script = """
+import sys
+from extractor.template import message_template
+
+message_template(['f"{x!r} is {sorted(y)}"'], error_class="ValueError")
+message_template(['"no such key"', "name"], error_class="KeyError")
+assert "libcst" not in sys.modules
+for first in (['"a %s" % x'], ['"a" + b'], ['x.y()']):
+    for name in [n for n in sys.modules if n == "libcst" or n.startswith("libcst.")]:
+        del sys.modules[name]
+    import extractor.template as template
+
+    template.__dict__.pop("cst", None)  # as in a fresh process
+    template._parse.cache_clear()
+    template._empty_module.cache_clear()
+    print(message_template(first, error_class="ValueError").message)
+"""
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.split("\n") == ["a {x}", "a{b}", "{x.y()}", ""]
