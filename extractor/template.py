@@ -751,8 +751,8 @@ _TOKEN = re.compile(
     r"""(?P<prefix>(?i:fr|rf|[rfu])?)(?:"(?P<double>(?:[^"\\\n]|\\[^\n])*)"|'(?P<single>(?:[^'\\\n]|\\[^\n])*)')"""
     r"[ \t\n]*"
 )
-# Where a field's expression may end, at its own bracket depth, and what may not be in it.
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
+# Where a field's expression may end, at its own bracket depth, and what may not be in it.
 _FIELD_STOP = re.compile(r"[][(){}'\"\\#!=:<>]")
 
 
@@ -768,6 +768,8 @@ def _quick_parts(builder: _Builder, source: str) -> list[_Part] | None:
 
 
 def _quick_read(source: str, *, joins: bool) -> tuple[list[_Part], set[MessageKind]] | None:
+    """The parts and kinds of string literals of the commonest shapes, or None. With `joins` (lists whose
+    items are known), a field that may join one is left to libcst (`_Builder._join`)."""
     text = source.strip()
     if not text or '"""' in text or "'''" in text:
         return None

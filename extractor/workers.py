@@ -45,10 +45,12 @@ _RULED_OUT = b'{"kind":"ruled-out"}'
 
 
 class Pool(NamedTuple):
-    """Worker processes (forked, each warming up or waiting for work) and how many there are."""
+    """Worker processes (forked, each warming up or waiting for work), how many there are, and whether
+    the command line started them ahead (before it knew how much there is to scan)."""
 
     executor: ProcessPoolExecutor
     workers: int
+    ahead: bool = False
 
 
 _ahead: Pool | None = None  # started by the command line, not yet taken by a scan
@@ -103,7 +105,7 @@ def start_ahead(workers: int) -> None:
     process only: elsewhere, nothing happens, and an extraction forks its own when it needs them)."""
     global _ahead
     if _ahead is None and workers > 0 and in_command_line_process():
-        _ahead = start(workers)
+        _ahead = start(workers)._replace(ahead=True)
 
 
 def take_ahead() -> Pool | None:
