@@ -518,7 +518,7 @@ def _element_parts(builder: _Builder, source: str) -> list[_Part]:
             return [repr("".join(cast(list[str], parts)))]
         builder.kinds |= kinds
         return _quoted(parts)
-    if (name := _quick_name(source)) is not None:
+    if (name := _quick_name(source) or _quick_other(source)) is not None:
         return [_Hole(name, conversion="r")]
     node = _parse(source)
     if node is not None and _is_literal(node):
@@ -669,7 +669,7 @@ def _none(source: str) -> bool:
 
 
 def _flatten(source: str) -> str:
-    if (name := _quick_name(source)) is not None:
+    if (name := _quick_name(source) or _bare(source)) is not None:
         return name
     node = _parse(source)
     return _bare_code(node) if node is not None else source.strip()
@@ -801,6 +801,44 @@ def _quick_name(source: str) -> str | None:
     return name if _DOTTED.fullmatch(name) else None
 
 
+# What no reading of libcst's turns into text (`_Builder.parts` says `_Unsupported`): no string, `+`, `%` or
+# conditional at the top, and no call but one of a function that is neither a translation nor `.join` or
+# `.format` (below).
+_NOT_TEXT = (
+    ast.Name, ast.Attribute, ast.Subscript, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp,
+    ast.DictComp, ast.GeneratorExp, ast.Compare, ast.BoolOp, ast.UnaryOp, ast.Lambda, ast.Await,
+)  # fmt: skip
+
+
+def _quick_other(source: str) -> str | None:
+    """The source of an expression that is not text (a list, a subscript, a comparison, a number, ...) as
+    libcst's code for it would be; None for any other, or where libcst must say."""
+    code = _bare(source)
+    if code is None:
+        return None
+    try:
+        top = ast.parse(f"({code}\n)", mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if isinstance(top, ast.Call):
+        function = top.func
+        if isinstance(function, ast.Name) and function.id in _TRANSLATORS:
+            return None
+        return None if isinstance(function, ast.Attribute) and function.attr in ("join", "format") else code
+    if isinstance(top, ast.BinOp):
+        return None if isinstance(top.op, ast.Add | ast.Mod) else code
+    if isinstance(top, _NOT_TEXT) or (isinstance(top, ast.Constant) and not isinstance(top.value, str)):
+        return code
+    return None
+
+
+def _bare(source: str) -> str | None:
+    """The source of an expression without the blanks around it, as libcst's code for it without its own
+    parentheses (`_bare_code`): None if it starts with one (it may or may not be the expression's)."""
+    code = source.strip()
+    return None if code.startswith("(") else code
+
+
 def _quick_fields(body: str, *, is_raw: bool, joins: bool) -> list[_Part] | None:
     """An f-string's text and fields, or None where libcst must read them (see `_quick_parts`)."""
     if "\\N" in body:  # `\N{NAME}` is an escape, not a field
@@ -890,7 +928,7 @@ def _single(builder: _Builder, source: str) -> list[_Part]:
     quick = _quick_parts(builder, source)
     if quick is not None:
         return quick
-    if (name := _quick_name(source)) is not None:  # its value, read at run time
+    if (name := _quick_name(source) or _quick_other(source)) is not None:  # its value, read at run time
         builder.kinds.add(MessageKind.DYNAMIC)
         return [_Hole(name)]
     node = _parse(source)
