@@ -834,9 +834,10 @@ def _quick_other(source: str) -> str | None:
 
 def _bare(source: str) -> str | None:
     """The source of an expression without the blanks around it, as libcst's code for it without its own
-    parentheses (`_bare_code`): None if it starts with one (it may or may not be the expression's)."""
+    parentheses (`_bare_code`): None if it starts with one (it may or may not be the expression's), or if
+    it may hold a comment (libcst leaves one that ends the text out)."""
     code = source.strip()
-    return None if code.startswith("(") else code
+    return None if code.startswith("(") or "#" in code else code
 
 
 def _quick_fields(body: str, *, is_raw: bool, joins: bool) -> list[_Part] | None:
