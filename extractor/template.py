@@ -753,6 +753,7 @@ _TOKEN = re.compile(
 )
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 # Where a field's expression may end, at its own bracket depth, and what may not be in it.
+_BRACE = re.compile(r"[{}]")
 _FIELD_STOP = re.compile(r"[][(){}'\"\\#!=:<>]")
 
 
@@ -846,7 +847,8 @@ def _quick_fields(body: str, *, is_raw: bool, joins: bool) -> list[_Part] | None
         return None
     out: list[_Part] = []
     start = index = 0
-    while (index := _next_brace(body, index)) >= 0:
+    while (brace := _BRACE.search(body, index)) is not None:
+        index = brace.start()
         if body.startswith(body[index] * 2, index):  # `{{` or `}}`
             index += 2
             continue
@@ -861,11 +863,6 @@ def _quick_fields(body: str, *, is_raw: bool, joins: bool) -> list[_Part] | None
         start = index = end
     out.append(_render_text(body[start:], is_raw=is_raw, fstring=True))
     return out
-
-
-def _next_brace(body: str, start: int) -> int:
-    opening, closing = body.find("{", start), body.find("}", start)
-    return closing if opening < 0 else opening if closing < 0 else min(opening, closing)
 
 
 def _quick_field(body: str, start: int, joins: bool) -> tuple[_Hole, int] | None:
