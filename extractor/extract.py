@@ -26,7 +26,7 @@ from extractor.models import (
     CatalogLine,
     Counts,
     FieldRef,
-    FileOutcome,
+    FileFacts,
     Manifest,
     SkippedFile,
     SkippedSite,
@@ -268,7 +268,7 @@ def _extract_commit(
 
 # The models the catalog's last steps use (each is built on its first use, some 60 ms in all): built while
 # this process would wait for the workers rather than after the scan, on one core.
-_CATALOG_MODELS = (Manifest, SkippedFile, SkippedSite, FileOutcome, FieldRef, StoredCatalogHeader)
+_CATALOG_MODELS = (Manifest, SkippedFile, SkippedSite, FileFacts, FieldRef, StoredCatalogHeader)
 
 
 def _build_models() -> None:
@@ -372,8 +372,8 @@ def _field_index(scope: _Scope, results: dict[str, ResultData], options: Extract
     """Resolve what records' fields and flags mean from the config classes and the CLI definition."""
     from extractor.fields import FieldIndex
 
-    def facts_of(blob: git_stage.Blob) -> FileOutcome:
-        return FileOutcome.model_validate(results[blob.oid])
+    def facts_of(blob: git_stage.Blob) -> FileFacts:
+        return FileFacts.model_validate(results[blob.oid])
 
     return FieldIndex.build(
         classes=[

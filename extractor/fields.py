@@ -29,6 +29,10 @@ def _unresolved(chain: str, reason: str) -> FieldRef:
 _UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
 
 
+def _not_config(owner: str) -> str:
+    return f"self is a {owner}, not a config class"
+
+
 def _outside_self(chain: str) -> str | None:
     """Why a chain reaches no config field whatever the class it is read in (it does not start at
     self); None if it starts at self."""
@@ -126,7 +130,7 @@ class FieldIndex:
         parts = chain.split(".")
         owner = function.split(".")[0]
         if owner not in self.classes:
-            return _unresolved(chain, f"self is a {owner}, not a config class")
+            return _unresolved(chain, _not_config(owner))
         if len(parts) == 1:
             return _unresolved(chain, "the whole object, not one of its fields")
         current = owner
@@ -192,9 +196,12 @@ class FieldIndex:
         # Many records read the same chains: each is resolved (and dumped) once per owning class; most
         # do not start at self, are unresolved whatever the class, and are built as data.
         outside = _outside_self(chain)
-        key = (chain, function.split(".")[0] if outside is None else "")
+        owner = function.split(".")[0]
+        key = (chain, owner if outside is None else "")
         found = self._data.get(key)
         if found is None:
+            if outside is None and owner not in self.classes:  # (as `resolve` says it, without a model)
+                outside = _not_config(owner)
             if outside is not None:
                 found = {**_UNRESOLVED, "expression": chain, "reason": outside}
             else:

@@ -292,6 +292,16 @@ class FileOutcome(BaseModel):
     couldHold: bool = True
 
 
+class FileFacts(BaseModel):
+    """A FileResult's config classes and CLI flags alone: how the field index reads them back (its sites
+    are not validated)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", **_BUILT_ON_USE)
+
+    classes: list[ClassFacts] = []
+    flags: FlagFacts | None = None
+
+
 class FileResult(FileOutcome):
     """What scanning one blob gave (a cache entry): the outcome, and the pieces a later version may reuse."""
 
