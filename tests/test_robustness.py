@@ -282,8 +282,14 @@ def busy_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _children(pid: int) -> list[int]:
+    """The processes `pid` started, none if it has ended (a `git` forked from Python, still showing Python's
+    command line until it runs, can end between two looks)."""
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return []
+    for task in tasks:
         with contextlib.suppress(OSError):
             found += [int(child) for child in (task / "children").read_text().split()]
     return found
