@@ -518,8 +518,8 @@ def _element_parts(builder: _Builder, source: str) -> list[_Part]:
             return [repr("".join(cast(list[str], parts)))]
         builder.kinds |= kinds
         return _quoted(parts)
-    if (name := _quick_name(source) or _quick_other(source)) is not None:
-        return [_Hole(name, conversion="r")]
+    if (code := _quick_other(source)) is not None:
+        return [_Hole(code, conversion="r")]
     node = _parse(source)
     if node is not None and _is_literal(node):
         return [repr(_literal_value(node))]
@@ -669,8 +669,8 @@ def _none(source: str) -> bool:
 
 
 def _flatten(source: str) -> str:
-    if (name := _quick_name(source) or _bare(source)) is not None:
-        return name
+    if (code := _bare(source)) is not None:
+        return code
     node = _parse(source)
     return _bare_code(node) if node is not None else source.strip()
 
@@ -796,12 +796,6 @@ def _quick_read(source: str, *, joins: bool) -> tuple[list[_Part], set[MessageKi
     return parts, kinds
 
 
-def _quick_name(source: str) -> str | None:
-    """The source of a name or an attribute (`a.b`), written without blanks; None for any other."""
-    name = source.strip()
-    return name if _DOTTED.fullmatch(name) else None
-
-
 # What no reading of libcst's turns into text (`_Builder.parts` says `_Unsupported`): no string, `+`, `%` or
 # conditional at the top, and no call but one of a function that is neither a translation nor `.join` or
 # `.format` (below).
@@ -812,11 +806,11 @@ _NOT_TEXT = (
 
 
 def _quick_other(source: str) -> str | None:
-    """The source of an expression that is not text (a list, a subscript, a comparison, a number, ...) as
-    libcst's code for it would be; None for any other, or where libcst must say."""
+    """The source of an expression that is not text (a name, a list, a subscript, a comparison, a number,
+    ...) as libcst's code for it would be; None for any other, or where libcst must say."""
     code = _bare(source)
-    if code is None:
-        return None
+    if code is None or _DOTTED.fullmatch(code):  # (a name or an attribute: no parse needed)
+        return code
     try:
         top = ast.parse(f"({code}\n)", mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -926,9 +920,9 @@ def _single(builder: _Builder, source: str) -> list[_Part]:
     quick = _quick_parts(builder, source)
     if quick is not None:
         return quick
-    if (name := _quick_name(source) or _quick_other(source)) is not None:  # its value, read at run time
+    if (code := _quick_other(source)) is not None:  # its value, read at run time
         builder.kinds.add(MessageKind.DYNAMIC)
-        return [_Hole(name)]
+        return [_Hole(code)]
     node = _parse(source)
     if node is None:
         with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

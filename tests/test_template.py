@@ -233,7 +233,6 @@ def test_messages_read_without_libcst_are_read_as_libcst_reads_them(sources: lis
     quick = message_template(sources, error_class=error_class)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(template, "_quick_read", lambda source, joins: None)
-        patch.setattr(template, "_quick_name", lambda source: None)
         patch.setattr(template, "_quick_other", lambda source: None)
         patch.setattr(template, "_bare", lambda source: None)
         slow = message_template(sources, error_class=error_class)
