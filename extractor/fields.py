@@ -29,10 +29,6 @@ def _unresolved(chain: str, reason: str) -> FieldRef:
 _UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
 
 
-def _not_config(owner: str) -> str:
-    return f"self is a {owner}, not a config class"
-
-
 def _outside_self(chain: str) -> str | None:
     """Why a chain reaches no config field whatever the class it is read in (it does not start at
     self); None if it starts at self."""
@@ -124,13 +120,11 @@ class FieldIndex:
 
     def resolve(self, chain: str, function: str) -> FieldRef:
         """Follow `self.a.b` from the class of the enclosing method to a config field."""
-        outside = _outside_self(chain)
-        if outside is not None:
-            return _unresolved(chain, outside)
-        parts = chain.split(".")
         owner = function.split(".")[0]
-        if owner not in self.classes:
-            return _unresolved(chain, _not_config(owner))
+        unreachable = self._unreachable(chain, owner)
+        if unreachable is not None:
+            return _unresolved(chain, unreachable)
+        parts = chain.split(".")
         if len(parts) == 1:
             return _unresolved(chain, "the whole object, not one of its fields")
         current = owner
@@ -200,14 +194,21 @@ class FieldIndex:
         key = (chain, owner if outside is None else "")
         found = self._data.get(key)
         if found is None:
-            if outside is None and owner not in self.classes:  # (as `resolve` says it, without a model)
-                outside = _not_config(owner)
-            if outside is not None:
-                found = {**_UNRESOLVED, "expression": chain, "reason": outside}
+            unreachable = self._unreachable(chain, owner)
+            if unreachable is not None:  # (as `resolve` says it, without a model made and dumped)
+                found = {**_UNRESOLVED, "expression": chain, "reason": unreachable}
             else:
                 found = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
             self._data[key] = found
         return found
+
+    def _unreachable(self, chain: str, owner: str) -> str | None:
+        """Why a chain read in a method of `owner` reaches no field before any field is looked at: it does
+        not start at self, or self is no config class; None if it may reach one."""
+        outside = _outside_self(chain)
+        if outside is None and owner not in self.classes:
+            return f"self is a {owner}, not a config class"
+        return outside
 
     def annotate(self, lines: Sequence[LineData], reads: Sequence[Sequence[str]]) -> list[LineData]:
         """Set `fields` and `related` in every line's extraction (lines sorted by file and line; `reads`

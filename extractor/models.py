@@ -275,10 +275,10 @@ class FlagFacts(_Frozen):
     overwritten: list[tuple[str, str]]  # (attribute of the args object, key)
 
 
-class FileOutcome(BaseModel):
-    """A FileResult without its pieces: how a config or CLI file's classes and flags are read back."""
+class FileResult(BaseModel):
+    """What scanning one blob gave (a cache entry): the outcome, and the pieces a later version may reuse."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", **_BUILT_ON_USE)
+    model_config = ConfigDict(frozen=True, extra="forbid", **_BUILT_ON_USE)
 
     kind: Literal["scanned", "skipped", "ruled-out"]
     reason: str | None = None
@@ -290,6 +290,7 @@ class FileOutcome(BaseModel):
     # Whether the text prefilter lets the file through: one read only for its facts is ruled out where
     # they are not wanted, as it would be if scanned for its sites alone.
     couldHold: bool = True
+    pieces: list[Piece] = []
 
 
 class FileFacts(BaseModel):
@@ -300,14 +301,6 @@ class FileFacts(BaseModel):
 
     classes: list[ClassFacts] = []
     flags: FlagFacts | None = None
-
-
-class FileResult(FileOutcome):
-    """What scanning one blob gave (a cache entry): the outcome, and the pieces a later version may reuse."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", **_BUILT_ON_USE)
-
-    pieces: list[Piece] = []
 
 
 def replace(model: M, /, **changes: Any) -> M:
