@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import NoReturn
 
@@ -64,7 +64,9 @@ def signals_as_interrupts() -> Iterator[None]:
     KeyboardInterrupt and raises its own error instead (pydantic's serializer wraps it in a
     PydanticSerializationError; a git that died of the same Ctrl-C fails) still ends the run as
     interrupted. A signal the process was told to ignore (nohup, a background job) stays ignored.
-    Outside the main thread, signals cannot be handled: nothing changes.
+    Outside the main thread, signals cannot be handled: nothing changes. An interrupt raised where
+    nothing can catch it (a finalizer, a callback from pydantic's compiled core) is remembered all the
+    same, and not printed as an ignored exception: the run ends as interrupted, with its one line.
     """
     global _received, _depth
     if threading.current_thread() is not threading.main_thread():
@@ -76,13 +78,26 @@ def signals_as_interrupts() -> Iterator[None]:
     for number in STOP_SIGNALS:
         if signal.getsignal(number) is not signal.SIG_IGN:
             previous[number] = signal.signal(number, _on_signal)
+    unraisable = sys.unraisablehook
+    sys.unraisablehook = _quiet_interrupts(unraisable)
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
+        sys.unraisablehook = unraisable
         for number, handler in previous.items():
             signal.signal(number, handler)
+
+
+def _quiet_interrupts(hook: Callable[[sys.UnraisableHookArgs], object]) -> Callable[[sys.UnraisableHookArgs], None]:
+    """`hook`, but silent on an Interrupted (remembered in `_received`: the run ends as interrupted)."""
+
+    def quiet(unraisable: sys.UnraisableHookArgs) -> None:
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+
+    return quiet
 
 
 def raise_if_interrupted() -> None:
