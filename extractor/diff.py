@@ -24,6 +24,7 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Check",
+    "Known",
     "Pair",
     "checks_of",
     "diff_catalogs",
@@ -237,28 +238,44 @@ def checks_of(catalog: LoadedCatalog) -> list[Check]:
     return [Check.of(index, line) for index, line in enumerate(catalog.lines)]
 
 
-def pair_checks(old: Sequence[Check], new: Sequence[Check]) -> list[Pair]:
+class Known(NamedTuple):
+    """What a caller knows of two catalogs before they are paired: checks that are the same in both (each
+    file whose text did not change, whole, its checks paired in order), and the checks of each side left,
+    in catalog order."""
+
+    same: list[tuple[Check, Check]]
+    old_left: list[Check]
+    new_left: list[Check]
+
+
+def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None = None) -> list[Pair]:
     """Pair two catalogs' checks: same id, then same template elsewhere, then similar wording; sorted by
-    kind then location, unchanged ones included."""
-    pairs = [_pair_same_id(a, b) for a, b in _same_checks(old, new)]
-    paired = {id(check) for pair in pairs for check in (pair.old, pair.new)}
-    old_left = [check for check in old if id(check) not in paired]
-    new_left = [check for check in new if id(check) not in paired]
+    kind then location, unchanged ones included. `known` spares grouping the checks of unchanged files:
+    they pair by id as they are (a file's checks are grouped with its own alone)."""
+    if known is None:
+        known = Known([], list(old), list(new))
+    same = _same_checks(known.old_left, known.new_left)
+    pairs = [_pair_same_id(a, b) for a, b in [*known.same, *same]]
+    paired = {id(check) for pair in same for check in pair}
+    old_left = [check for check in known.old_left if id(check) not in paired]
+    new_left = [check for check in known.new_left if id(check) not in paired]
 
     # Same class and template in another file: a module split or renamed.
     by_template: dict[tuple[str, str], list[Check]] = {}
     for check in new_left:
         by_template.setdefault((check.error_class, check.message), []).append(check)
     still_old = []
+    moved = []
     for check in old_left:
         candidates = by_template.get((check.error_class, check.message), [])
         match = next((c for c in candidates if c.path != check.path), None)
         if match is not None:
             candidates.remove(match)
-            pairs.append(Pair(ChangeKind.MOVED, check, match, tuple(_differing(check, match))))
+            moved.append(Pair(ChangeKind.MOVED, check, match, tuple(_differing(check, match))))
         else:
             still_old.append(check)
-    paired = {id(p.new) for p in pairs}
+    pairs += moved
+    paired = {id(pair.new) for pair in moved}
     still_new = [check for check in new_left if id(check) not in paired]
 
     # Similar templates in the same file (or in the files its moved checks went to: a module renamed or made

@@ -44,10 +44,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Catalog",
     "ExtractOptions",
+    "ScannedRevision",
     "analyzed_at",
     "carrying_results",
     "extract",
     "extract_commit",
+    "scan_revision",
     "scope_path",
 ]
 
@@ -144,48 +146,97 @@ def extract_commit(
     *,
     options: ExtractOptions,
     pinned_sha: str | None = None,
-    keep: bool = True,
-    then: Sequence[git_stage.Commit] = (),
 ) -> Catalog:
     """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at.
 
     A catalog made before for the same commit, scope and code is read back and only restamped; a new one
-    is kept in the cache too unless `keep` is false (a history of many revisions keeps per-file results only).
-    `then` are the commits extracted next, in a history (see carrying_results): their new files
-    are scanned in the background while this one's catalog is built.
+    is kept in the cache too.
     """
     if not options.cache:
-        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None, then=then)
-    cache = ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
+    cache = _open_cache(options)
     try:
         key = cache.catalog_key(options.catalog_parts(commit, pinned_sha))
         stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
         if stored is not None:
             return Catalog(stored.manifest, stored.warnings, stored=stored.encoded)
-        catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache, then=then)
-        if keep:
-            cache.store_catalog(key, StoredCatalog(catalog.encoded, catalog.manifest, catalog.warnings))
+        catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
+        cache.store_catalog(key, StoredCatalog(catalog.encoded, catalog.manifest, catalog.warnings))
         return catalog
     finally:
         cache.close()  # what is queued is written in the background
 
 
+def _open_cache(options: ExtractOptions) -> ScanCache:
+    return ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedRevision:
+    """A revision as a history reads it, before any record is built: the repository's name and the SHA
+    its records point at, when it was committed, the files that hold sites (path, blob id, sites as the
+    scan wrote them) and what resolves their fields, with a key naming it (the same key, the same index)."""
+
+    repo: str
+    sha: str
+    committed_at: str | None
+    files: list[tuple[str, str, list[SiteData]]]
+    fields: FieldIndex
+    fields_key: tuple[object, ...]
+
+
+def scan_revision(
+    commit: git_stage.Commit,
+    *,
+    options: ExtractOptions,
+    pinned_sha: str | None = None,
+    then: Sequence[git_stage.Commit] = (),
+) -> ScannedRevision:
+    """Scan a revision of a history: its files' sites and their field index, with no record built and no
+    catalog made or kept (the cache keeps per-file results only). Within `carrying_results`, `then` are
+    the commits scanned next, whose new files are scanned in the background meanwhile, and the field
+    index of the revision before is taken again when its config classes and CLI file are the same blobs."""
+    global _index
+    cache = _open_cache(options) if options.cache else None
+    try:
+        with collector_paused():  # (see _extract_commit)
+            scope, results = _scan_scope(commit, options, cache, then)
+    finally:
+        if cache is not None:
+            cache.close()
+    files = [(blob.path, blob.oid, result["sites"]) for blob, result in _parsed(scope, results) if "sites" in result]
+    if not any(sites for _, _, sites in files) and "*" not in options.exceptions:
+        _check_raised(commit, scope.regular, options)
+    key = _fields_key(scope, results, options)
+    if _index is not None and _index[0] == key:
+        index = _index[1]
+    else:
+        index = _field_index(scope, results, options)
+        if _listings is not None:  # (within carrying_results)
+            _index = (key, index)
+    return ScannedRevision(
+        options.repo_name or commit.repo_name, pinned_sha or commit.sha, commit.committed_at, files, index, key
+    )
+
+
 # Within `carrying_results`: the scopes of the commits to come, listed once each (a history lists a revision
 # as the next but one, as the next, then as the one it extracts), by commit and options.
 _listings: dict[tuple[Path, str, ExtractOptions], _Scope] | None = None
+# Within `carrying_results`: the last field index a revision built, by its key (see _fields_key).
+_index: tuple[tuple[object, ...], FieldIndex] | None = None
 
 
 @contextlib.contextmanager
 def carrying_results() -> Iterator[None]:
-    """What one extraction leaves the next, in a history (see scheduler.carrying_results), and each
-    commit's scope listed once."""
-    global _listings
+    """What one extraction leaves the next, in a history (see scheduler.carrying_results), each commit's
+    scope listed once, and the last field index."""
+    global _listings, _index
     with scheduler.carrying_results():
         _listings = {}
         try:
             yield
         finally:
-            _listings = None
+            _listings = _index = None
 
 
 def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool) -> _Scope:
@@ -201,31 +252,41 @@ def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool) ->
     return scope
 
 
-def _extract_commit(
+def _scan_scope(
     commit: git_stage.Commit,
-    *,
     options: ExtractOptions,
-    pinned_sha: str | None,
     cache: ScanCache | None,
     then: Sequence[git_stage.Commit] = (),
-) -> Catalog:
+) -> tuple[_Scope, dict[str, ResultData]]:
+    """List a commit's scope and scan its blobs (see scan_revision for `then`)."""
     scope = _listed(commit, options, last=True)
     upcoming = []
     for later in then:
         with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
             following = _listed(later, options, last=False)
             upcoming.append((later, [*following.regular, *following.auxiliary], following.facts))
+    results = scan_blobs(
+        commit,
+        [*scope.regular, *scope.auxiliary],
+        scan_options=options.scan_options,
+        jobs=options.jobs,
+        cache=cache,
+        facts=scope.facts,
+        then=upcoming,
+        idle=_build_models,
+    )
+    return scope, results
+
+
+def _extract_commit(
+    commit: git_stage.Commit,
+    *,
+    options: ExtractOptions,
+    pinned_sha: str | None,
+    cache: ScanCache | None,
+) -> Catalog:
     with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
-        results = scan_blobs(
-            commit,
-            [*scope.regular, *scope.auxiliary],
-            scan_options=options.scan_options,
-            jobs=options.jobs,
-            cache=cache,
-            facts=scope.facts,
-            then=upcoming,
-            idle=_build_models,
-        )
+        scope, results = _scan_scope(commit, options, cache)
         found = _sites(scope, results)
         stamp = analyzed_at()
         run = RunContext(
@@ -350,15 +411,21 @@ class _Sites:
     parsed: int  # files parsed (the prefilter ruled the others out)
 
 
+def _parsed(scope: _Scope, results: dict[str, ResultData]) -> Iterator[tuple[git_stage.Blob, ResultData]]:
+    """The files in scope the scan parsed (the prefilter ruled the others out), with their results."""
+    for blob in scope.regular:
+        result = results[blob.oid]
+        if result["kind"] == "ruled-out" or (blob.oid not in scope.facts and not result.get("couldHold", True)):
+            continue
+        yield blob, result
+
+
 def _sites(scope: _Scope, results: dict[str, ResultData]) -> _Sites:
     files: list[tuple[str, list[SiteData]]] = []
     skipped_files: list[SkippedFile] = []
     skipped_sites: list[SkippedSite] = []
     parsed = 0
-    for blob in scope.regular:
-        result = results[blob.oid]
-        if result["kind"] == "ruled-out" or (blob.oid not in scope.facts and not result.get("couldHold", True)):
-            continue
+    for blob, result in _parsed(scope, results):
         parsed += 1
         if result["kind"] == "skipped":
             skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
@@ -368,21 +435,29 @@ def _sites(scope: _Scope, results: dict[str, ResultData]) -> _Sites:
     return _Sites(files, skipped_files, skipped_sites, parsed)
 
 
+def _fields_sources(
+    scope: _Scope, results: dict[str, ResultData], options: ExtractOptions
+) -> tuple[list[git_stage.Blob], git_stage.Blob | None]:
+    """The blobs that say what records' fields mean: the config classes' files and the CLI definition."""
+    classes = [
+        b for b in scope.listed if _under(b.path, options.config_from) and b.oid in scope.facts and b.oid in results
+    ]
+    flags = next((b for b in scope.listed if b.path == options.flags_from and b.oid in results), None)
+    return classes, flags
+
+
+def _fields_key(scope: _Scope, results: dict[str, ResultData], options: ExtractOptions) -> tuple[object, ...]:
+    """What _field_index reads, by blob id: two revisions with the same key have the same index."""
+    classes, flags = _fields_sources(scope, results, options)
+    return tuple(blob.oid for blob in classes), flags.oid if flags is not None else None
+
+
 def _field_index(scope: _Scope, results: dict[str, ResultData], options: ExtractOptions) -> FieldIndex:
     """Resolve what records' fields and flags mean from the config classes and the CLI definition."""
     from extractor.fields import FieldIndex
 
-    def facts_of(blob: git_stage.Blob) -> FileFacts:
-        return FileFacts.model_validate(results[blob.oid])
-
+    classes, flags = _fields_sources(scope, results, options)
     return FieldIndex.build(
-        classes=[
-            c
-            for b in scope.listed
-            if _under(b.path, options.config_from) and b.oid in scope.facts and b.oid in results
-            for c in facts_of(b).classes
-        ],
-        flags=next(
-            (facts_of(b).flags for b in scope.listed if b.path == options.flags_from and b.oid in results), None
-        ),
+        classes=[c for blob in classes for c in FileFacts.model_validate(results[blob.oid]).classes],
+        flags=FileFacts.model_validate(results[flags.oid]).flags if flags is not None else None,
     )

@@ -10,7 +10,7 @@ from typing import Any
 from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts
 from extractor.records import LineData
 
-__all__ = ["FieldIndex"]
+__all__ = ["FieldIndex", "from_self"]
 
 _ANNOTATION_NAME = re.compile(r"[A-Za-z_][\w.]*")
 RELATED_LIMIT = 10
@@ -37,6 +37,11 @@ def _outside_self(chain: str) -> str | None:
         return None
     what = "an attribute chain" if dot else "a name"
     return f"{what} starting at a local, parameter or global, not self"
+
+
+def from_self(reads: Iterable[str]) -> list[str]:
+    """The chains of `reads` that may reach a config field at some revision: those starting at self."""
+    return [chain for chain in reads if chain.partition(".")[0] == "self"]
 
 
 class FieldIndex:
@@ -185,6 +190,12 @@ class FieldIndex:
     def fields_of(self, reads: Sequence[str], function: str) -> list[dict[str, Any]]:
         """Resolve the chains a record reads (see `reads`), as data."""
         return [self._resolved_data(chain, function) for chain in reads]
+
+    def resolved(self, chains: Sequence[str], function: str) -> list[dict[str, Any]]:
+        """The fields the chains read in `function` reach, as data (those of `fields_of` that resolve)."""
+        if function.split(".")[0] not in self.classes:  # (only a config class's method reads its fields)
+            return []
+        return [found for found in self.fields_of(chains, function) if found["resolved"]]
 
     def _resolved_data(self, chain: str, function: str) -> dict[str, Any]:
         # Many records read the same chains: each is resolved (and dumped) once per owning class; most

@@ -4,7 +4,7 @@ from __future__ import annotations
 import fnmatch
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -13,9 +13,10 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, scope_label
-from extractor.diff import ChangeKind, Check, Pair, checks_of, pair_checks
+from extractor.diff import ChangeKind, Check, Known, Pair, checks_of, pair_checks
 from extractor.errors import CatalogError, RevisionError, ScopeError
-from extractor.extract import ExtractOptions, analyzed_at, carrying_results, extract_commit
+from extractor.extract import ExtractOptions, ScannedRevision, analyzed_at, carrying_results, scan_revision
+from extractor.fields import from_self
 from extractor.git import Commit, decode_name, open_repo, resolve
 from extractor.git import _git as _git_bytes
 from extractor.models import (
@@ -28,6 +29,8 @@ from extractor.models import (
     Scope,
 )
 from extractor.progress import warn
+from extractor.records import Slugs, file_ids, in_order, type_value, url_prefix
+from extractor.scanned import SiteData
 from extractor.write import atomic_write
 
 __all__ = [
@@ -340,12 +343,14 @@ def _event(
 
 @dataclass(frozen=True)
 class RevisionChecks:
-    """One revision as a history reads it: the SHA its records point at, when it was committed, and the
-    checks of its catalog."""
+    """One revision as a history reads it: the SHA its records point at, when it was committed, the
+    checks of its catalog, and where they come from when the history made them (see _Checks): each
+    file's path, blob id and the slice of `checks` that is its own."""
 
     sha: str
     committed_at: str | None
     checks: Sequence[Check]
+    files: Mapping[str, tuple[str, int, int]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, catalog: LoadedCatalog, checks: Sequence[Check] | None = None) -> RevisionChecks:
@@ -359,6 +364,27 @@ def sides(pairs: Sequence[Pair]) -> tuple[list[Check], list[Check]]:
     old = sorted((pair.old for pair in pairs if pair.old is not None), key=lambda check: check.index)
     new = sorted((pair.new for pair in pairs if pair.new is not None), key=lambda check: check.index)
     return old, new
+
+
+def _known(old: RevisionChecks, new: RevisionChecks) -> Known | None:
+    """The checks of the files whose blob is the same in both revisions, paired in order, and the others
+    (see diff.Known); None if the files are not known."""
+    if not old.files or not new.files:
+        return None
+    same: list[tuple[Check, Check]] = []
+    old_left: list[Check] = []
+    new_left: list[Check] = []
+    for path, (oid, start, end) in new.files.items():
+        before = old.files.get(path)
+        if before is not None and before[0] == oid:
+            same += zip(old.checks[before[1] : before[2]], new.checks[start:end], strict=True)
+        else:
+            new_left += new.checks[start:end]
+    for path, (oid, start, end) in old.files.items():
+        after = new.files.get(path)
+        if after is None or after[0] != oid:
+            old_left += old.checks[start:end]
+    return Known(same, old_left, new_left)
 
 
 def advance(
@@ -383,7 +409,8 @@ def advance(
             dormant_templates.setdefault((thread.error_class, thread.message), []).append(thread)
     counts: Counter[str] = Counter()
     if pairs is None:
-        pairs = pair_checks(previous.checks if previous is not None else (), revision.checks)
+        known = _known(previous, revision) if previous is not None else None
+        pairs = pair_checks(previous.checks if previous is not None else (), revision.checks, known)
     touched: list[tuple[_Thread, Check]] = []
     for pair in pairs:
         if pair.kind is ChangeKind.REMOVED:
@@ -444,23 +471,116 @@ def advance(
 
 
 def _revision(
-    revision: Revision, options: ExtractOptions, then: Sequence[Revision]
+    revision: Revision, options: ExtractOptions, then: Sequence[Revision], checks: _Checks
 ) -> tuple[RevisionChecks, ScopeError | None]:
     """The checks of one revision; a revision where the scope holds no file (or no raise of the classes
     asked for) has none, and the error that says so comes with them.
 
     Only per-file results are kept in the cache, not each revision's whole catalog. The files of `then`,
-    the revisions that come next, are scanned while this one's catalog is built. The checks are read from
-    the lines as the run built them, not from models validated again."""
+    the revisions that come next, are scanned while this one's checks are made."""
     following = [later.commit for later in then]
     try:
-        catalog = extract_commit(
-            revision.commit, options=options, pinned_sha=revision.pinned, keep=False, then=following
-        )
+        scanned = scan_revision(revision.commit, options=options, pinned_sha=revision.pinned, then=following)
     except ScopeError as error:
         return RevisionChecks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ()), error
-    checks = [Check.of_data(index, line) for index, line in enumerate(catalog.data)]
-    return RevisionChecks(catalog.manifest.sha, catalog.manifest.committedAt, checks), None
+    return checks.of(scanned), None
+
+
+@dataclass(frozen=True, slots=True)
+class _SiteCheck:
+    """What a site gives its check whatever the revision: all but its place in the catalog, its slug
+    (unique over the catalog) and its URL (which names the revision's SHA)."""
+
+    id: str
+    error_class: str
+    message: str
+    error_type: str
+    line: int
+    column: int
+    function: str
+    conditions: tuple[tuple[str, str, bool], ...]
+    cause: str | None
+    stem: str
+    start: int
+    end: int
+    reads: list[str]  # the chains it reads that may reach a config field
+
+
+_Resolved = tuple[tuple[object, ...], ...]
+
+
+class _Checks:
+    """Each revision's checks, equal to those of its catalog's lines (diff.Check.of_data of the lines
+    build_records makes and the field index annotates), made file by file: what a file's sites give
+    whatever the revision is kept by path and blob for the next revision (most of whose files are the
+    same blobs), and only the chains that may reach a config field are resolved again."""
+
+    def __init__(self) -> None:
+        self._sites: dict[tuple[str, str, str], list[_SiteCheck]] = {}
+
+    def of(self, scanned: ScannedRevision) -> RevisionChecks:
+        sites: dict[tuple[str, str, str], list[_SiteCheck]] = {}
+        slugs = Slugs()
+        checks: list[Check] = []
+        index = scanned.fields
+        files: dict[str, tuple[str, int, int]] = {}
+        for path, oid, found in sorted(scanned.files, key=lambda file: file[0]):
+            key = (scanned.repo, path, oid)
+            parts = sites[key] = self._sites.get(key) or _site_checks(scanned.repo, path, found)
+            files[path] = (oid, len(checks), len(checks) + len(parts))
+            url = url_prefix(scanned.repo, scanned.sha, path)
+            for part in parts:
+                fields: _Resolved = ()
+                if part.reads:
+                    fields = tuple(
+                        (f["class"], f["field"], tuple(f["flags"]), f["via"], f["key"])
+                        for f in index.resolved(part.reads, part.function)
+                    )
+                checks.append(
+                    Check(
+                        len(checks),
+                        part.id,
+                        part.error_class,
+                        part.message,
+                        part.error_type,
+                        path,
+                        part.line,
+                        part.column,
+                        part.function,
+                        part.conditions,
+                        part.cause,
+                        fields,
+                        slugs.take(part.stem),
+                        f"{url}{part.start}-L{part.end}",
+                    )
+                )
+        self._sites = sites
+        return RevisionChecks(scanned.sha, scanned.committed_at, checks, files)
+
+
+def _site_checks(repo: str, path: str, found: Sequence[SiteData]) -> list[_SiteCheck]:
+    ordered = in_order(found)
+    out = []
+    for site, identifier in zip(ordered, file_ids(repo, path, ordered), strict=True):
+        extraction = site["extraction"]
+        out.append(
+            _SiteCheck(
+                identifier,
+                site["errorClass"],
+                site["errorMessage"],
+                type_value(site["errorClass"]),
+                site["lineNumber"],
+                extraction["column"],
+                extraction["function"],
+                tuple((c["kind"], c["test"], c.get("negated", False)) for c in extraction["conditions"]),
+                extraction["cause"],
+                site["slugStem"],
+                site["sourceCodeStart"],
+                site["sourceCodeEnd"],
+                from_self(site["reads"]),
+            )
+        )
+    return out
 
 
 def build_history(
@@ -475,9 +595,10 @@ def build_history(
     history = History(repo=repo, options=options)
     previous: RevisionChecks | None = None
     nowhere: list[ScopeError] = []
+    made = _Checks()
     with carrying_results():
         for number, revision in enumerate(revisions, start=1):
-            checks, error = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD])
+            checks, error = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD], made)
             if error is not None:
                 nowhere.append(error)
             advance(history, previous, checks, revision.label)

@@ -15,9 +15,14 @@ __all__ = [
     "ERROR_TYPES",
     "LineData",
     "RunContext",
+    "Slugs",
     "build_records",
     "error_type",
+    "file_ids",
+    "in_order",
     "record_id",
+    "type_value",
+    "url_prefix",
 ]
 
 
@@ -81,6 +86,57 @@ def record_id(repo: str, path: str, error_class: str, template: str, occurrence:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+def type_value(error_class: str) -> str:
+    """The errorType a record of this class holds, as written."""
+    return _TYPE_VALUES.get(error_class, _OTHER)
+
+
+def in_order(sites: Sequence[SiteData]) -> list[SiteData]:
+    """One file's sites in catalog order: by line, then column."""
+    return sorted(sites, key=lambda site: (site["lineNumber"], site["extraction"]["column"]))
+
+
+def file_ids(repo: str, path: str, sites: Sequence[SiteData]) -> list[str]:
+    """The record ids of one file's sites, in catalog order (see in_order): the nth raise of one message
+    of one class in a file is its occurrence n."""
+    occurrences: Counter[tuple[str, str]] = Counter()
+    ids = []
+    for site in sites:
+        key = (site["errorClass"], site["errorMessage"])
+        ids.append(record_id(repo, path, key[0], key[1], occurrences[key]))
+        occurrences[key] += 1
+    return ids
+
+
+def url_prefix(repo: str, sha: str, path: str) -> str:
+    """A record's githubUrl up to its window's first line number."""
+    return f"https://github.com/{repo}/blob/{sha}/{quote(path, safe='/')}#L"
+
+
+class Slugs:
+    """A catalog's slugs, taken in catalog order: a stem taken before gets the first suffix from -2 on that
+    no slug took."""
+
+    __slots__ = ("_tried", "_used")
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        # The suffix each stem's next duplicate tries first: those below it are taken (`used` only grows), so
+        # the search resumes there rather than at 2 (thousands of `not-implemented`s made it quadratic).
+        self._tried: dict[str, int] = {}
+
+    def take(self, stem: str) -> str:
+        used = self._used
+        slug = stem
+        if slug in used:
+            suffix = self._tried.get(stem, 2)
+            while (slug := f"{stem}-{suffix}") in used:
+                suffix += 1
+            self._tried[stem] = suffix + 1
+        used.add(slug)
+        return slug
+
+
 # A record as written: every key of the model, in its order, the defaults where the extractor has
 # nothing to say (the later analysis step fills them).
 _RECORD = {name: info.get_default(call_default_factory=True) for name, info in Record.model_fields.items()}
@@ -98,51 +154,35 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
     Lines are built as data rather than models: a catalog holds thousands, and models would be
     validated, dumped and serialized again for nothing. The tests validate what is written.
     """
-    ordered = sorted(
-        ((path, site) for path, sites in files for site in sites),
-        key=lambda item: (item[0], item[1]["lineNumber"], item[1]["extraction"]["column"]),
-    )
-    occurrences: Counter[tuple[str, str, str]] = Counter()
-    used: set[str] = set()
-    # The suffix each stem's next duplicate tries first: those below it are taken (`used` only grows), so
-    # the search resumes there rather than at 2 (thousands of `not-implemented`s made it quadratic).
-    tried: dict[str, int] = {}
+    by_path: dict[str, list[SiteData]] = {}
+    for path, sites in files:
+        by_path.setdefault(path, []).extend(sites)
+    slugs = Slugs()
     lines: list[LineData] = []
     reads: list[list[str]] = []
-    url_path = url = ""
-    for path, site in ordered:
-        if path != url_path:  # (lines come by path: each path is quoted once)
-            url_path, url = path, f"https://github.com/{run.repo_name}/blob/{run.sha}/{quote(path, safe='/')}#L"
-        error_class, message = site["errorClass"], site["errorMessage"]
-        key = (path, error_class, message)
-        identifier = record_id(run.repo_name, path, error_class, message, occurrences[key])
-        occurrences[key] += 1
-        slug = stem = site["slugStem"]
-        if slug in used:
-            suffix = tried.get(stem, 2)
-            while (slug := f"{stem}-{suffix}") in used:
-                suffix += 1
-            tried[stem] = suffix + 1
-        used.add(slug)
-        start, end = site["sourceCodeStart"], site["sourceCodeEnd"]
-        record = {
-            **_RECORD,
-            "id": identifier,
-            "repo": run.repo_name,
-            "slug": slug,
-            "errorMessage": message,
-            "messagePattern": site["messagePattern"],
-            "errorType": _TYPE_VALUES.get(error_class, _OTHER),
-            "errorClass": error_class,
-            "filePath": path,
-            "lineNumber": site["lineNumber"],
-            "sourceCode": site["sourceCode"],
-            "sourceCodeStart": start,
-            "sourceCodeEnd": end,
-            "githubUrl": f"{url}{start}-L{end}",
-            "analyzedSha": run.sha,
-            "analyzedAt": run.analyzed_at,
-        }
-        lines.append(LineData(record=record, extraction=site["extraction"].copy(), datasetVersion=run.analyzed_at))
-        reads.append(site["reads"])
+    for path in sorted(by_path):
+        ordered = in_order(by_path[path])
+        url = url_prefix(run.repo_name, run.sha, path)
+        for site, identifier in zip(ordered, file_ids(run.repo_name, path, ordered), strict=True):
+            error_class, start, end = site["errorClass"], site["sourceCodeStart"], site["sourceCodeEnd"]
+            record = {
+                **_RECORD,
+                "id": identifier,
+                "repo": run.repo_name,
+                "slug": slugs.take(site["slugStem"]),
+                "errorMessage": site["errorMessage"],
+                "messagePattern": site["messagePattern"],
+                "errorType": _TYPE_VALUES.get(error_class, _OTHER),
+                "errorClass": error_class,
+                "filePath": path,
+                "lineNumber": site["lineNumber"],
+                "sourceCode": site["sourceCode"],
+                "sourceCodeStart": start,
+                "sourceCodeEnd": end,
+                "githubUrl": f"{url}{start}-L{end}",
+                "analyzedSha": run.sha,
+                "analyzedAt": run.analyzed_at,
+            }
+            lines.append(LineData(record=record, extraction=site["extraction"].copy(), datasetVersion=run.analyzed_at))
+            reads.append(site["reads"])
     return Records(lines, reads)

@@ -71,7 +71,10 @@ def carrying_results() -> Iterator[None]:
     global _carried
     _carried = _Carried()
     try:
-        yield
+        # The workers scan ahead while this process builds each revision's checks: the pool's feeding and
+        # collecting threads need the GIL then too, or each batch a worker ends waits for the next.
+        with quick_switching():
+            yield
     finally:
         pool, _carried = _carried.pool, None
         if pool is not None:

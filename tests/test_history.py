@@ -321,27 +321,90 @@ def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> No
     assert (check.filePath, check.lineNumber, check.lastSeen) == ("vllm/config/scheduler.py", 322, "0.33.0")
 
 
-def test_checks_read_from_the_data_a_run_built_are_those_of_validated_lines(history_repo: GitRepo) -> None:
-    """A history pairs checks read from the lines as the run built them, with no model made: they are the
-    checks of the same lines validated, revision after revision, also for a catalog read back from the
-    cache (encoded) and for a line that leaves out what the models default."""
+FIELDS_CONFIG = """\
+from dataclasses import dataclass
+
+
+@dataclass
+class CacheConfig:
+    block_size: int = 16
+    swap: float = 4.0
+
+    def verify(self, n):
+        if self.block_size > n:
+            raise ValueError("block_size is too large.")
+        if self.swap < 0:
+            raise ValueError("block_size is too large.")
+        if n < 0:
+            raise ValueError(f"n must not be negative, got {n}.")
+"""
+
+
+def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_repo: GitRepo) -> None:
+    """A history makes each revision's checks file by file, with no record built, reusing what a blob
+    gave the revision before (ids, slug stems, conditions) and resolving fields again only where they may
+    resolve: they are the checks of the revision's catalog, its lines validated, for a catalog built and
+    for one read back from the cache. Revisions here change another file only (the config blob the same),
+    the config class (a field gone), and move a file; messages repeat within a file (occurrences)
+    and across files (slugs). Pairing them knowing which files are unchanged pairs them as without."""
+    from extractor.diff import Check, pair_checks
+    from extractor.extract import carrying_results, extract_commit, scan_revision
+    from extractor.git import resolve
+    from extractor.history import _Checks, _known
+    from extractor.models import CatalogLine
+
+    other = 'def f(n):\n    if n:\n        raise ValueError("block_size is too large.")\n'
+    git_repo.commit({"pkg/config/cache.py": FIELDS_CONFIG, "pkg/other.py": other}, tag="v1")
+    git_repo.commit({"pkg/other.py": "import os\n\n" + other}, tag="v2")
+    git_repo.commit({"pkg/config/cache.py": FIELDS_CONFIG.replace("    block_size: int = 16\n", "")}, tag="v3")
+    git_repo.commit({"pkg/other.py": None, "pkg/more.py": other}, tag="v4")
+    options = ExtractOptions(paths=("pkg",), config_from=("pkg/config",))
+    tags = ["v1", "v2", "v3", "v4"]
+    expected = []
+    for tag in tags:
+        commit = resolve(str(git_repo.path), tag)
+        for stored in (False, True):  # built, then read back from the cache
+            catalog = extract_commit(commit, options=options)
+            assert (catalog.stored is not None) == stored
+            validated = [CatalogLine.model_validate_json(raw) for raw in catalog.encoded.splitlines()]
+            checks = [Check.of(index, line) for index, line in enumerate(validated)]
+            assert [Check.of_data(index, line) for index, line in enumerate(catalog.data)] == checks
+        expected.append(checks)
+    assert [len(checks) for checks in expected] == [4, 4, 4, 4]
+    assert [c.slug for c in expected[0]] == [
+        "block-size-is-too-large",
+        "block-size-is-too-large-2",
+        "n-must-not-be-negative-got",
+        "block-size-is-too-large-3",
+    ]
+    assert len({c.id for c in expected[0]}) == 4
+    resolved = [(("CacheConfig", name, (), None, None),) for name in ("block_size", "swap")]
+    assert [c.fields for c in expected[1][:2]] == resolved
+    assert not expected[2][0].fields  # (no such field any more)
+
+    made = _Checks()
+    previous = None
+    with carrying_results():
+        for tag, checks in zip(tags, expected, strict=True):
+            revision = made.of(scan_revision(resolve(str(git_repo.path), tag), options=options))
+            assert list(revision.checks) == checks
+            if previous is not None:
+                known = _known(previous, revision)
+                assert known is not None and known.same  # (every revision keeps a file as it was)
+                assert pair_checks(previous.checks, revision.checks, known) == pair_checks(
+                    previous.checks, revision.checks
+                )
+            previous = revision
+
+
+def test_a_line_read_as_data_takes_the_models_defaults(history_repo: GitRepo) -> None:
+    """diff.Check.of_data reads a line that leaves out what the models default as its model would."""
     from extractor.diff import Check
     from extractor.extract import extract_commit
     from extractor.git import resolve
     from extractor.models import CatalogLine
 
-    options = ExtractOptions(paths=following(("pkg/config",)))
-    seen = 0
-    for tag in ("v1", "v2", "v3", "v4", "v5", "v6"):
-        for keep in (False, True, True):  # built, then kept in the cache, then read back from it
-            catalog = extract_commit(resolve(str(history_repo.path), tag), options=options, keep=keep)
-            assert (catalog.built is None) == (catalog.stored is not None)
-            validated = [CatalogLine.model_validate_json(raw) for raw in catalog.encoded.splitlines()]
-            read = [Check.of_data(index, line) for index, line in enumerate(catalog.data)]
-            assert read == [Check.of(index, line) for index, line in enumerate(validated)]
-            seen += len(read)
-    assert seen > 18
-
+    catalog = extract_commit(resolve(str(history_repo.path), "v1"), options=ExtractOptions(paths=("pkg/config.py",)))
     line = orjson.loads(catalog.encoded.splitlines()[0])
     line["extraction"]["conditions"] = [{"kind": "if", "test": "n < 0", "line": 3}]
     line["extraction"]["fields"] = [{"expression": "self.n", "class": "C", "field": "n", "resolved": True}]
@@ -395,7 +458,7 @@ def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: 
     assert len(revisions) >= 4 and set(listed.values()) == {1}, listed
     assert extract._listings is None
     listed.clear()
-    extract.extract_commit(revisions[0].commit, options=options, then=[revisions[1].commit])
+    extract.scan_revision(revisions[0].commit, options=options, then=[revisions[1].commit])
     extract.extract_commit(revisions[1].commit, options=options)
     assert listed == Counter({revisions[0].commit.revision: 1, revisions[1].commit.revision: 2})
 
