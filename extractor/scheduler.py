@@ -119,8 +119,10 @@ def scan_blobs(
     left = needed - given  # (once: in the comprehension's test it would be made again for every blob)
     rest = [blob for blob in blobs if (blob.oid, blob.oid in facts) in left]
     # What the cache holds of the next extractions' blobs is asked now: once this one stores its results,
-    # the cache is only written to.
-    upcoming = {blob.oid for _, later, _ in then for blob in later}
+    # the cache is only written to. Only of those this one does not have (most of a revision's blobs are
+    # the last one's): they will be in its results.
+    here = {blob.oid for blob in blobs}
+    upcoming = {blob.oid for _, later, _ in then for blob in later if blob.oid not in here}
     held = cache.held(sorted(upcoming)) if upcoming and cache is not None else set()
     if rest or running:
         results.update(
