@@ -175,14 +175,13 @@ def _open_cache(options: ExtractOptions) -> ScanCache:
 class ScannedRevision:
     """A revision as a history reads it, before any record is built: the repository's name and the SHA
     its records point at, when it was committed, the files that hold sites (path, blob id, sites as the
-    scan wrote them) and what resolves their fields, with a key naming it (the same key, the same index)."""
+    scan wrote them) and what resolves their fields."""
 
     repo: str
     sha: str
     committed_at: str | None
     files: list[tuple[str, str, list[SiteData]]]
     fields: FieldIndex
-    fields_key: tuple[object, ...]
 
 
 def scan_revision(
@@ -204,10 +203,10 @@ def scan_revision(
     finally:
         if cache is not None:
             cache.close()
-    files = [(blob.path, blob.oid, result["sites"]) for blob, result in _parsed(scope, results) if "sites" in result]
+    files = [(b.path, b.oid, result["sites"]) for b, result in _parsed(scope, results) if result["kind"] != "skipped"]
     if not any(sites for _, _, sites in files) and "*" not in options.exceptions:
         _check_raised(commit, scope.regular, options)
-    key = _fields_key(scope, results, options)
+    key = (options, *_fields_key(scope, results, options))
     if _index is not None and _index[0] == key:
         index = _index[1]
     else:
@@ -215,14 +214,14 @@ def scan_revision(
         if _listings is not None:  # (within carrying_results)
             _index = (key, index)
     return ScannedRevision(
-        options.repo_name or commit.repo_name, pinned_sha or commit.sha, commit.committed_at, files, index, key
+        options.repo_name or commit.repo_name, pinned_sha or commit.sha, commit.committed_at, files, index
     )
 
 
 # Within `carrying_results`: the scopes of the commits to come, listed once each (a history lists a revision
 # as the next but one, as the next, then as the one it extracts), by commit and options.
 _listings: dict[tuple[Path, str, ExtractOptions], _Scope] | None = None
-# Within `carrying_results`: the last field index a revision built, by its key (see _fields_key).
+# Within `carrying_results`: the last field index a revision built, by its options and key (see _fields_key).
 _index: tuple[tuple[object, ...], FieldIndex] | None = None
 
 
