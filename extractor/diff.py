@@ -255,7 +255,9 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None 
     if known is None:
         known = Known([], list(old), list(new))
     same = _same_checks(known.old_left, known.new_left)
-    pairs = [_pair_same_id(a, b) for a, b in [*known.same, *same]]
+    # (A check of a file whose text did not change differs from its old self at most by the fields it reads.)
+    pairs = [Pair(ChangeKind.UNCHANGED, a, b) if a.fields == b.fields else _pair_same_id(a, b) for a, b in known.same]
+    pairs += [_pair_same_id(a, b) for a, b in same]
     paired = {id(check) for pair in same for check in pair}
     old_left = [check for check in known.old_left if id(check) not in paired]
     new_left = [check for check in known.new_left if id(check) not in paired]

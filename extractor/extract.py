@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -110,7 +111,16 @@ def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
 
 
 def _under(path: str, prefixes: Sequence[str]) -> bool:
-    return any(p == "." or path == p or path.startswith(p + "/") for p in prefixes)
+    return _under_any(tuple(prefixes))(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _under_any(prefixes: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a path is one of the prefixes or under one ('.' is the whole tree), as a test made once."""
+    if "." in prefixes:
+        return lambda path: True
+    exact, folders = frozenset(prefixes), tuple(f"{prefix}/" for prefix in prefixes)
+    return lambda path: path in exact or path.startswith(folders)
 
 
 # A raise statement naming a class (`raise Name`, `raise pkg.Name(...)`): the class's last part is the name.
@@ -368,7 +378,8 @@ def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> li
 
 def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
-    blobs = [blob for blob in every if _under(blob.path, options.paths)]
+    in_scope, in_config = _under_any(options.paths), _under_any(options.config_from)
+    blobs = [blob for blob in every if in_scope(blob.path)]
     if not blobs:
         # A package that was a module before (vllm/config was vllm/config.py until 0.10.1): say so.
         modules = [f"{path}.py" for path in options.paths if not path.endswith(".py") and path != "."]
@@ -382,9 +393,7 @@ def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     listed = [blob for blob in every if git_stage.is_utf8(blob.path)]
     # Config classes and the CLI definition are read for what records' fields mean, in scope or not.
     facts = {
-        blob.oid
-        for blob in listed
-        if blob.is_regular and (_under(blob.path, options.config_from) or blob.path == options.flags_from)
+        blob.oid for blob in listed if blob.is_regular and (in_config(blob.path) or blob.path == options.flags_from)
     }
     skipped_files: list[SkippedFile] = []
     regular = []
@@ -396,7 +405,7 @@ def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
             regular.append(blob)
         else:
             skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
-    auxiliary = [b for b in listed if b.oid in facts and not _under(b.path, options.paths)]
+    auxiliary = [b for b in listed if b.oid in facts and not in_scope(b.path)]
     return _Scope(blobs, regular, auxiliary, listed, facts, skipped_files)
 
 
@@ -438,9 +447,8 @@ def _fields_sources(
     scope: _Scope, results: dict[str, ResultData], options: ExtractOptions
 ) -> tuple[list[git_stage.Blob], git_stage.Blob | None]:
     """The blobs that say what records' fields mean: the config classes' files and the CLI definition."""
-    classes = [
-        b for b in scope.listed if _under(b.path, options.config_from) and b.oid in scope.facts and b.oid in results
-    ]
+    in_config = _under_any(options.config_from)
+    classes = [b for b in scope.listed if in_config(b.path) and b.oid in scope.facts and b.oid in results]
     flags = next((b for b in scope.listed if b.path == options.flags_from and b.oid in results), None)
     return classes, flags
 
