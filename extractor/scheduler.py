@@ -48,9 +48,12 @@ _AHEAD = 4
 # the per-file results of its blobs (by scan options, by blob id), the worker processes (forked once, not
 # once per revision from an ever bigger process), and the batches of the next revisions' files the workers
 # were given while this process built the last revisions' catalogs (in the order given: nearest first).
+# The last extraction's results are kept as serialized too: they go to the workers as the previous
+# versions of later files, and serializing them again cost this process some 2 s over vLLM's releases.
 @dataclass
 class _Carried:
     results: dict[ScanOptions, dict[str, ResultData]] = field(default_factory=dict)
+    serialized: dict[str, bytes] = field(default_factory=dict)
     pool: Pool | None = None
     ahead: dict[Future[list[Result]], list[Item]] = field(default_factory=dict)
 
@@ -124,15 +127,24 @@ def scan_blobs(
     here = {blob.oid for blob in blobs}
     upcoming = {blob.oid for _, later, _ in then for blob in later if blob.oid not in here}
     held = cache.held(sorted(upcoming)) if upcoming and cache is not None else set()
+    serialized = {oid: data for oid in results if (data := _carried.serialized.get(oid)) is not None}
     if rest or running:
         results.update(
             _scan_new(
-                commit, rest, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, running=running, idle=idle
+                commit,
+                rest,
+                scan_options=scan_options,
+                jobs=jobs,
+                cache=cache,
+                facts=facts,
+                running=running,
+                idle=idle,
+                serialized=serialized,
             )
         )
     elif idle is not None:
         idle()
-    _carried.results[scan_options] = results
+    _carried.results[scan_options], _carried.serialized = results, serialized
     if _carried.pool is not None:
         previous = blobs
         for later in then:  # each with the blobs of the revision just before it, whose results it may reuse
@@ -174,7 +186,7 @@ def _scan_ahead(
     if not unique:
         return {}
     previous = {
-        blob.oid: orjson.dumps(results[old])
+        blob.oid: _carried.serialized.get(old) or orjson.dumps(results[old])
         for blob in unique
         if (old := here.get(blob.path)) is not None and old in results
     }
@@ -192,6 +204,7 @@ def _scan_new(
     facts: set[str],
     running: dict[Future[list[Result]], list[Item]] | None = None,
     idle: Callable[[], None] | None = None,
+    serialized: dict[str, bytes] | None = None,
 ) -> dict[str, ResultData]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
@@ -199,14 +212,17 @@ def _scan_new(
     classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
     included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
     their results are taken too. `idle` is done once, with the reading of cached results: while this
-    process would wait for the workers, or once the scan is over.
+    process would wait for the workers, or once the scan is over. `serialized`, if given, gets each
+    result as serialized.
     """
     running = running or {}
     unique = list({blob.oid: blob for blob in blobs}.values())
     held = cache.held([blob.oid for blob in unique]) if cache is not None else set()
     # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
-    results = {oid: orjson.loads(data) for oid, data in _read(cache, facts & held).items()}
-    results = {oid: result for oid, result in results.items() if result.get("facts")}
+    stored = _read(cache, facts & held)
+    results = {oid: result for oid, data in stored.items() if (result := orjson.loads(data)).get("facts")}
+    if serialized is not None:
+        serialized.update((oid, stored[oid]) for oid in results)
     missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
     missing = _ready(commit, missing)
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
@@ -217,7 +233,10 @@ def _scan_new(
     cached: dict[str, ResultData] = {}
 
     def read_cached() -> None:  # (parsed here too: while this process would wait, if it ever does)
-        cached.update((oid, orjson.loads(data)) for oid, data in _read(cache, entries).items())
+        read = _read(cache, entries)
+        cached.update((oid, orjson.loads(data)) for oid, data in read.items())
+        if serialized is not None:
+            serialized.update(read)
         if idle is not None:
             idle()
 
@@ -257,6 +276,8 @@ def _scan_new(
                 pool.executor.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
+    if serialized is not None:
+        serialized.update(new)
     results.update(cached)
     results.update(fresh)
     return results
