@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -27,7 +27,9 @@ __all__ = [
     "Known",
     "Pair",
     "checks_of",
+    "conditions_of_data",
     "diff_catalogs",
+    "fields_of_data",
     "pair_checks",
     "similarity",
 ]
@@ -101,16 +103,26 @@ class Check:
             record["lineNumber"],
             extraction["column"],
             extraction["function"],
-            tuple((c["kind"], c["test"], c.get("negated", False)) for c in extraction["conditions"]),
+            conditions_of_data(extraction["conditions"]),
             extraction["cause"],
-            tuple(
-                (f.get("class"), f.get("field"), tuple(f.get("flags", ())), f.get("via"), f.get("key"))
-                for f in extraction.get("fields", ())
-                if f.get("resolved", False)
-            ),
+            fields_of_data(extraction.get("fields", ())),
             record["slug"],
             record["githubUrl"],
         )
+
+
+def conditions_of_data(conditions: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str, bool], ...]:
+    """A check's conditions, read from an extraction's as data (with the models' defaults)."""
+    return tuple((c["kind"], c["test"], c.get("negated", False)) for c in conditions)
+
+
+def fields_of_data(fields: Iterable[Mapping[str, Any]]) -> tuple[tuple[object, ...], ...]:
+    """A check's fields: those of an extraction's (as data, with the models' defaults) that resolve."""
+    return tuple(
+        (f.get("class"), f.get("field"), tuple(f.get("flags", ())), f.get("via"), f.get("key"))
+        for f in fields
+        if f.get("resolved", False)
+    )
 
 
 class Pair(NamedTuple):

@@ -32,16 +32,19 @@ _UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_ali
 def _outside_self(chain: str) -> str | None:
     """Why a chain reaches no config field whatever the class it is read in (it does not start at
     self); None if it starts at self."""
-    head, dot, _ = chain.partition(".")
-    if head == "self":
+    if _at_self(chain):
         return None
-    what = "an attribute chain" if dot else "a name"
+    what = "an attribute chain" if "." in chain else "a name"
     return f"{what} starting at a local, parameter or global, not self"
+
+
+def _at_self(chain: str) -> bool:
+    return chain.partition(".")[0] == "self"
 
 
 def from_self(reads: Iterable[str]) -> list[str]:
     """The chains of `reads` that may reach a config field at some revision: those starting at self."""
-    return [chain for chain in reads if chain.partition(".")[0] == "self"]
+    return [chain for chain in reads if _at_self(chain)]
 
 
 class FieldIndex:

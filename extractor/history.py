@@ -13,7 +13,16 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, scope_label
-from extractor.diff import ChangeKind, Check, Known, Pair, checks_of, pair_checks
+from extractor.diff import (
+    ChangeKind,
+    Check,
+    Known,
+    Pair,
+    checks_of,
+    conditions_of_data,
+    fields_of_data,
+    pair_checks,
+)
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, ScannedRevision, analyzed_at, carrying_results, scan_revision
 from extractor.fields import from_self
@@ -506,9 +515,6 @@ class _SiteCheck:
     reads: list[str]  # the chains it reads that may reach a config field
 
 
-_Resolved = tuple[tuple[object, ...], ...]
-
-
 class _Checks:
     """Each revision's checks, equal to those of its catalog's lines (diff.Check.of_data of the lines
     build_records makes and the field index annotates), made file by file: what a file's sites give
@@ -530,12 +536,7 @@ class _Checks:
             files[path] = (oid, len(checks), len(checks) + len(parts))
             url = url_prefix(scanned.repo, scanned.sha, path)
             for part in parts:
-                fields: _Resolved = ()
-                if part.reads:
-                    fields = tuple(
-                        (f["class"], f["field"], tuple(f["flags"]), f["via"], f["key"])
-                        for f in index.resolved(part.reads, part.function)
-                    )
+                fields = fields_of_data(index.resolved(part.reads, part.function)) if part.reads else ()
                 checks.append(
                     Check(
                         len(checks),
@@ -572,7 +573,7 @@ def _site_checks(repo: str, path: str, found: Sequence[SiteData]) -> list[_SiteC
                 site["lineNumber"],
                 extraction["column"],
                 extraction["function"],
-                tuple((c["kind"], c["test"], c.get("negated", False)) for c in extraction["conditions"]),
+                conditions_of_data(extraction["conditions"]),
                 extraction["cause"],
                 site["slugStem"],
                 site["sourceCodeStart"],

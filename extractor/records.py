@@ -172,7 +172,7 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
                 "slug": slugs.take(site["slugStem"]),
                 "errorMessage": site["errorMessage"],
                 "messagePattern": site["messagePattern"],
-                "errorType": _TYPE_VALUES.get(error_class, _OTHER),
+                "errorType": type_value(error_class),
                 "errorClass": error_class,
                 "filePath": path,
                 "lineNumber": site["lineNumber"],
