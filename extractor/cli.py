@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
-from extractor.progress import set_quiet, warn
+from extractor.progress import quiet_for_one_run, set_quiet, warn
 
 if TYPE_CHECKING:
     from extractor.git import Commit
@@ -1011,7 +1011,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     command = _SUBCOMMANDS.get(arguments[0]) if arguments else None
     try:
-        with signals_as_interrupts():
+        with signals_as_interrupts(), quiet_for_one_run():
             if command is not None:
                 code = command(arguments[1:])
             elif arguments and not arguments[0].startswith("-"):

@@ -1,13 +1,14 @@
 # Progress: bars on a terminal and one-line notes elsewhere, on stderr, for work that takes a while.
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["bar", "byte_bar", "note", "set_quiet", "warn"]
+__all__ = ["bar", "byte_bar", "note", "quiet_for_one_run", "set_quiet", "warn"]
 
 T = TypeVar("T")
 
@@ -19,6 +20,18 @@ def set_quiet(quiet: bool) -> None:
     terminal, as before)."""
     global _quiet
     _quiet = quiet
+
+
+@contextlib.contextmanager
+def quiet_for_one_run() -> Iterator[None]:
+    """Within this, set_quiet holds until the block ends (a command line's run called as a function leaves
+    its caller's stderr as it found it)."""
+    global _quiet
+    before = _quiet
+    try:
+        yield
+    finally:
+        _quiet = before
 
 
 def _on_terminal() -> bool:

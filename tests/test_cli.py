@@ -197,6 +197,16 @@ def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_quiet_lasts_for_its_run_only(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run with --quiet, called as a function, leaves its caller's warnings as they were."""
+    from extractor.progress import warn
+
+    assert main(["--repo", str(repo.path), "--sha", "v1", "--output", str(tmp_path / "out"), "--quiet"]) == 0
+    capsys.readouterr()
+    warn("still said")
+    assert capsys.readouterr().err == "extractor: warning: still said\n"
+
+
 def test_unwritable_output_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
