@@ -64,7 +64,8 @@ class Index:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # (polled often: shutdown() waits for the loop's next look, half a second by default)
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def digest(self, data: bytes) -> str:
         return hashlib.sha256(data + (b"x" if self.wrong_hash else b"")).hexdigest()

@@ -118,7 +118,7 @@ def test_unknown_release_version_names_it(isolated_cache: Path, tmp_path: Path) 
             self.wfile.write(body)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()  # a quick shutdown()
     try:
         index = f"http://127.0.0.1:{server.server_address[1]}/simple"
         result = run("--release", "9.8.7", cwd=tmp_path, env={"PIP_INDEX_URL": index})
