@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import ast
 import inspect
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 
 from extractor.scanned import ClassFacts, FieldFacts, FlagFacts
 
@@ -13,7 +14,7 @@ __all__ = ["CONSTRAINTS", "file_facts"]
 CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "pattern", "strict", "allow_inf_nan")
 
 
-Segment = Callable[[ast.expr], str]
+Segment = Callable[[ast.expr | ast.stmt], str]
 
 
 def file_facts(body: Sequence[ast.stmt], segment: Segment, source: str) -> tuple[list[ClassFacts], FlagFacts | None]:
@@ -57,7 +58,7 @@ def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:
     post_init: set[str] = set()
     for statement in body:
         if isinstance(statement, ast.FunctionDef) and statement.name == "__post_init__":
-            for child in ast.walk(statement):
+            for child in _walk(statement, _no_expression):
                 targets: Sequence[ast.expr] = ()
                 if isinstance(child, ast.Assign):
                     targets = child.targets
@@ -112,7 +113,7 @@ def _flag_facts(tree: ast.Module, segment: Segment) -> FlagFacts | None:
     aliases: dict[str, tuple[str, str]] = {}  # variable -> (class, field), from `y = x["field"]`
     calls: list[ast.Call] = []
     overwritten: set[tuple[str, str]] = set()
-    for node in ast.walk(tree):
+    for node in _walk(tree, lambda statement: not _names(segment(statement), _FLAG_CALLS)):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             name, value = node.targets[0].id, node.value
             if isinstance(value, ast.Call) and _called(value) == "get_kwargs" and value.args:
@@ -154,6 +155,45 @@ def _flag_facts(tree: ast.Module, segment: Segment) -> FlagFacts | None:
         if spread is not None:
             flags.append((spread[0], spread[1], options, explicit_bool))
     return FlagFacts(flags=flags, overwritten=sorted(overwritten))
+
+
+# The calls `_flag_facts` reads: only a statement whose text names one can hold one.
+_FLAG_CALLS = ("add_argument", "update")
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Match,
+    ast.Try,
+    ast.TryStar,
+)
+
+
+def _no_expression(_: ast.stmt) -> bool:
+    return True
+
+
+def _names(text: str, words: Sequence[str]) -> bool:
+    return any(word in text for word in words)
+
+
+def _walk(node: ast.AST, bare: Callable[[ast.stmt], bool]) -> Iterator[ast.AST]:
+    """`ast.walk`, in its order, less the expressions of the simple statements `bare` says hold nothing
+    wanted: they are given, their insides are not (reading every node of a big module is not free).
+    Assignments are statements, so every one `ast.walk` finds is found; a simple statement holds no other
+    statement, so only expressions are left out."""
+    todo: deque[ast.AST] = deque([node])
+    while todo:
+        node = todo.popleft()
+        if not (isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND) and bare(node)):
+            todo.extend(ast.iter_child_nodes(node))
+        yield node
 
 
 def _is_self(node: ast.expr) -> bool:

@@ -151,6 +151,96 @@ def test_chains_skip_builtins_but_not_attributes_of_a_local_named_like_one() -> 
     assert chains(test) == ("n", "n", "t", "input.ndim", "k")
 
 
+# Where the statements facts look for can hide: assignments to self in every kind of block of a
+# __post_init__ (a nested def's too), and flag calls in the headers of compound statements, in nested defs,
+# comprehensions, lambdas, defaults, decorators and in a statement spread over lines.
+HIDDEN = """
+from dataclasses import dataclass
+
+
+@dataclass
+class HiddenConfig:
+    a: int = 1
+    b: int = 2
+
+    def __post_init__(self):
+        self.a = 1
+        for x in range(3):
+            self.b += x
+        else:
+            self.c: int = 3
+        while False:
+            pass
+        with open(f) as g:
+            self.d = g
+        try:
+            self.e = 1
+        except OSError:
+            self.f = 2
+        else:
+            self.g = 3
+        finally:
+            self.h = 4
+        match self.a:
+            case 1:
+                self.i = 5
+        if (y := 2) and self.a:
+            self.j = [self.k for self.k in ()]
+
+        def inner():
+            self.l = 6
+
+        class Inner:
+            m = self.n = 7
+
+
+def make(parser, kwargs=parser.add_argument("--in-default", **kw["a"])):
+    kw = get_kwargs(HiddenConfig)
+    alias = kw["b"]
+    if parser.add_argument("--in-a-test", **kw["a"]):
+        parser.add_argument("--aliased", **alias)
+    with x.update({"a": 1}) as y:
+        [parser.add_argument(f"--{n}", **kw[n]) for n in names]
+    lambda: parser.add_argument("--in-a-lambda", **kw["b"])
+    parser.add_argument(
+        "--spread",
+        **{**kw["b"], "default": 1},
+    )
+    self.kwargs["a"] = 1
+    self.options.update({"b": 2})
+
+    @decorate(parser.add_argument("--in-a-decorator", **kw["a"]))
+    def nested():
+        other = get_kwargs(HiddenConfig)
+        parser.add_argument("--nested", **other["a"])
+"""
+
+
+def test_facts_read_what_every_node_gives_reading_fewer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Facts leave out the expressions of simple statements that cannot hold what they look for (a big
+    CLI module is mostly such): what they read is what reading every node of the tree gives."""
+    import ast
+
+    import extractor.facts
+    from extractor.scan import _scan_text
+    from extractor.source import ScanOptions, split_lines
+
+    def facts() -> tuple[object, object]:
+        result = _scan_text(HIDDEN, split_lines(HIDDEN), ScanOptions(), facts=True)
+        return result.classes, result.flags
+
+    pruned = facts()
+    monkeypatch.setattr(extractor.facts, "_walk", lambda node, bare: ast.walk(node))
+    assert pruned == facts()
+    (config,) = pruned[0]  # type: ignore[misc]
+    assert config.postInit == list("abcdefghijln")  # (a comprehension's target is no assignment)
+    found = sorted(option for flag in pruned[1].flags for option in flag[2])  # type: ignore[attr-defined]
+    assert found == sorted(
+        ["--in-default", "--in-a-test", "--aliased", "--in-a-lambda", "--spread", "--in-a-decorator", "--nested"]
+    )
+    assert pruned[1].overwritten == [("kwargs", "a"), ("options", "b")]  # type: ignore[attr-defined]
+
+
 @pytest.fixture
 def catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
     repo = GitRepo(tmp_path_factory.mktemp("explain") / "repo")
