@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import bisect
 import contextlib
+import functools
 import hashlib
 import io
 import tokenize
@@ -547,6 +548,7 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # the same tests come back in every version of a file a history reads
 def _one_line(source: str) -> str:
     """Put an expression's source on one line: comments dropped, line breaks made single spaces."""
     if "\n" not in source and "\r" not in source and "#" not in source:
