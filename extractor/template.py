@@ -1,6 +1,7 @@
 # Template: a raise's message expression (libcst) -> message template, placeholders and regex pattern.
-# libcst costs a quarter of a second to import, and most messages are read without it (`_quick_read`): it is
-# imported the first time `_parse` needs it, which every other function reading a libcst node comes after.
+# libcst costs a quarter of a second to import, and most messages are read without it (`_quick_read`,
+# `_quick_other`, `_quick_operation`): it is imported the first time `_parse` needs it, which every other
+# function reading a libcst node comes after.
 from __future__ import annotations
 
 import ast
@@ -214,7 +215,7 @@ class _Builder:
                 self.kinds.add(MessageKind.PERCENT)
                 return self._percent(node.left, node.right)
         if isinstance(node, cst.IfExp):
-            return self._either(node)
+            return self.either(self.parts(node.body), self.parts(node.orelse))
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
@@ -225,10 +226,9 @@ class _Builder:
             return self._format(node.func.value, node.args)
         raise _Unsupported
 
-    def _either(self, node: cst.IfExp) -> list[_Part]:
-        """`A if c else B` of two strings: the message shows A, the pattern accepts either (B's values
-        are not captured)."""
-        first, second = self.parts(node.body), self.parts(node.orelse)
+    def either(self, first: list[_Part], second: list[_Part]) -> list[_Part]:
+        """`A if c else B` of two strings, given the parts of each: the message shows A, the pattern
+        accepts either (B's values are not captured)."""
         _, other, _ = pattern_for(second)
         other = _GROUP.sub("(?:", other)
         self._warn("one-of-branches")
@@ -520,6 +520,11 @@ def _element_parts(builder: _Builder, source: str) -> list[_Part]:
         return _quoted(parts)
     if (code := _quick_other(source)) is not None:
         return [_Hole(code, conversion="r")]
+    operation = _quick_operation(builder, source)
+    if isinstance(operation, str):
+        return [_Hole(operation, conversion="r")]
+    if operation is not None:
+        return _quoted(operation)
     node = _parse(source)
     if node is not None and _is_literal(node):
         return [repr(_literal_value(node))]
@@ -811,9 +816,8 @@ def _quick_other(source: str) -> str | None:
     code = _bare(source)
     if code is None or _DOTTED.fullmatch(code):  # (a name or an attribute: no parse needed)
         return code
-    try:
-        top = ast.parse(f"({code}\n)", mode="eval").body
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+    top = _expression(code)
+    if top is None:
         return None
     if isinstance(top, ast.Call):
         function = top.func
@@ -825,6 +829,134 @@ def _quick_other(source: str) -> str | None:
     if isinstance(top, _NOT_TEXT) or (isinstance(top, ast.Constant) and not isinstance(top.value, str)):
         return code
     return None
+
+
+@lru_cache(maxsize=256)
+def _expression(code: str) -> ast.expr | None:
+    """Python's tree of an expression (None if it is none), the parentheses around it left out, as libcst
+    reads it (`_parse`). (Cached: a message that is no quick literal is parsed by both readings below.)"""
+    try:
+        return ast.parse(f"({code}\n)", mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+class _Decline(Exception):
+    """A shape the quick reading of an operation leaves to libcst."""
+
+
+def _quick_operation(builder: _Builder, source: str) -> list[_Part] | str | None:
+    """The parts `_Builder.parts` gives `A + B` with text on either side, or `A if c else B`, read from
+    Python's tree of the expression and the quick reading of its string literals; its code (as libcst's,
+    `_bare_code`) where `_Builder.parts` says `_Unsupported` (what is read is no text: the caller makes it
+    a placeholder); None where libcst must read it: a `%` or `.format` of a literal, a `.join`, a
+    translation, a literal the quick reading leaves, parentheses around it all, a comment. The builder is
+    changed as libcst's reading would change it, or not at all for None."""
+    code = source.strip()
+    if "#" in code or "\r" in code:
+        return None
+    top = _expression(code)
+    if not isinstance(top, ast.BinOp | ast.IfExp):
+        return None
+    reader = _OperationReader(_Builder(builder.joins), code)  # (a decline leaves no trace)
+    if reader.segment(top) != code:  # (in parentheses of its own: libcst's code for it leaves them out)
+        return None
+    try:
+        parts: list[_Part] | str = reader.parts(top)
+    except _Decline:
+        return None
+    except _Unsupported:
+        parts = code
+    reader.merge_into(builder)
+    return parts
+
+
+class _OperationReader:
+    """`_Builder.parts` over Python's tree of `code` (see _quick_operation), into a builder of its own."""
+
+    def __init__(self, builder: _Builder, code: str) -> None:
+        self.builder = builder
+        self.code = code
+        self.lines = code.split("\n")
+        self.starts = list(itertools.accumulate((len(line) + 1 for line in self.lines), initial=0))
+
+    def merge_into(self, builder: _Builder) -> None:
+        builder.kinds |= self.builder.kinds
+        for warning in self.builder.warnings:
+            builder._warn(warning)
+
+    def parts(self, node: ast.expr) -> list[_Part]:
+        if isinstance(node, ast.Call):
+            self._no_text_call(node)
+            raise _Unsupported
+        if isinstance(node, ast.Constant) and isinstance(node.value, bytes):
+            raise _Unsupported
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            read = _quick_read(self.segment(node), joins=bool(self.builder.joins))
+            if read is None:
+                raise _Decline
+            parts, kinds = read
+            self.builder.kinds |= kinds
+            return parts
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Add) and (self._is_text(node.left) or self._is_text(node.right)):
+                self.builder.kinds.add(MessageKind.CONCAT)
+                return self._operand(node.left) + self._operand(node.right)
+            if isinstance(node.op, ast.Mod) and self._is_literal(node.left):
+                raise _Decline
+            raise _Unsupported
+        if isinstance(node, ast.IfExp):
+            return self.builder.either(self.parts(node.body), self.parts(node.orelse))
+        raise _Unsupported
+
+    def _operand(self, node: ast.expr) -> list[_Part]:
+        try:
+            return self.parts(node)
+        except _Unsupported:
+            # Its code as libcst's without the node's own parentheses: Python's tree leaves them out of its
+            # positions, but for a tuple's and a generator's.
+            if isinstance(node, ast.Tuple | ast.GeneratorExp):
+                raise _Decline from None
+            return [_Hole(self.segment(node))]
+
+    @staticmethod
+    def _no_text_call(node: ast.Call) -> None:
+        """Decline the calls libcst may read as text: a translation, `.join` and `.format`."""
+        function = node.func
+        if (isinstance(function, ast.Name) and function.id in _TRANSLATORS) or (
+            isinstance(function, ast.Attribute) and function.attr in ("join", "format")
+        ):
+            raise _Decline
+
+    def _is_text(self, node: ast.expr) -> bool:  # (`_is_text`)
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str | bytes)):
+            return True
+        if isinstance(node, ast.Call):
+            self._no_text_call(node)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self._is_text(node.left) or self._is_text(node.right)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return self._is_literal(node.left)
+        return False
+
+    def _is_literal(self, node: ast.expr) -> bool:  # (`_is_literal`)
+        if isinstance(node, ast.Call):
+            self._no_text_call(node)
+        return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+    def segment(self, node: ast.expr) -> str:
+        """The source of a node, its positions those of the parsed `(code\n)` (UTF-8 columns)."""
+        start = self._offset(node.lineno, node.col_offset)
+        return self.code[start : self._offset(node.end_lineno, node.end_col_offset)]
+
+    def _offset(self, line: int | None, column: int | None) -> int:
+        assert line is not None and column is not None
+        text = self.lines[line - 1]
+        if line == 1:
+            column -= 1  # the "(" before the code
+        if not text.isascii():
+            column = len(text.encode()[:column].decode())
+        return self.starts[line - 1] + column
 
 
 def _bare(source: str) -> str | None:
@@ -923,6 +1055,12 @@ def _single(builder: _Builder, source: str) -> list[_Part]:
     if (code := _quick_other(source)) is not None:  # its value, read at run time
         builder.kinds.add(MessageKind.DYNAMIC)
         return [_Hole(code)]
+    operation = _quick_operation(builder, source)
+    if isinstance(operation, str):
+        builder.kinds.add(MessageKind.DYNAMIC)
+        return [_Hole(operation)]
+    if operation is not None:
+        return operation
     node = _parse(source)
     if node is None:
         with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -215,6 +215,43 @@ def _literals(draw: st.DrawFn) -> str:
     return "".join(gap + token for gap, token in zip(["", *gaps], tokens, strict=False))
 
 
+# The operands of the operations drawn below: literals the quick reading reads and expressions that are no
+# text, and (drawn less often) shapes it leaves to libcst: `%`, `.format`, `.join`, a translation, a comment,
+# a display whose parentheses are its own in Python's tree, a literal it does not read.
+_OPERANDS = [
+    '"a"', "'b c'", '"x" "y"', 'f"{x}"', 'f"v={v!r:>4}"', '"{braces}"', 'u"é 🙂"', 'r"\\d"', '"\\n"', '"%s"', "''",
+    "f'{a}' 'b'", 'b"x"', "x", "self.name", "f(x)", "str(e)", "x[0]", "[x]", "lambda: 1", "{k: v}", "a < b",
+    "not x", "-1", "None", "(x)", "(y := 1)", "x.y()", "(\n    x\n)", "x * 2", "'a' * 2",
+]  # fmt: skip
+_LEFT_TO_LIBCST = [
+    'f"{x:{w}}"', '"""triple"""', "(a, b)", "(i for i in y)", "_('a')", "', '.join(xs)", "'{}'.format(x)",
+    "'a %s' % x", "f(\n    x,  # why\n)",
+]  # fmt: skip
+_OPENING = ["(", "( ", "(\n    "]
+_CLOSING = [")", " )", "\n)"]
+_PLUS = ["+", " + ", "\n    + ", " +\n    "]
+_TESTS = ["c", "x.y", "n > 1", "not xs"]
+
+
+@st.composite
+def _operations(draw: st.DrawFn, depth: int = 0) -> str:
+    """Source of a message built of `A + B` and `A if c else B` (nested, each side in parentheses or not,
+    with blanks and lines around them) over _OPERANDS and _LEFT_TO_LIBCST."""
+    shape = draw(st.integers(0, 2)) if depth < 2 else 0
+    if shape == 0:
+        return draw(st.sampled_from(_OPERANDS if draw(st.integers(0, 7)) else _LEFT_TO_LIBCST))
+
+    def side() -> str:
+        inner = draw(_operations(depth + 1))
+        if draw(st.integers(0, 3)) == 0:
+            return draw(st.sampled_from(_OPENING)) + inner + draw(st.sampled_from(_CLOSING))
+        return inner
+
+    if shape == 1:
+        return side() + draw(st.sampled_from(_PLUS)) + side()
+    return f"{side()} if {draw(st.sampled_from(_TESTS))} else {side()}"
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_literals(), min_size=1, max_size=2), st.sampled_from(["ValueError", "KeyError", "OSError"]))
 @example(['b""#"'], "ValueError")  # a comment ends the text: libcst's code for the expression leaves it out
@@ -223,6 +260,11 @@ def test_messages_read_without_libcst_are_read_as_libcst_reads_them(sources: lis
     """The commonest messages (plain and f-string literals with fields that hold no nested field or
     backslash; names, calls, displays and other expressions that are not text) skip libcst; whatever the
     literals, the arguments and the class, the template is the one libcst's reading gives."""
+    _read_as_libcst_reads(sources, error_class)
+
+
+def _read_as_libcst_reads(sources: list[str], error_class: str) -> None:
+    """The template of a raise of these arguments (each valid Python) is the one libcst alone reads."""
     import extractor.template as template
 
     try:
@@ -235,20 +277,36 @@ def test_messages_read_without_libcst_are_read_as_libcst_reads_them(sources: lis
         patch.setattr(template, "_quick_read", lambda source, joins: None)
         patch.setattr(template, "_quick_other", lambda source: None)
         patch.setattr(template, "_bare", lambda source: None)
-        slow = message_template(sources, error_class=error_class)
-    assert quick == slow
+        patch.setattr(template, "_quick_operation", lambda builder, source: None)
+        assert quick == message_template(sources, error_class=error_class)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_operations(), min_size=1, max_size=2), st.sampled_from(["ValueError", "KeyError", "OSError"]))
+@example(['"a" + (\n    f", b {c}"\n    if c\n    else ""\n)'], "ValueError")  # (vLLM 0.28.0's engine start)
+@example(["(a, b) + 'c'"], "ValueError")  # a tuple's parentheses are its own in Python's tree, not libcst's
+@example(["x + 'é' + (y if c else 'ü')"], "KeyError")  # (columns count UTF-8 bytes in Python's tree)
+def test_operations_read_without_libcst_are_read_as_libcst_reads_them(sources: list[str], error_class: str) -> None:
+    """`A + B` with text on either side and `A if c else B` are read from Python's tree, their operands
+    as the quick reading or libcst would read them alone: whatever the nesting, parentheses, lines and
+    operands, the template is the one libcst's reading gives (or libcst reads it, for the shapes left
+    to it)."""
+    _read_as_libcst_reads(sources, error_class)
 
 
 def test_libcst_is_imported_only_for_a_message_the_quick_reading_leaves(tmp_path: Path) -> None:
-    """The quick reading spares a process libcst's import, and whatever libcst reads first, it is there."""
+    """The quick reading (literals, expressions that are no text, `+` and conditionals of them) spares a
+    process libcst's import, and whatever libcst reads first, it is there."""
     script = """
 import sys
 from extractor.template import message_template
 
 message_template(['f"{x!r} is {sorted(y)}"'], error_class="ValueError")
 message_template(['"no such key"', "name"], error_class="KeyError")
+message_template(['"a: " + str(b) + (\\n    f", c {c}"\\n    if c\\n    else "."\\n)'], error_class="ValueError")
+message_template(['"é" + b if c else "no " + d'], error_class="KeyError")
 assert "libcst" not in sys.modules
-for first in (['"a %s" % x'], ['"a" + b'], ['x.y()']):
+for first in (['"a %s" % x'], ['"{}".format(b)'], ['x.y()']):
     for name in [n for n in sys.modules if n == "libcst" or n.startswith("libcst.")]:
         del sys.modules[name]
     import extractor.template as template
@@ -260,4 +318,4 @@ for first in (['"a %s" % x'], ['"a" + b'], ['x.y()']):
 """
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert found.returncode == 0, found.stderr
-    assert found.stdout.split("\n") == ["a {x}", "a{b}", "{x.y()}", ""]
+    assert found.stdout.split("\n") == ["a {x}", "{b}", "{x.y()}", ""]
