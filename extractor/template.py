@@ -194,6 +194,8 @@ class _Builder:
         self.joins = joins or {}
 
     def parts(self, node: cst.BaseExpression) -> list[_Part]:
+        # `_OperationReader.parts` reads `+` and conditionals as this does, from Python's tree: a change of
+        # what a shape gives here is a change there too (tests/test_template.py holds one to the other).
         joined = self._join(node)
         if joined is not None:
             return joined
