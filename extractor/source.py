@@ -5,8 +5,12 @@ import codecs
 import io
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ast
 
 __all__ = [
     "ANY_EXCEPTION",
@@ -16,6 +20,7 @@ __all__ = [
     "declares_encoding",
     "decode",
     "lines_with_raise",
+    "node_source",
     "split_lines",
     "window",
 ]
@@ -87,6 +92,21 @@ def split_lines(text: str) -> list[str]:
 # whole minified or generated line, or one line holding thousands of raises would make a catalog
 # thousands of times the size of its source.
 LONG_LINE = 1000
+
+
+def node_source(
+    node: ast.expr | ast.stmt | ast.pattern | ast.keyword, lines: Sequence[str], line_bytes: Callable[[int], bytes]
+) -> str:
+    """The exact source of a node, from the lines it was parsed from (`line_bytes(n)`: line n, 1-based,
+    encoded: Python's tree counts columns in UTF-8 bytes)."""
+    start, end = node.lineno, node.end_lineno or node.lineno
+    col, end_col = node.col_offset, node.end_col_offset or 0
+    if start == end:
+        return line_bytes(start)[col:end_col].decode()
+    first = line_bytes(start)[col:].decode()
+    middle = lines[start : end - 1]
+    last = line_bytes(end)[:end_col].decode()
+    return "\n".join([first, *middle, last])
 
 
 def window(lines: Sequence[str], line: int, context: int, column: int = 0) -> tuple[int, int, str]:

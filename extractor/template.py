@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from extractor.kinds import MessageKind, builtin_exception
 from extractor.scanned import Placeholder
+from extractor.source import node_source
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -878,9 +879,7 @@ class _OperationReader:
 
     def __init__(self, builder: _Builder, code: str) -> None:
         self.builder = builder
-        self.code = code
-        self.lines = code.split("\n")
-        self.starts = list(itertools.accumulate((len(line) + 1 for line in self.lines), initial=0))
+        self.lines = f"({code}".split("\n")  # (as `_expression` parsed it)
 
     def merge_into(self, builder: _Builder) -> None:
         builder.kinds |= self.builder.kinds
@@ -947,18 +946,7 @@ class _OperationReader:
         return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
     def segment(self, node: ast.expr) -> str:
-        """The source of a node, its positions those of the parsed `(code\n)` (UTF-8 columns)."""
-        start = self._offset(node.lineno, node.col_offset)
-        return self.code[start : self._offset(node.end_lineno, node.end_col_offset)]
-
-    def _offset(self, line: int | None, column: int | None) -> int:
-        assert line is not None and column is not None
-        text = self.lines[line - 1]
-        if line == 1:
-            column -= 1  # the "(" before the code
-        if not text.isascii():
-            column = len(text.encode()[:column].decode())
-        return self.starts[line - 1] + column
+        return node_source(node, self.lines, lambda line: self.lines[line - 1].encode())
 
 
 def _bare(source: str) -> str | None:

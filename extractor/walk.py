@@ -16,7 +16,7 @@ from extractor.kinds import ConditionKind, MessageKind, builtin_exception
 from extractor.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
 from extractor.scanned import Condition, Extraction, Placeholder, Site, SiteData, SkippedSite
 from extractor.slugs import slug_stem
-from extractor.source import ScanOptions, lines_with_raise, window
+from extractor.source import ScanOptions, lines_with_raise, node_source, window
 from extractor.template import Template, message_template
 
 __all__ = ["Unparsed", "Visitor", "extent", "visit"]
@@ -146,15 +146,8 @@ class Visitor:
         return cached
 
     def segment(self, node: Located) -> str:
-        """Return the exact source of a node (ast offsets are UTF-8 byte offsets)."""
-        start, end = node.lineno, node.end_lineno or node.lineno
-        col, end_col = node.col_offset, node.end_col_offset or 0
-        if start == end:
-            return self._line_bytes(start)[col:end_col].decode()
-        first = self._line_bytes(start)[col:].decode()
-        middle = self.lines[start : end - 1]
-        last = self._line_bytes(end)[:end_col].decode()
-        return "\n".join([first, *middle, last])
+        """Return the exact source of a node."""
+        return node_source(node, self.lines, self._line_bytes)
 
     def one_line(self, node: Located) -> str:
         return _one_line(self.segment(node))
