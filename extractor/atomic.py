@@ -13,7 +13,11 @@ from typing import BinaryIO
 
 from extractor.lifecycle import STOP_SIGNALS, raise_if_interrupted
 
-__all__ = ["replace_bytes", "replace_files", "replacing"]
+__all__ = ["Content", "replace_bytes", "replace_files", "replacing"]
+
+# What a file is to hold: its bytes, or its bytes in pieces (written one after the other, never joined: a
+# catalog's 17 MB joined is as many again of fresh memory).
+Content = bytes | Sequence[bytes]
 
 
 @contextlib.contextmanager
@@ -46,7 +50,7 @@ def replacing(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
         _fsync_dir(path.parent)
 
 
-def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) -> None:
+def replace_files(files: Sequence[tuple[Path, Content]], *, durable: bool = True) -> None:
     """Make each path hold its data (see `replacing`), the files replaced in order once all are written.
 
     The renames happen with stop signals held back: one that comes meanwhile takes effect after the
@@ -63,7 +67,10 @@ def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) 
             made += reversed(missing)
             temporaries.append(_temporary(path))
             with _create(temporaries[-1]) as stream:
-                stream.write(data)
+                if isinstance(data, bytes):
+                    stream.write(data)
+                else:
+                    stream.writelines(data)
                 if durable:
                     stream.flush()
                     os.fsync(stream.fileno())
@@ -85,7 +92,7 @@ def replace_files(files: Sequence[tuple[Path, bytes]], *, durable: bool = True) 
 
 
 @contextlib.contextmanager
-def _folders_locked(files: Sequence[tuple[Path, bytes]]) -> Iterator[None]:
+def _folders_locked(files: Sequence[tuple[Path, Content]]) -> Iterator[None]:
     """Hold the folders of a set of files locked (flock on the folders themselves: no lock file is left), so
     that two processes writing the same set (two runs writing one catalog) replace it one after the other,
     never records of one with the manifest of the other."""
@@ -100,7 +107,7 @@ def _folders_locked(files: Sequence[tuple[Path, bytes]]) -> Iterator[None]:
             os.close(descriptor)  # which releases its lock
 
 
-def replace_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+def replace_bytes(path: Path, data: Content, *, durable: bool = True) -> None:
     """Make `path` hold `data`, whole or not at all (see `replacing`)."""
     replace_files([(path, data)], durable=durable)
 
@@ -108,10 +115,13 @@ def replace_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
 
+_BUFFER = 1 << 20  # content in pieces is gathered into writes of this much (a catalog's lines are 4 KB each)
+
+
 def _create(temporary: Path) -> BinaryIO:
     """Create a temporary file as open() would (0o666 less the umask), never one that exists. It is named
     before it exists, so that an interrupt landing anywhere after its creation finds it to remove."""
-    return open(os.open(temporary, _CREATE, 0o666), "wb")
+    return open(os.open(temporary, _CREATE, 0o666), "wb", buffering=_BUFFER)
 
 
 def _temporary(path: Path) -> Path:

@@ -61,6 +61,14 @@ def _seal(data: bytes) -> bytes:
     return hashlib.sha256(data).digest() + data
 
 
+def _sealed(pieces: Sequence[bytes]) -> list[bytes]:
+    """`_seal` of the pieces' bytes joined, in pieces (none of them copied)."""
+    digest = hashlib.sha256()
+    for piece in pieces:
+        digest.update(piece)
+    return [digest.digest(), *pieces]
+
+
 def _unseal(stored: bytes) -> bytes | None:
     """The value a row was written with, or None if its bytes are not those (truncated, altered)."""
     data = stored[_DIGEST:]
@@ -252,13 +260,14 @@ class ScanCache:
         data = _unseal(stored)
         return _thaw(data, stamp=stamp, revision=revision) if data is not None else None
 
-    def store_catalog(self, key: str, catalog: StoredCatalog) -> None:
-        """Store a whole catalog (in the background, after the writes before it): a file of its own,
-        replaced whole; the oldest beyond the most recently used few are removed."""
+    def store_catalog(self, key: str, records: Sequence[bytes], manifest: Manifest, warnings: Sequence[str]) -> None:
+        """Store a whole catalog, records.jsonl in pieces (in the background, after the writes before it): a
+        file of its own, replaced whole; the oldest beyond the most recently used few are removed."""
         folder = self.path.parent / _CATALOGS
 
         def write(_: sqlite3.Connection) -> None:
-            replace_bytes(folder / key, _seal(_freeze(catalog)), durable=False)  # it is sealed: checked when read
+            frozen = _sealed(_freeze(records, manifest, warnings))
+            replace_bytes(folder / key, frozen, durable=False)  # it is sealed: checked when read
             stored = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=_modified, reverse=True)
             for old in stored[_KEEP_CATALOGS:]:
                 old.unlink(missing_ok=True)
@@ -319,19 +328,23 @@ class StoredCatalog(NamedTuple):
 _STAMPED = (b'"analyzedAt":"', b'"datasetVersion":"')
 
 
-def _freeze(catalog: StoredCatalog) -> bytes:
-    """Serialize a catalog for the cache: a header line, then records.jsonl."""
-    stamp = catalog.manifest.analyzedAt.encode()
+def _freeze(records: Sequence[bytes], manifest: Manifest, warnings: Sequence[str]) -> list[bytes]:
+    """Serialize a catalog for the cache, in pieces: a header line, then records.jsonl (in the pieces given:
+    joining them would copy the whole catalog)."""
+    stamp = manifest.analyzedAt.encode()
     stamps: list[int] = []
-    for key in _STAMPED:
-        at = catalog.encoded.find(key + stamp)
-        while at >= 0:
-            stamps.append(at + len(key))
-            at = catalog.encoded.find(key + stamp, at + len(key))
+    offset = 0
+    for piece in records:
+        for key in _STAMPED:
+            at = piece.find(key + stamp)
+            while at >= 0:
+                stamps.append(offset + at + len(key))
+                at = piece.find(key + stamp, at + len(key))
+        offset += len(piece)
     from extractor.models import StoredCatalogHeader
 
-    header = StoredCatalogHeader(manifest=catalog.manifest, warnings=list(catalog.warnings), stamps=sorted(stamps))
-    return header.model_dump_json().encode() + b"\n" + catalog.encoded
+    header = StoredCatalogHeader(manifest=manifest, warnings=list(warnings), stamps=sorted(stamps))
+    return [header.model_dump_json().encode() + b"\n", *records]
 
 
 def _thaw(data: bytes, *, stamp: str, revision: str) -> StoredCatalog | None:

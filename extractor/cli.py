@@ -316,13 +316,13 @@ def _run_extract(argv: Sequence[str]) -> int:
     for warning in catalog.warnings:
         warn(warning)
     if args.output == "-":
-        sys.stdout.buffer.write(catalog.encoded)
+        sys.stdout.buffer.writelines(catalog.pieces)
         sys.stdout.flush()
         return ExitCode.OK
     root = Path(args.output) if args.output else default_root(catalog.manifest.repo)
     manifest = catalog.manifest
     folder = folder_name(sha=manifest.sha, revision=manifest.revision, scope=manifest.scope)
-    directory = write_catalog(catalog.encoded, manifest, root / folder)
+    directory = write_catalog(catalog.pieces, manifest, root / folder)
     if not args.quiet:
         print(
             f"{PROG}: {catalog.manifest.counts.records} records from {catalog.manifest.counts.filesParsed} of "

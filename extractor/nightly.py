@@ -128,7 +128,7 @@ def _publish(
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
         extracted = extract_commit(commit, options=options)
-        write_catalog(extracted.encoded, extracted.manifest, directory)
+        write_catalog(extracted.pieces, extracted.manifest, directory)
         catalog = LoadedCatalog(extracted, extracted.manifest, commit.sha, commit.revision)
         log(f"extracted {catalog.count} records into {directory} ({time.monotonic() - step:.2f}s)")
     else:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from extractor.atomic import replace_files
+from extractor.atomic import Content, replace_files
 from extractor.errors import ExtractorError
 
 if TYPE_CHECKING:  # the models are only handed in: the command line imports this before pydantic
@@ -70,7 +70,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     atomic_write_all([(path, data)])
 
 
-def atomic_write_all(files: Sequence[tuple[Path, bytes]]) -> None:
+def atomic_write_all(files: Sequence[tuple[Path, Content]]) -> None:
     """Publish files together: every one written aside first, then all replaced, so that a failure (a full
     disk, a directory where a file goes) leaves none of them changed."""
     for path, _ in files:
@@ -104,14 +104,20 @@ def leading_nowhere(path: Path) -> str:
     return f"a symlink to {os.readlink(path)}, which leads nowhere"
 
 
-def records_digest(records: bytes) -> str:
-    """The checksum a manifest holds of its records.jsonl."""
-    return hashlib.sha256(records).hexdigest()
+def records_digest(records: Content) -> str:
+    """The checksum a manifest holds of its records.jsonl (whole, or in pieces)."""
+    if isinstance(records, bytes):
+        return hashlib.sha256(records).hexdigest()
+    digest = hashlib.sha256()
+    for piece in records:
+        digest.update(piece)
+    return digest.hexdigest()
 
 
-def write_catalog(records: bytes, manifest: Manifest, directory: Path) -> Path:
-    """Write records.jsonl (as encoded) then manifest.json with the records' checksum (the manifest last: it
-    marks the catalog complete, and whatever happens to records.jsonl later shows as a mismatch)."""
+def write_catalog(records: Content, manifest: Manifest, directory: Path) -> Path:
+    """Write records.jsonl (as encoded, whole or in pieces) then manifest.json with the records' checksum
+    (the manifest last: it marks the catalog complete, and whatever happens to records.jsonl later shows
+    as a mismatch)."""
     sealed = manifest.model_copy(update={"recordsSha256": records_digest(records)})
     atomic_write_all([(directory / RECORDS, records), (directory / MANIFEST, dumps_model(sealed))])
     return directory

@@ -6,7 +6,6 @@ import contextlib
 import gc
 import shutil
 import sqlite3
-import threading
 import time
 import weakref
 from pathlib import Path
@@ -238,14 +237,13 @@ def test_a_catalog_still_being_stored_is_found(repo: GitRepo, monkeypatch: pytes
     import extractor.cache
     import extractor.extract
 
-    real = extractor.cache._seal
+    real = extractor.cache._sealed
 
-    def slow(data: bytes) -> bytes:  # the writing thread is still at it when the second run looks
-        if threading.current_thread() is not threading.main_thread():  # the run's own seals need not wait
-            time.sleep(0.3)
-        return real(data)
+    def slow(pieces: list[bytes]) -> list[bytes]:  # the writing thread is still at it when the second run looks
+        time.sleep(0.3)
+        return real(pieces)
 
-    monkeypatch.setattr(extractor.cache, "_seal", slow)
+    monkeypatch.setattr(extractor.cache, "_sealed", slow)
     options = ExtractOptions(paths=("pkg",), jobs=1)
     first = extract(repo=str(repo.path), revision="v1", options=options)
     monkeypatch.setattr(extractor.extract, "_extract_commit", lambda *a, **k: pytest.fail("extracted again"))

@@ -130,6 +130,7 @@ import threading
 import extractor.atomic, extractor.cache, extractor.write
 landed = threading.Event()
 def probe(path, data, *, durable=True):
+    data = b"".join(data)
     with extractor.atomic.replacing(path, durable=durable) as stream:
         stream.write(data[: len(data) // 2])
         os.kill(os.getpid(), signal.SIGINT)
