@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from extractor._version import __version__, code_digest
-from extractor.atomic import replace_bytes
+from extractor.atomic import replace_bytes, sha256_of
 
 if TYPE_CHECKING:  # pydantic is imported where a whole catalog is read or stored, not before
     from extractor.models import Manifest
@@ -63,10 +63,7 @@ def _seal(data: bytes) -> bytes:
 
 def _sealed(pieces: Sequence[bytes]) -> list[bytes]:
     """`_seal` of the pieces' bytes joined, in pieces (none of them copied)."""
-    digest = hashlib.sha256()
-    for piece in pieces:
-        digest.update(piece)
-    return [digest.digest(), *pieces]
+    return [sha256_of(pieces).digest(), *pieces]
 
 
 def _unseal(stored: bytes) -> bytes | None:

@@ -1,7 +1,6 @@
 # Write: catalog lines and manifest -> files published atomically (extractor.atomic: temporary file, fsync, rename).
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from extractor.atomic import Content, replace_files
+from extractor.atomic import Content, replace_files, sha256_of
 from extractor.errors import ExtractorError
 
 if TYPE_CHECKING:  # the models are only handed in: the command line imports this before pydantic
@@ -106,12 +105,7 @@ def leading_nowhere(path: Path) -> str:
 
 def records_digest(records: Content) -> str:
     """The checksum a manifest holds of its records.jsonl (whole, or in pieces)."""
-    if isinstance(records, bytes):
-        return hashlib.sha256(records).hexdigest()
-    digest = hashlib.sha256()
-    for piece in records:
-        digest.update(piece)
-    return digest.hexdigest()
+    return sha256_of(records).hexdigest()
 
 
 def write_catalog(records: Content, manifest: Manifest, directory: Path) -> Path:

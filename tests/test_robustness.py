@@ -765,3 +765,22 @@ def test_match_with_standard_input_closed_says_so(git_repo: GitRepo, tmp_path: P
     assert (
         result.stderr == "extractor: error: standard input is closed: pipe a log into match, or give TEXT arguments\n"
     )
+
+
+def test_content_in_pieces_is_written_and_hashed_as_the_pieces_joined(tmp_path: Path) -> None:
+    """A catalog's records are written and sealed a line at a time, gathered into large writes and hash
+    updates: pieces that fill the gathering buffer exactly, cross it, or exceed it are each written whole
+    and in order."""
+    import hashlib
+
+    from extractor import atomic
+
+    step = 1 << 20
+    sizes = [0, 1, 4000, step - 4001, step, 3, step + 7, step - 3, 5, 2 * step]
+    pieces = [bytes([index % 251]) * size for index, size in enumerate(sizes)]
+    joined = b"".join(pieces)
+    assert atomic.sha256_of(pieces).digest() == hashlib.sha256(joined).digest()
+    assert atomic.sha256_of(joined).digest() == hashlib.sha256(joined).digest()
+    assert atomic.sha256_of([]).digest() == hashlib.sha256(b"").digest()
+    atomic.replace_files([(tmp_path / "pieces", pieces), (tmp_path / "whole", joined)])
+    assert (tmp_path / "pieces").read_bytes() == joined == (tmp_path / "whole").read_bytes()
