@@ -98,7 +98,7 @@ def scan_blobs(
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
     results are carried (see carrying_results). `then` are the extractions that come next, nearest first:
     when results are carried, the workers start on their new files once these are done. `idle` is the
-    caller's work for the time this process would wait for the workers (done once, at the end if never)."""
+    caller's work for this process while the workers scan (done once: at the end if none do)."""
     if _carried is None:
         return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, idle=idle)
     before = _carried.results.get(scan_options, {})
@@ -211,8 +211,8 @@ def _scan_new(
     Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
     classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
     included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
-    their results are taken too. `idle` is done once, with the reading of cached results: while this
-    process would wait for the workers, or once the scan is over. `serialized`, if given, gets each
+    their results are taken too. `idle` is done once, with the reading of cached results: once the workers
+    have their first batches, or once the scan is over. `serialized`, if given, gets each
     result as serialized.
     """
     running = running or {}
@@ -337,8 +337,8 @@ def _scan_missing(
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
     serialized result to `into` as it comes (what was scanned before an interruption is kept), and its
-    parsed result to `parsed`. `idle` is work for this process, done once: the first time it would
-    otherwise wait for the workers, else once the scan is over. `running` are batches the pool was
+    parsed result to `parsed`. `idle` is work for this process, done once: as soon as the workers have
+    their first batches, else once the scan is over. `running` are batches the pool was
     given before (taken back if not started, else waited for)."""
     ordered = _largest_first(missing)
     # This process scans too for a big scan, or to take back batches given ahead (the next to be done).
@@ -454,11 +454,11 @@ def _shared(
     """Scan batches in the worker processes, and in this one if `main_scans`, yielding each batch's
     results as it is done (the caller orders results by path, so output does not depend on timing).
 
-    Each worker is kept _AHEAD batches ahead (the largest first); between handing out batches, this
-    process scans the smallest one left itself rather than wait, so no core is spent on waiting. When
-    none is left, it takes back those handed out that no worker has started yet, then does `idle`,
-    and only then waits; `idle` is done once, at the end if never before. A process that does not
-    scan does `idle` first, then waits. In a history, `later` are the batches given ahead for later
+    Each worker is kept _AHEAD batches ahead (the largest first). This process does `idle` first, once
+    the workers have theirs: done when nothing was left, it held up the end of the scan on one core.
+    Then, between handing out batches, it scans the smallest one left itself rather than wait, so no
+    core is spent on waiting; when none is left, it takes back those handed out that no worker has
+    started yet, and only then waits. In a history, `later` are the batches given ahead for later
     revisions (of the same repository): rather than wait, this process takes those back too, one at a
     time, and hands their results to `spare`.
     """
@@ -471,13 +471,13 @@ def _shared(
             while work and len(running) < _AHEAD * pool.workers:
                 batch = work.first()
                 running[pool.executor.submit(scan_batch, git_dir, batch, scan_options)] = batch
-            if main_scans and work:
+            if idle is not None:  # first, while the workers start: done last, it kept them waiting
+                idle()
+                idle = None
+            elif main_scans and work:
                 yield scan_batch(git_dir, work.last(), scan_options)
             elif main_scans and (taken := _take_back(running)) is not None:
                 yield scan_batch(git_dir, taken, scan_options)
-            elif idle is not None and not any(future.done() for future in running):
-                idle()
-                idle = None
             elif (
                 main_scans
                 and later
