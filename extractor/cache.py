@@ -18,8 +18,8 @@ import orjson
 from extractor._version import __version__, code_digest
 from extractor.atomic import replace_bytes, sha256_of
 
-if TYPE_CHECKING:  # pydantic is imported where a whole catalog is read or stored, not before
-    from extractor.models import Manifest
+if TYPE_CHECKING:
+    from extractor.manifest import ManifestData
 
 __all__ = ["CACHE_FORMAT", "ScanCache", "StoredCatalog", "wait_for_writes"]
 
@@ -257,7 +257,9 @@ class ScanCache:
         data = _unseal(stored)
         return _thaw(data, stamp=stamp, revision=revision) if data is not None else None
 
-    def store_catalog(self, key: str, records: Sequence[bytes], manifest: Manifest, warnings: Sequence[str]) -> None:
+    def store_catalog(
+        self, key: str, records: Sequence[bytes], manifest: ManifestData, warnings: Sequence[str]
+    ) -> None:
         """Store a whole catalog, records.jsonl in pieces (in the background, after the writes before it): a
         file of its own, replaced whole; the oldest beyond the most recently used few are removed."""
         folder = self.path.parent / _CATALOGS
@@ -316,7 +318,7 @@ class StoredCatalog(NamedTuple):
     """A whole catalog as the cache keeps it: records.jsonl as written, its manifest, the run's warnings."""
 
     encoded: bytes
-    manifest: Manifest
+    manifest: ManifestData
     warnings: tuple[str, ...]
 
 
@@ -325,10 +327,10 @@ class StoredCatalog(NamedTuple):
 _STAMPED = (b'"analyzedAt":"', b'"datasetVersion":"')
 
 
-def _freeze(records: Sequence[bytes], manifest: Manifest, warnings: Sequence[str]) -> list[bytes]:
-    """Serialize a catalog for the cache, in pieces: a header line, then records.jsonl (in the pieces given:
-    joining them would copy the whole catalog)."""
-    stamp = manifest.analyzedAt.encode()
+def _freeze(records: Sequence[bytes], manifest: ManifestData, warnings: Sequence[str]) -> list[bytes]:
+    """Serialize a catalog for the cache, in pieces: a header line (models.StoredCatalogHeader's JSON), then
+    records.jsonl (in the pieces given: joining them would copy the whole catalog)."""
+    stamp = manifest["analyzedAt"].encode()
     stamps: list[int] = []
     offset = 0
     for piece in records:
@@ -338,34 +340,32 @@ def _freeze(records: Sequence[bytes], manifest: Manifest, warnings: Sequence[str
                 stamps.append(offset + at + len(key))
                 at = piece.find(key + stamp, at + len(key))
         offset += len(piece)
-    from extractor.models import StoredCatalogHeader
-
-    header = StoredCatalogHeader(manifest=manifest, warnings=list(warnings), stamps=sorted(stamps))
-    return [header.model_dump_json().encode() + b"\n", *records]
+    header = {"manifest": manifest, "warnings": list(warnings), "stamps": sorted(stamps)}
+    return [orjson.dumps(header, option=orjson.OPT_APPEND_NEWLINE), *records]
 
 
 def _thaw(data: bytes, *, stamp: str, revision: str) -> StoredCatalog | None:
     """Read a frozen catalog back with this run's timestamp and revision; None if it does not hold
     together. The cache hands back exactly the bytes `_freeze` made (it checks them): the lines are
-    neither parsed nor counted here, and the records are copied once, the new stamp spliced in."""
-    from pydantic import ValidationError
-
-    from extractor.models import StoredCatalogHeader
-
+    neither parsed nor counted here, and the records are copied once, the new stamp spliced in. The header
+    is read as data, as the scan's results are: bytes that check out are what this code wrote."""
     cut = data.find(b"\n")
     try:
-        header = StoredCatalogHeader.model_validate_json(data[:cut])
-    except ValidationError:
+        header = orjson.loads(data[:cut])
+        manifest: ManifestData = header["manifest"]
+        stamps: list[int] = header["stamps"]
+        warnings = tuple(header["warnings"])
+        old, new = manifest["analyzedAt"].encode(), stamp.encode()
+        records = manifest["counts"]["records"]
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
         return None
-    old, new = header.manifest.analyzedAt.encode(), stamp.encode()
-    if cut < 0 or len(new) != len(old) or len(header.stamps) != len(_STAMPED) * header.manifest.counts.records:
+    if cut < 0 or len(new) != len(old) or len(stamps) != len(_STAMPED) * records:
         return None  # a timestamp of another shape (SOURCE_DATE_EPOCH far away) is not spliced in: extract anew
     view = memoryview(data)[cut + 1 :]
     pieces: list[bytes | memoryview] = []
     start = 0
-    for at in header.stamps:
+    for at in stamps:
         pieces += (view[start:at], new)
         start = at + len(new)
     pieces.append(view[start:])
-    manifest = header.manifest.model_copy(update={"analyzedAt": stamp, "revision": revision})
-    return StoredCatalog(b"".join(pieces), manifest, tuple(header.warnings))
+    return StoredCatalog(b"".join(pieces), {**manifest, "analyzedAt": stamp, "revision": revision}, warnings)

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -17,8 +15,16 @@ from extractor._version import __version__
 from extractor.errors import CatalogError, ExtractorError, ReleaseError
 from extractor.extract import Catalog, ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, read_file, resolve
-from extractor.models import CatalogLine, Manifest, Scope
-from extractor.write import MANIFEST, RECORDS, default_root, leading_nowhere, records_digest
+from extractor.models import CatalogLine, Manifest
+from extractor.write import (
+    MANIFEST,
+    RECORDS,
+    RELEASE_PREFIX,
+    default_root,
+    folder_name,
+    leading_nowhere,
+    records_digest,
+)
 
 __all__ = [
     "RELEASE_PREFIX",
@@ -31,8 +37,6 @@ __all__ = [
     "open_catalog",
     "release_commit",
 ]
-
-RELEASE_PREFIX = "release:"
 
 
 class LoadedCatalog:
@@ -191,7 +195,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
-    folder = folder_name(sha=commit.sha, revision=spec, scope=options.scope)
+    folder = folder_name(sha=commit.sha, revision=spec, scope=options.scope_data)
     reused = is_complete(base / folder, options=options, sha=commit.sha)
     if reused is not None:
         return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)
@@ -233,37 +237,3 @@ def _what_is_there(path: Path) -> str:
         return f": no {RECORDS} in it"
     more = ", ..." if len(inside) > 5 else ""
     return f": no {RECORDS} in it, but in its folders {', '.join(inside[:5])}{more}"
-
-
-_DEFAULT_SCOPE = ExtractOptions().scope
-_LABEL_LIMIT = 80
-
-
-def folder_name(*, sha: str, revision: str, scope: Scope) -> str:
-    """Name the folder a catalog is written to under its root: the full SHA, or `release-X.Y.Z` for a
-    release, then, for any scope but the default one, which paths and classes it holds (`-vllm-all`).
-
-    Catalogs of one revision in different scopes thus live side by side; a scope that differs in other
-    options too (context, where fields are read from) adds a digest of the whole scope.
-    """
-    if revision.startswith(RELEASE_PREFIX):
-        base = "release-" + re.sub(r"[^\w.+-]", "_", revision.removeprefix(RELEASE_PREFIX))
-    else:
-        base = sha
-    label = scope_label(scope, default=_DEFAULT_SCOPE)
-    return f"{base}-{label}" if label else base
-
-
-def scope_label(scope: Scope, *, default: Scope) -> str:
-    """Say which paths and classes a scope holds (`vllm-all`), for a folder's name; '' for `default`. A
-    scope that differs from `default` in other options too adds a digest of the whole scope."""
-    if scope == default:
-        return ""
-    paths = "+".join(path.strip("/").replace("/", ".") or "." for path in scope.paths)
-    classes = "all" if "*" in scope.exceptions else "+".join(scope.exceptions)
-    label = re.sub(r"[^\w.+=-]", "_", f"{paths}-{classes}")
-    others = scope.model_copy(update={"paths": default.paths, "exceptions": default.exceptions})
-    if others != default or len(label) > _LABEL_LIMIT:
-        digest = hashlib.sha256(orjson.dumps(scope.model_dump(mode="json"))).hexdigest()[:8]
-        label = f"{label[:_LABEL_LIMIT]}-{digest}"
-    return label

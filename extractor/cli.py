@@ -308,9 +308,8 @@ def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
     options = _options(args)
     commit, pinned = _resolve_starting_workers(args.repo, args.sha, args.release, options)
-    from extractor.catalog import folder_name
     from extractor.extract import extract_commit
-    from extractor.write import default_root, write_catalog
+    from extractor.write import default_root, folder_name, write_catalog
 
     catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     for warning in catalog.warnings:
@@ -319,14 +318,15 @@ def _run_extract(argv: Sequence[str]) -> int:
         sys.stdout.buffer.writelines(catalog.pieces)
         sys.stdout.flush()
         return ExitCode.OK
-    root = Path(args.output) if args.output else default_root(catalog.manifest.repo)
-    manifest = catalog.manifest
-    folder = folder_name(sha=manifest.sha, revision=manifest.revision, scope=manifest.scope)
+    manifest = catalog.manifest_data  # (as data: the models, and pydantic, are not needed to write it)
+    root = Path(args.output) if args.output else default_root(manifest["repo"])
+    folder = folder_name(sha=manifest["sha"], revision=manifest["revision"], scope=manifest["scope"])
     directory = write_catalog(catalog.pieces, manifest, root / folder)
     if not args.quiet:
+        counts = manifest["counts"]
         print(
-            f"{PROG}: {catalog.manifest.counts.records} records from {catalog.manifest.counts.filesParsed} of "
-            f"{catalog.manifest.counts.filesInScope} files at {catalog.manifest.sha[:12]} -> {directory}",
+            f"{PROG}: {counts['records']} records from {counts['filesParsed']} of {counts['filesInScope']} files "
+            f"at {manifest['sha'][:12]} -> {directory}",
             file=sys.stderr,
         )
     return ExitCode.OK

@@ -23,24 +23,16 @@ from extractor._version import __version__
 from extractor.cache import ScanCache
 from extractor.errors import ExtractorError, ScopeError
 from extractor.lifecycle import collector_paused, keep_until_exit
-from extractor.models import (
-    CatalogLine,
-    Counts,
-    FieldRef,
-    FileFacts,
-    Manifest,
-    SkippedFile,
-    SkippedSite,
-    StoredCatalogHeader,
-)
+from extractor.manifest import ManifestData, SkippedFileData
 from extractor.options import ExtractOptions as ExtractOptions
 from extractor.options import scope_path as scope_path
 from extractor.records import LineData, RunContext, build_records
-from extractor.scanned import ResultData, SiteData
+from extractor.scanned import ClassFacts, FieldFacts, FlagFacts, ResultData, SiteData, SkippedSiteData
 from extractor.scheduler import scan_blobs
 
 if TYPE_CHECKING:
     from extractor.fields import FieldIndex
+    from extractor.models import CatalogLine, Manifest
 
 __all__ = [
     "Catalog",
@@ -57,11 +49,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Catalog:
-    """An extracted catalog: the manifest that describes it, its lines as built (or as read back from the
-    cache, already encoded), records.jsonl as written (whole, or a piece a line), and its lines validated
-    (each made the first time it is asked for)."""
+    """An extracted catalog: the manifest that describes it (as data, see manifest.py), its lines as built
+    (or as read back from the cache, already encoded), records.jsonl as written (whole, or a piece a line),
+    and its manifest and lines validated (each made the first time it is asked for)."""
 
-    manifest: Manifest
+    manifest_data: ManifestData
     warnings: tuple[str, ...] = ()
     built: Sequence[LineData] | None = None  # the lines this run built; None for a stored catalog
     stored: bytes | None = None  # records.jsonl read back from the cache
@@ -90,7 +82,15 @@ class Catalog:
         return [orjson.loads(line) for line in self.encoded.splitlines()]
 
     @cached_property
+    def manifest(self) -> Manifest:
+        from extractor.models import Manifest
+
+        return Manifest.model_validate(self.manifest_data)
+
+    @cached_property
     def lines(self) -> tuple[CatalogLine, ...]:
+        from extractor.models import CatalogLine
+
         return tuple(CatalogLine.model_validate_json(line) for line in self.encoded.splitlines())
 
 
@@ -177,7 +177,7 @@ def extract_commit(
         if stored is not None:
             return Catalog(stored.manifest, stored.warnings, stored=stored.encoded)
         catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
-        cache.store_catalog(key, catalog.pieces, catalog.manifest, catalog.warnings)
+        cache.store_catalog(key, catalog.pieces, catalog.manifest_data, catalog.warnings)
         return catalog
     finally:
         cache.close()  # what is queued is written in the background
@@ -288,7 +288,6 @@ def _scan_scope(
         cache=cache,
         facts=scope.facts,
         then=upcoming,
-        idle=_build_models,
     )
     return scope, results
 
@@ -316,40 +315,31 @@ def _extract_commit(
             _check_raised(commit, scope.regular, options)
         lines = _field_index(scope, results, options).annotate(lines, reads)
     skipped_files = [*scope.skipped_files, *found.skipped_files]
-    manifest = Manifest(
-        repo=run.repo_name,
-        sha=run.sha,
-        revision=commit.revision,
-        committedAt=commit.committed_at,
-        analyzedAt=stamp,
-        extractorVersion=__version__,
-        scope=options.scope,
-        counts=Counts(
-            filesInScope=len(scope.blobs),
-            filesParsed=found.parsed,
-            records=len(lines),
-            skippedFiles=len(skipped_files),
-            skippedSites=len(found.skipped_sites),
-        ),
-        skippedFiles=sorted(skipped_files, key=lambda s: s.path),
-        skippedSites=sorted(found.skipped_sites, key=lambda s: (s.path, s.line)),
-    )
+    manifest: ManifestData = {
+        "repo": run.repo_name,
+        "sha": run.sha,
+        "revision": commit.revision,
+        "committedAt": commit.committed_at,
+        "analyzedAt": stamp,
+        "extractorVersion": __version__,
+        "scope": options.scope_data,
+        "counts": {
+            "filesInScope": len(scope.blobs),
+            "filesParsed": found.parsed,
+            "records": len(lines),
+            "skippedFiles": len(skipped_files),
+            "skippedSites": len(found.skipped_sites),
+        },
+        "recordsSha256": None,
+        "skippedFiles": sorted(skipped_files, key=lambda s: s["path"]),
+        "skippedSites": sorted(found.skipped_sites, key=lambda s: (s["path"], s["line"])),
+    }
     warnings = []
     if skipped_files:
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
     warnings += _absent_sources(scope, options, commit.revision)
     keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
     return Catalog(manifest, tuple(warnings), built=lines)
-
-
-# The models the catalog's last steps use (each is built on its first use, some 60 ms in all): built while
-# this process would wait for the workers rather than after the scan, on one core.
-_CATALOG_MODELS = (Manifest, SkippedFile, SkippedSite, FileFacts, FieldRef, StoredCatalogHeader)
-
-
-def _build_models() -> None:
-    for model in _CATALOG_MODELS:
-        model.model_rebuild()
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,7 +351,7 @@ class _Scope:
     auxiliary: list[git_stage.Blob]  # config classes and the CLI definition, out of scope
     listed: list[git_stage.Blob]  # every file listed, its name UTF-8
     facts: set[str]  # blob ids parsed whole for their classes and flags
-    skipped_files: list[SkippedFile]  # not scanned: a name that is not UTF-8, not a regular file
+    skipped_files: list[SkippedFileData]  # not scanned: a name that is not UTF-8, not a regular file
 
 
 def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> list[str]:
@@ -401,16 +391,16 @@ def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     facts = {
         blob.oid for blob in listed if blob.is_regular and (in_config(blob.path) or blob.path == options.flags_from)
     }
-    skipped_files: list[SkippedFile] = []
+    skipped_files: list[SkippedFileData] = []
     regular = []
     for blob in blobs:
         if not git_stage.is_utf8(blob.path):
             name = git_stage.printable(blob.path)
-            skipped_files.append(SkippedFile(path=name, reason="the file name is not UTF-8 (shown with \\x escapes)"))
+            skipped_files.append({"path": name, "reason": "the file name is not UTF-8 (shown with \\x escapes)"})
         elif blob.is_regular:
             regular.append(blob)
         else:
-            skipped_files.append(SkippedFile(path=blob.path, reason=f"not a regular file (git mode {blob.mode})"))
+            skipped_files.append({"path": blob.path, "reason": f"not a regular file (git mode {blob.mode})"})
     auxiliary = [b for b in listed if b.oid in facts and not in_scope(b.path)]
     return _Scope(blobs, regular, auxiliary, listed, facts, skipped_files)
 
@@ -420,8 +410,8 @@ class _Sites:
     """What the scan found in the files in scope."""
 
     files: list[tuple[str, list[SiteData]]]  # each file's sites, by path
-    skipped_files: list[SkippedFile]  # parsed, but could not be scanned
-    skipped_sites: list[SkippedSite]
+    skipped_files: list[SkippedFileData]  # parsed, but could not be scanned
+    skipped_sites: list[SkippedSiteData]
     parsed: int  # files parsed (the prefilter ruled the others out)
 
 
@@ -436,16 +426,16 @@ def _parsed(scope: _Scope, results: dict[str, ResultData]) -> Iterator[tuple[git
 
 def _sites(scope: _Scope, results: dict[str, ResultData]) -> _Sites:
     files: list[tuple[str, list[SiteData]]] = []
-    skipped_files: list[SkippedFile] = []
-    skipped_sites: list[SkippedSite] = []
+    skipped_files: list[SkippedFileData] = []
+    skipped_sites: list[SkippedSiteData] = []
     parsed = 0
     for blob, result in _parsed(scope, results):
         parsed += 1
         if result["kind"] == "skipped":
-            skipped_files.append(SkippedFile(path=blob.path, reason=result.get("reason") or "unknown"))
+            skipped_files.append({"path": blob.path, "reason": result.get("reason") or "unknown"})
             continue
         files.append((blob.path, result["sites"]))
-        skipped_sites += [SkippedSite(**{**s, "path": blob.path}) for s in result["skippedSites"]]
+        skipped_sites += [{"path": blob.path, "line": s["line"], "reason": s["reason"]} for s in result["skippedSites"]]
     return _Sites(files, skipped_files, skipped_sites, parsed)
 
 
@@ -470,7 +460,14 @@ def _field_index(scope: _Scope, results: dict[str, ResultData], options: Extract
     from extractor.fields import FieldIndex
 
     classes, flags = _fields_sources(scope, results, options)
+    read = results[flags.oid].get("flags") if flags is not None else None
     return FieldIndex.build(
-        classes=[c for blob in classes for c in FileFacts.model_validate(results[blob.oid]).classes],
-        flags=FileFacts.model_validate(results[flags.oid]).flags if flags is not None else None,
+        classes=[_class_facts(data) for blob in classes for data in results[blob.oid].get("classes") or ()],
+        flags=FlagFacts(read["flags"], read["overwritten"]) if read else None,
     )
+
+
+def _class_facts(data: Mapping[str, Any]) -> ClassFacts:
+    """A config class's facts as the scan wrote them (a result of the cache, sealed: as this code wrote it)."""
+    fields = [FieldFacts(**field) for field in data["fields"]]
+    return ClassFacts(data["name"], data["bases"], fields, data["postInit"])

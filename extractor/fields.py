@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extractor.models import ClassFacts, FieldFacts, FieldRef, FlagFacts
 from extractor.records import LineData
+from extractor.scanned import ClassFacts, FieldFacts, FlagFacts
 
 __all__ = ["FieldIndex", "from_self"]
 
@@ -22,11 +22,39 @@ class _Class:
     fields: dict[str, FieldFacts] = field(default_factory=dict)
 
 
-def _unresolved(chain: str, reason: str) -> FieldRef:
-    return FieldRef(expression=chain, resolved=False, reason=reason)
+# A record's field (models.FieldRef) as its extraction holds it: every key, in the model's order, by its
+# alias (`class`). Built as data (tests/test_fields.py validates them): the catalog is written without pydantic.
+FieldRefData = dict[str, Any]
 
 
-_UNRESOLVED: dict[str, Any] = _unresolved("", "").model_dump(mode="json", by_alias=True)
+def _field_ref(
+    expression: str,
+    *,
+    owner: str | None = None,
+    facts: FieldFacts | None = None,
+    flags: list[str] | None = None,
+    via: str | None = None,
+    key: str | None = None,
+    reason: str | None = None,
+) -> FieldRefData:
+    return {
+        "expression": expression,
+        "class": owner,
+        "field": facts.name if facts is not None else None,
+        "annotation": facts.annotation if facts is not None else None,
+        "default": facts.default if facts is not None else None,
+        "constraints": list(facts.constraints) if facts is not None else [],
+        "doc": facts.doc if facts is not None else None,
+        "flags": flags or [],
+        "via": via,
+        "key": key,
+        "resolved": facts is not None,
+        "reason": reason,
+    }
+
+
+def _unresolved(chain: str, reason: str) -> FieldRefData:
+    return _field_ref(chain, reason=reason)
 
 
 def _outside_self(chain: str) -> str | None:
@@ -126,7 +154,7 @@ class FieldIndex:
             options += ["--no-" + o[2:] for o in options if o.startswith("--") and not o.startswith("--no-")]
         return options
 
-    def resolve(self, chain: str, function: str) -> FieldRef:
+    def resolve(self, chain: str, function: str) -> FieldRefData:
         """Follow `self.a.b` from the class of the enclosing method to a config field."""
         owner = function.split(".")[0]
         unreachable = self._unreachable(chain, owner)
@@ -154,7 +182,7 @@ class FieldIndex:
 
     def _reference(
         self, chain: str, owner: str, facts: FieldFacts, *, cli: bool, parent: tuple[str, str] | None
-    ) -> FieldRef:
+    ) -> FieldRefData:
         flags = self.options_of(owner, facts.name, facts) if cli else []
         via = key = reason = None
         if not cli:
@@ -166,20 +194,7 @@ class FieldIndex:
                 reason = f"derived by vLLM: {derived}"
             elif parent_flags:
                 via, key = parent_flags[0], facts.name
-        return FieldRef(
-            expression=chain,
-            class_=owner,
-            field=facts.name,
-            annotation=facts.annotation,
-            default=facts.default,
-            constraints=list(facts.constraints),
-            doc=facts.doc,
-            flags=flags,
-            via=via,
-            key=key,
-            resolved=True,
-            reason=reason,
-        )
+        return _field_ref(chain, owner=owner, facts=facts, flags=flags, via=via, key=key, reason=reason)
 
     def _derived(self, owner: str, facts: FieldFacts, parent: tuple[str, str]) -> str | None:
         if not facts.init:
@@ -209,10 +224,7 @@ class FieldIndex:
         found = self._data.get(key)
         if found is None:
             unreachable = self._unreachable(chain, owner)
-            if unreachable is not None:  # (as `resolve` says it, without a model made and dumped)
-                found = {**_UNRESOLVED, "expression": chain, "reason": unreachable}
-            else:
-                found = self.resolve(chain, function).model_dump(mode="json", by_alias=True)
+            found = _unresolved(chain, unreachable) if unreachable is not None else self.resolve(chain, function)
             self._data[key] = found
         return found
 

@@ -12,7 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
-from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, scope_label
+from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem
 from extractor.diff import (
     ChangeKind,
     Check,
@@ -40,7 +40,7 @@ from extractor.models import (
 from extractor.progress import warn
 from extractor.records import Slugs, file_ids, in_order, type_value, url_prefix
 from extractor.scanned import SiteData
-from extractor.write import atomic_write
+from extractor.write import atomic_write, scope_label
 
 __all__ = [
     "HISTORY",
@@ -109,7 +109,9 @@ def folder_name(options: ExtractOptions) -> str:
         return scope.model_copy(update={"paths": stems, "configFrom": config})
 
     default = followed(ExtractOptions())
-    label = scope_label(named(options.scope), default=named(default.scope))
+    label = scope_label(
+        named(options.scope).model_dump(mode="json"), default=named(default.scope).model_dump(mode="json")
+    )
     return f"history-{label}" if label else "history"
 
 

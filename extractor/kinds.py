@@ -1,17 +1,33 @@
-# Kinds: the scan's enumerations and pieces, without pydantic (a worker process scans without importing it).
+# Kinds: the scan's and the records' enumerations, and pieces, without pydantic (a worker process scans
+# without importing it, and an extraction writes its catalog without it).
 from __future__ import annotations
 
 import builtins
 from enum import StrEnum
 from typing import NamedTuple
 
-__all__ = ["ConditionKind", "MessageKind", "Piece", "builtin_exception"]
+__all__ = ["ConditionKind", "ErrorType", "MessageKind", "Piece", "builtin_exception"]
 
 
 def builtin_exception(name: str | None) -> type[BaseException] | None:
     """The builtin exception class of that name, or None."""
     value = getattr(builtins, name or "", None)
     return value if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+class ErrorType(StrEnum):
+    """A coarse family of errors, decided by the raised class alone (table in the README)."""
+
+    VALIDATION = "validation"
+    UNSUPPORTED = "unsupported"
+    LOOKUP = "lookup"
+    STATE = "state"
+    IO = "io"
+    DEPENDENCY = "dependency"
+    TIMEOUT = "timeout"
+    RESOURCE = "resource"
+    INTERNAL = "internal"
+    OTHER = "other"
 
 
 class MessageKind(StrEnum):

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 # The scan's kinds and pieces live in a module without pydantic (a worker process scans without it);
 # they are the models' too.
 from extractor.kinds import ConditionKind as ConditionKind
+from extractor.kinds import ErrorType as ErrorType
 from extractor.kinds import MessageKind as MessageKind
 from extractor.kinds import Piece as Piece
 
@@ -30,21 +31,6 @@ _BUILT_ON_USE = ConfigDict(defer_build=True)
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", **_BUILT_ON_USE)
-
-
-class ErrorType(StrEnum):
-    """A coarse family of errors, decided by the raised class alone (table in the README)."""
-
-    VALIDATION = "validation"
-    UNSUPPORTED = "unsupported"
-    LOOKUP = "lookup"
-    STATE = "state"
-    IO = "io"
-    DEPENDENCY = "dependency"
-    TIMEOUT = "timeout"
-    RESOURCE = "resource"
-    INTERNAL = "internal"
-    OTHER = "other"
 
 
 class Placeholder(_Frozen):

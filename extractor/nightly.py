@@ -41,7 +41,7 @@ class NightlyResult:
 
 def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
     """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
-    return root / folder_name(sha=sha, revision=sha, scope=options.scope)
+    return root / folder_name(sha=sha, revision=sha, scope=options.scope_data)
 
 
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
@@ -128,7 +128,7 @@ def _publish(
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
         extracted = extract_commit(commit, options=options)
-        write_catalog(extracted.pieces, extracted.manifest, directory)
+        write_catalog(extracted.pieces, extracted.manifest_data, directory)
         catalog = LoadedCatalog(extracted, extracted.manifest, commit.sha, commit.revision)
         log(f"extracted {catalog.count} records into {directory} ({time.monotonic() - step:.2f}s)")
     else:

@@ -34,7 +34,7 @@ def read_index(output: Path) -> NightlyIndex:
 def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
     """Find the folder of a nightly root that holds the catalog of `sha`: the one `scope` names, else the
     only published folder of that SHA whatever its scope."""
-    named = root / folder_name(sha=sha, revision=sha, scope=scope)
+    named = root / folder_name(sha=sha, revision=sha, scope=scope.model_dump(mode="json"))
     if (named / MANIFEST).exists():
         return named
     found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if (p / MANIFEST).exists()]

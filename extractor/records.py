@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypedDict
 from urllib.parse import quote
 
-from extractor.models import ErrorType, Record
+from extractor.kinds import ErrorType
 from extractor.scanned import ExtractionData, SiteData
 
 __all__ = [
     "ERROR_TYPES",
+    "RECORD_DEFAULTS",
     "LineData",
     "RunContext",
     "Slugs",
@@ -137,9 +138,42 @@ class Slugs:
         return slug
 
 
-# A record as written: every key of the model, in its order, the defaults where the extractor has
-# nothing to say (the later analysis step fills them).
-_RECORD = {name: info.get_default(call_default_factory=True) for name, info in Record.model_fields.items()}
+# A record as written: every key of models.Record, in its order, the defaults where the extractor has
+# nothing to say (the later analysis step fills them); the others are set for each record. Written out
+# rather than read from the model, which would import pydantic (tests/test_models.py holds them together).
+RECORD_DEFAULTS: dict[str, Any] = {
+    "id": None,
+    "repo": None,
+    "slug": None,
+    "errorCode": None,
+    "errorMessage": None,
+    "messagePattern": None,
+    "errorType": None,
+    "errorClass": None,
+    "httpStatus": None,
+    "severity": "error",
+    "filePath": None,
+    "lineNumber": None,
+    "sourceCode": None,
+    "sourceCodeStart": None,
+    "sourceCodeEnd": None,
+    "githubUrl": None,
+    "documentation": None,
+    "triggerScenarios": None,
+    "commonSituations": None,
+    "solutions": None,
+    "exampleFix": None,
+    "handlingStrategy": None,
+    "validationCode": None,
+    "typeGuard": None,
+    "tryCatchPattern": None,
+    "preventionTips": None,
+    "tags": None,
+    "backgroundTag": None,
+    "analyzedSha": None,
+    "analyzedAt": None,
+    "schemaVersion": 2,
+}
 
 
 class Records(NamedTuple):
@@ -166,7 +200,7 @@ def build_records(files: Sequence[tuple[str, Sequence[SiteData]]], *, run: RunCo
         for site, identifier in zip(ordered, file_ids(run.repo_name, path, ordered), strict=True):
             error_class, start, end = site["errorClass"], site["sourceCodeStart"], site["sourceCodeEnd"]
             record = {
-                **_RECORD,
+                **RECORD_DEFAULTS,
                 "id": identifier,
                 "repo": run.repo_name,
                 "slug": slugs.take(site["slugStem"]),

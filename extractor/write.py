@@ -1,39 +1,46 @@
 # Write: catalog lines and manifest -> files published atomically (extractor.atomic: temporary file, fsync, rename).
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from extractor.atomic import Content, replace_files, sha256_of
 from extractor.errors import ExtractorError
+from extractor.options import ExtractOptions
 
-if TYPE_CHECKING:  # the models are only handed in: the command line imports this before pydantic
+if TYPE_CHECKING:  # the models are only handed in: an extraction writes its catalog without pydantic
     from pydantic import BaseModel
 
+    from extractor.manifest import ManifestData
     from extractor.models import CatalogLine, Manifest
 
 __all__ = [
     "MANIFEST",
     "RECORDS",
+    "RELEASE_PREFIX",
     "atomic_write",
     "atomic_write_all",
     "default_root",
     "dumps_line",
     "encode_lines",
+    "folder_name",
     "is_repo_name",
     "leading_nowhere",
     "records_digest",
+    "scope_label",
     "why_not",
     "write_catalog",
 ]
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
+RELEASE_PREFIX = "release:"
 
 
 def dumps_line(line: CatalogLine) -> bytes:
@@ -108,10 +115,47 @@ def records_digest(records: Content) -> str:
     return sha256_of(records).hexdigest()
 
 
-def write_catalog(records: Content, manifest: Manifest, directory: Path) -> Path:
+def write_catalog(records: Content, manifest: ManifestData | Manifest, directory: Path) -> Path:
     """Write records.jsonl (as encoded, whole or in pieces) then manifest.json with the records' checksum
     (the manifest last: it marks the catalog complete, and whatever happens to records.jsonl later shows
-    as a mismatch)."""
-    sealed = manifest.model_copy(update={"recordsSha256": records_digest(records)})
-    atomic_write_all([(directory / RECORDS, records), (directory / MANIFEST, dumps_model(sealed))])
+    as a mismatch). The manifest is data (see manifest.py), or a model."""
+    data = manifest if isinstance(manifest, dict) else manifest.model_dump(mode="json")
+    sealed = {**data, "recordsSha256": records_digest(records)}
+    written = orjson.dumps(sealed, option=orjson.OPT_INDENT_2) + b"\n"
+    atomic_write_all([(directory / RECORDS, records), (directory / MANIFEST, written)])
     return directory
+
+
+_DEFAULT_SCOPE = ExtractOptions().scope_data
+_LABEL_LIMIT = 80
+
+
+def folder_name(*, sha: str, revision: str, scope: Mapping[str, Any]) -> str:
+    """Name the folder a catalog is written to under its root: the full SHA, or `release-X.Y.Z` for a
+    release, then, for any scope but the default one, which paths and classes it holds (`-vllm-all`).
+    `scope` is a models.Scope as data (ExtractOptions.scope_data).
+
+    Catalogs of one revision in different scopes thus live side by side; a scope that differs in other
+    options too (context, where fields are read from) adds a digest of the whole scope.
+    """
+    if revision.startswith(RELEASE_PREFIX):
+        base = "release-" + re.sub(r"[^\w.+-]", "_", revision.removeprefix(RELEASE_PREFIX))
+    else:
+        base = sha
+    label = scope_label(scope, default=_DEFAULT_SCOPE)
+    return f"{base}-{label}" if label else base
+
+
+def scope_label(scope: Mapping[str, Any], *, default: Mapping[str, Any]) -> str:
+    """Say which paths and classes a scope (as data) holds (`vllm-all`), for a folder's name; '' for
+    `default`. A scope that differs from `default` in other options too adds a digest of the whole scope."""
+    if scope == default:
+        return ""
+    paths = "+".join(path.strip("/").replace("/", ".") or "." for path in scope["paths"])
+    classes = "all" if "*" in scope["exceptions"] else "+".join(scope["exceptions"])
+    label = re.sub(r"[^\w.+=-]", "_", f"{paths}-{classes}")
+    others = {**scope, "paths": default["paths"], "exceptions": default["exceptions"]}
+    if others != default or len(label) > _LABEL_LIMIT:
+        digest = hashlib.sha256(orjson.dumps(dict(scope))).hexdigest()[:8]
+        label = f"{label[:_LABEL_LIMIT]}-{digest}"
+    return label

@@ -45,6 +45,7 @@ def output(repo: GitRepo, **options: object) -> bytes:
     wait_for_writes()  # the tests below read and break the cache file behind the extractor's back
     # What is written is built as plain data: it must be what the models themselves serialize.
     assert catalog.encoded == encode_lines(catalog.lines)
+    assert list(catalog.manifest.model_dump(mode="json").items()) == list(catalog.manifest_data.items())
     return catalog.encoded + catalog.manifest.model_dump_json().encode()
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
+import orjson
 import pytest
 
 from extractor.chains import chains
 from extractor.extract import ExtractOptions, extract
-from extractor.models import CatalogLine
+from extractor.models import CatalogLine, FieldRef
 from tests.conftest import GitRepo, cli
 
 CONFIG = '''
@@ -94,6 +96,20 @@ def lines(tmp_path_factory: pytest.TempPathFactory) -> list[CatalogLine]:
 def fields_of(lines: list[CatalogLine], needle: str) -> dict[str, dict[str, object]]:
     (line,) = [line for line in lines if needle in line.record.errorMessage]
     return {f.expression: f.model_dump(by_alias=True) for f in line.extraction.fields}
+
+
+def test_fields_written_as_data_are_the_models_json(tmp_path: Path) -> None:
+    """The fields of a record are written as data (no FieldRef is made): each one, resolved or not, is the
+    model's JSON key for key, in the model's order, and the catalog's bytes are the validated lines'."""
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
+    catalog = extract(repo=str(repo.path), revision="v1", options=ExtractOptions(cache=False))
+    written = [field for line in catalog.data for field in line["extraction"]["fields"]]
+    assert {field["resolved"] for field in written} == {True, False}
+    for field in written:
+        dumped = FieldRef.model_validate(field).model_dump(mode="json", by_alias=True)
+        assert list(dumped.items()) == list(field.items())
+    assert catalog.encoded == b"".join(orjson.dumps(line.model_dump(mode="json")) + b"\n" for line in catalog.lines)
 
 
 def test_field_facts_flags_and_unresolved_parameters(lines: list[CatalogLine]) -> None:

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("_version", "errors", "progress", "suggest", "housekeeping", "similarity", "markdown"),  # no package import
     ("kinds", "rewording"),  # the scan's enumerations and pieces, without pydantic; pairing rewordings (numpy)
     ("scanned",),  # the scan's typed values (slotted dataclasses): a worker scans without pydantic
-    ("models", "lifecycle", "git"),  # the record models; signals and exit; reading git objects
+    ("models", "manifest", "lifecycle", "git"),  # the record models, the manifest as data; signals and exit; git
     ("atomic",),  # the one way files are written (a temporary beside the target, then a rename)
     ("source", "chains", "slugs", "resolve", "schema", "facts"),  # what the walk uses
     ("template",),  # a message expression -> its template (libcst)
@@ -29,9 +29,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("pieces",),  # incremental rescanning, on top of the walk
     ("scan",),  # the scan API: one blob's bytes -> its result, as the cache stores it
     ("workers",),  # the processes that scan beside the main one (the command line forks them first thing)
-    ("records", "cache", "release", "write"),  # catalog lines; per-blob and whole-catalog cache; sdists; writing
+    ("records", "cache", "release"),  # catalog lines; per-blob and whole-catalog cache; sdists
     ("options",),  # what an extraction is asked for, known to the command line before the pipeline
-    ("scheduler",),  # where each blob's result comes from: the cache, or a scan shared between workers
+    ("scheduler", "write"),  # where each blob's result comes from (the cache, or a scan); writing catalogs
     ("fields",),  # resolving the chains a record reads to config fields (catalog time)
     ("extract",),  # the pipeline: git -> scan -> records -> fields
     ("catalog",),  # a catalog from a revision, a release or a directory

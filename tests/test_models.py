@@ -9,7 +9,7 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from extractor import models, scanned
+from extractor import manifest, models, scanned
 from extractor.models import ConditionKind, ErrorType, MessageKind, Record, replace
 
 RECORD = {
@@ -42,6 +42,19 @@ MIRRORS = [
     (scanned.ClassFacts, models.ClassFacts, None),
     (scanned.FlagFacts, models.FlagFacts, None),
 ]
+
+
+# The manifest an extraction writes, as data (manifest.py), and the models it mirrors.
+MANIFEST_MIRRORS = [
+    (manifest.ManifestData, models.Manifest),
+    (manifest.CountsData, models.Counts),
+    (manifest.SkippedFileData, models.SkippedFile),
+]
+
+
+@pytest.mark.parametrize(("data", "model"), MANIFEST_MIRRORS, ids=[m[1].__name__ for m in MANIFEST_MIRRORS])
+def test_the_manifest_as_data_has_its_models_keys_in_its_order(data: type, model: type[BaseModel]) -> None:
+    assert list(typing.get_type_hints(data)) == list(model.model_fields)
 
 
 @pytest.mark.parametrize(("fast", "model", "data"), MIRRORS, ids=[m[1].__name__ for m in MIRRORS])
@@ -101,3 +114,17 @@ def test_replace_equals_model_copy() -> None:
     assert fast == slow
     assert fast.model_fields_set == slow.model_fields_set
     assert record.slug == RECORD["slug"]  # the original is left alone
+
+
+def test_the_records_defaults_are_the_models() -> None:
+    """records.RECORD_DEFAULTS is written out (the catalog is written without pydantic): every key of the
+    Record model in its order, with the model's default where it has one (a record sets the others)."""
+    from pydantic_core import PydanticUndefined
+
+    from extractor.records import RECORD_DEFAULTS
+
+    assert list(RECORD_DEFAULTS) == list(Record.model_fields)
+    for name, info in Record.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        if default is not PydanticUndefined:
+            assert RECORD_DEFAULTS[name] == default, name

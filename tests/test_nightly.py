@@ -137,7 +137,8 @@ def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
         return None
     document = index(out)
     for entry in document["catalogs"]:
-        loaded = load_catalog(out / folder_name(sha=entry["sha"], revision=entry["sha"], scope=scope))
+        folder = folder_name(sha=entry["sha"], revision=entry["sha"], scope=scope.model_dump(mode="json"))
+        loaded = load_catalog(out / folder)
         assert loaded.manifest is not None and len(loaded.lines) == entry["records"]
     return document["latest"]
 

@@ -434,7 +434,8 @@ class Probe(BaseModel):
         signal.raise_signal(signal.{name})  # its handler runs here, inside pydantic's serializer
         return value
 
-original = models.Manifest.model_dump  # the command line dumps the manifest to write it
+# A catalog's manifest is written as data (no model): a history's is dumped from its model to be written.
+original = models.HistoryManifest.model_dump
 
 
 def probed(self, **kwargs):
@@ -446,7 +447,7 @@ def probed(self, **kwargs):
     return original(self, **kwargs)  # a library that swallows the error and goes on
 
 
-models.Manifest.model_dump = probed
+models.HistoryManifest.model_dump = probed
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -464,7 +465,7 @@ def test_an_interrupt_inside_pydantic_serialization_is_an_interrupt(
     git_repo.commit({"vllm/config/b.py": "class C:\n    x: int = 1\n"}, tag="v2")  # a config class: facts
     probe = _PROBE.replace("{name}", stop.name).replace("{swallow}", str(swallow))
     result = subprocess.run(
-        [sys.executable, "-c", probe, "--repo", str(git_repo.path), "--sha", "v2", "--no-cache"],
+        [sys.executable, "-c", probe, "history", "v1", "v2", "--repo", str(git_repo.path), "--no-cache", "-q"],
         capture_output=True,
         text=True,
         cwd=place,
