@@ -183,19 +183,30 @@ def test_a_history_forks_its_workers_once_and_scans_each_revision_ahead(git_repo
 
 def test_work_is_cut_as_it_is_handed_out_each_file_once_the_last_batches_small() -> None:
     """Batches come largest first from the front and smallest first from the back, each file once; they
-    shrink as the work runs out, so the last ones a worker holds (which cannot be taken back) are small."""
+    shrink as the work runs out, so the last ones a worker holds (which cannot be taken back) are small.
+    The previous versions' results are read a batch at a time, as it is cut, each file's once."""
+    from collections.abc import Sequence
+
     from extractor.git import Blob
     from extractor.scheduler import _BATCH_BYTES, _largest_first, _Work
 
     sizes = [200_000, 150_000, *[30_000] * 40, *[3_000] * 300, *[500] * 200]
     blobs = _largest_first([Blob(f"f{i}.py", f"{i:040x}", "100644", size) for i, size in enumerate(sizes)])
     size_of = {blob.oid: blob.size or 0 for blob in blobs}
-    work = _Work(blobs, {}, set(), scanners=2)
+    asked: list[list[str]] = []
+
+    def previous(oids: Sequence[str]) -> dict[str, bytes]:  # every other file has a previous version
+        asked.append(list(oids))
+        return {oid: oid.encode() for oid in oids if int(oid, 16) % 2}
+
+    work = _Work(blobs, previous, set(), scanners=2)
+    assert asked == []  # nothing read before the first batch is cut
     cut: list[tuple[str, list[str]]] = []  # in the order handed out: (side, blob ids)
     while work:
-        cut.append(("front", [item[0] for item in work.first()]))
-        if work:
-            cut.append(("back", [item[0] for item in work.last()]))
+        for side, batch in [("front", work.first()), *([("back", work.last())] if work else [])]:
+            cut.append((side, [item[0] for item in batch]))
+            assert all(item[1] == (item[0].encode() if int(item[0], 16) % 2 else None) for item in batch)
+    assert asked == [oids for _, oids in cut]
     handed = [oid for _, oids in cut for oid in oids]
     assert sorted(handed) == sorted(size_of) and len(handed) == len(size_of)
     front = [oid for side, oids in cut if side == "front" for oid in oids]
