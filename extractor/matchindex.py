@@ -17,12 +17,12 @@ from extractor.atomic import replace_bytes
 from extractor.errors import ReleaseError
 from extractor.git import cache_dir
 from extractor.match import Matcher, Row, Site, Template, templates_of_rows
+from extractor.write import RELEASE_PREFIX  # (not catalog.py's: a cached index need not import the pipeline)
 
 if TYPE_CHECKING:
     from extractor.catalog import LoadedCatalog
     from extractor.extract import ExtractOptions
 
-RELEASE_PREFIX = "release:"  # as extractor.catalog, which a cached index need not import
 
 __all__ = ["MatchIndex", "expand_specs", "match_index"]
 
