@@ -328,8 +328,9 @@ _STAMPED = (b'"analyzedAt":"', b'"datasetVersion":"')
 
 
 def _freeze(records: Sequence[bytes], manifest: ManifestData, warnings: Sequence[str]) -> list[bytes]:
-    """Serialize a catalog for the cache, in pieces: a header line (models.StoredCatalogHeader's JSON), then
-    records.jsonl (in the pieces given: joining them would copy the whole catalog)."""
+    """Serialize a catalog for the cache, in pieces: a header line (its manifest, its warnings, and where in
+    records.jsonl the run's timestamp stands: the start of each value of a record's analyzedAt and
+    datasetVersion), then records.jsonl (in the pieces given: joining them would copy the whole catalog)."""
     stamp = manifest["analyzedAt"].encode()
     stamps: list[int] = []
     offset = 0

@@ -859,11 +859,10 @@ def _cache_parser() -> argparse.ArgumentParser:
 
 def _run_cache(argv: Sequence[str]) -> int:
     args = _parse(_cache_parser(), argv)
-    import orjson
-
     from extractor.git import cache_dir
     from extractor.housekeeping import PARTS, clear, usage
     from extractor.suggest import close_to
+    from extractor.write import dumps_document
 
     for name in args.parts:
         if name not in PARTS:
@@ -884,7 +883,7 @@ def _run_cache(argv: Sequence[str]) -> int:
             "bytes": sum(part.bytes for part in parts),
             "parts": [{"name": p.name, "bytes": p.bytes, p.unit: p.items} for p in parts],
         }
-        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.write(dumps_document(document).decode())
         return ExitCode.OK
     done = "removed " if args.action == "clear" else ""
     total = _size(sum(part.bytes for part in parts))

@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import orjson
-
 from extractor import markdown
 from extractor.models import CatalogLine
 from extractor.similarity import ACROSS_FUNCTIONS, WITHIN_FUNCTION, similarity
+from extractor.write import dumps_document
 
 if TYPE_CHECKING:  # a type only: importing catalog would bring in extract, git and write
     from extractor.catalog import LoadedCatalog
@@ -425,7 +424,7 @@ def render_json(diff: CatalogDiff) -> bytes:
             if change.kind is not ChangeKind.UNCHANGED
         ],
     }
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps_document(document)
 
 
 def _marked(old: str, new: str) -> tuple[str, str]:

@@ -5,13 +5,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import orjson
-
 from extractor import markdown
 from extractor.errors import ExtractorError
 from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
 from extractor.similarity import WITHIN_FUNCTION, similarity
+from extractor.write import dumps_document
 
 if TYPE_CHECKING:
     from extractor.catalog import LoadedCatalog
@@ -236,7 +235,7 @@ def render(explanation: Explanation, *, format: str) -> str:
         }
         if explanation.history:
             document["releases"] = explanation.history
-        return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+        return dumps_document(document).decode()
     resolved = [f for f in line.extraction.fields if f.resolved]
     unresolved = [f for f in line.extraction.fields if not f.resolved]
     where = f"{record.filePath}:{record.lineNumber}"

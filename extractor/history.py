@@ -40,7 +40,7 @@ from extractor.models import (
 from extractor.progress import warn
 from extractor.records import Slugs, file_ids, in_order, type_value, url_prefix
 from extractor.scanned import SiteData
-from extractor.write import atomic_write, scope_label
+from extractor.write import atomic_write, dumps_model, scope_label
 
 __all__ = [
     "HISTORY",
@@ -317,7 +317,7 @@ class History:
         lines = b"".join(
             orjson.dumps(lineage.model_dump(mode="json"), option=orjson.OPT_APPEND_NEWLINE) for lineage in self.lineages
         )
-        return lines, orjson.dumps(self.manifest().model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+        return lines, dumps_model(self.manifest())
 
 
 def _event(

@@ -12,6 +12,7 @@ from extractor import markdown
 from extractor.models import CatalogLine
 from extractor.options import scope_path
 from extractor.suggest import close_to
+from extractor.write import dumps_document
 
 __all__ = ["Filters", "counted", "first_words", "misses", "render_records", "render_summary", "select"]
 
@@ -119,7 +120,7 @@ def render_summary(lines: Sequence[CatalogLine], *, format: str) -> str:
     by_class = _ranked(Counter(line.record.errorClass for line in lines))
     if format == "json":
         document = {"records": len(lines), "byFile": dict(by_file), "byClass": dict(by_class)}
-        return orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n"
+        return dumps_document(document).decode()
     title = f"{counted(len(lines), 'record')} in {counted(len(by_file), 'file')}, {counted(len(by_class), 'class')}"
     if format == "markdown":
         out = [f"{title}\n"]

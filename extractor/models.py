@@ -24,8 +24,7 @@ Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3
 
 
 # Every model's validator and serializer are built when it is first used, not when this module is imported:
-# a run builds only the models it uses (an extraction, those of its manifest and of the config files'
-# facts; not the catalog line's, whose lines it writes as data).
+# a run builds only the models it uses (an extraction none: it writes its catalog as data).
 _BUILT_ON_USE = ConfigDict(defer_build=True)
 
 
@@ -205,18 +204,6 @@ class Manifest(_Frozen):
     skippedSites: list[SkippedSite]
 
 
-class StoredCatalogHeader(BaseModel):
-    """The first line of a whole catalog stored in the cache (cache.py): its manifest, warnings, and where
-    in records.jsonl the run's timestamp stands (the start of each value of a record's analyzedAt and
-    datasetVersion)."""
-
-    model_config = ConfigDict(**_BUILT_ON_USE)
-
-    manifest: Manifest
-    warnings: list[str]
-    stamps: list[int]
-
-
 class IndexEntry(_Frozen):
     """One published catalog in a nightly index."""
 
@@ -277,16 +264,6 @@ class FileResult(BaseModel):
     # they are not wanted, as it would be if scanned for its sites alone.
     couldHold: bool = True
     pieces: list[Piece] = []
-
-
-class FileFacts(BaseModel):
-    """A FileResult's config classes and CLI flags alone: how the field index reads them back (its sites
-    are not validated)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore", **_BUILT_ON_USE)
-
-    classes: list[ClassFacts] = []
-    flags: FlagFacts | None = None
 
 
 def replace(model: M, /, **changes: Any) -> M:

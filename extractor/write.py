@@ -48,7 +48,13 @@ def dumps_line(line: CatalogLine) -> bytes:
 
 
 def dumps_model(model: BaseModel) -> bytes:
-    return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+    return dumps_document(model.model_dump(mode="json"))
+
+
+def dumps_document(data: Mapping[str, Any]) -> bytes:
+    """A JSON document as the extractor writes it (a manifest, an index, a command's JSON output): indented,
+    ending in a newline."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 _REPO_NAME = re.compile(r"[\w.-]+/[\w.-]+", re.ASCII)
@@ -121,8 +127,7 @@ def write_catalog(records: Content, manifest: ManifestData | Manifest, directory
     as a mismatch). The manifest is data (see manifest.py), or a model."""
     data = manifest if isinstance(manifest, dict) else manifest.model_dump(mode="json")
     sealed = {**data, "recordsSha256": records_digest(records)}
-    written = orjson.dumps(sealed, option=orjson.OPT_INDENT_2) + b"\n"
-    atomic_write_all([(directory / RECORDS, records), (directory / MANIFEST, written)])
+    atomic_write_all([(directory / RECORDS, records), (directory / MANIFEST, dumps_document(sealed))])
     return directory
 
 
