@@ -83,7 +83,8 @@ def warn(line: str) -> None:
         print(f"extractor: warning: {line}", file=sys.stderr, flush=True)
 
 
-def note(line: str) -> None:
-    """Say one line about long work where no bar is shown (a pipe, a log file), unless quiet."""
-    if not _quiet and not _on_terminal():
+def note(line: str, *, no_bar: bool = False) -> None:
+    """Say one line about long work where no bar is shown (a pipe, a log file), unless quiet; `no_bar`: work
+    that has no bar, said on a terminal too."""
+    if not _quiet and (no_bar or not _on_terminal()):
         print(f"extractor: {line}", file=sys.stderr, flush=True)

@@ -298,6 +298,9 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
     with FileLock(str(target.parent / f".{target.name}.lock")):
         if not (target / "HEAD").exists():
             subprocess.run(["git", "init", "--quiet", "--bare", str(target)], check=True)
+            _git_config(target, _WHOLE, "true")
+        elif not _git_config(target, _WHOLE):
+            _undeltify(target)
         listed = set(
             subprocess.run(
                 ["git", "for-each-ref", "--format=%(refname)", "refs/tags/"],
@@ -313,12 +316,43 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
     return target
 
 
+# Objects are stored whole, never as deltas. fast-import makes a blob a delta of the blob written before it,
+# which in a release's stream is another file: such deltas save nothing (vLLM's 97 releases took 141.4 MB
+# with chains up to 50 deep, 137.6 MB without any), and every read of a blob applies its chain. Reading
+# every blob of those releases took git 34 s of CPU, 2.4 s stored whole (0.28.0's whole package 0.75 s
+# against 0.15 s).
+_FAST_IMPORT = ["git", "fast-import", "--quiet", "--done", "--depth=0"]
+# Set in a repository whose objects are all stored whole; one built by earlier code is repacked once.
+_WHOLE = "extractor.wholeObjects"
+
+
+def _git_config(target: Path, key: str, value: str | None = None) -> str:
+    """Read a key of the repository's config ('' when unset), or set it."""
+    command = ["git", "config", key] if value is None else ["git", "config", key, value]
+    return subprocess.run(command, cwd=target, capture_output=True, text=True, check=value is not None).stdout.strip()
+
+
+def _undeltify(target: Path) -> None:
+    """Store every object of a repository built by earlier code whole (see _FAST_IMPORT): once, some 20 s
+    for vLLM's 97 releases. Readers meanwhile keep reading the old pack (git deletes it only once the new
+    one is in place)."""
+    from extractor.progress import note
+
+    note(f"storing the objects of {target} whole (once: reading them becomes several times faster)", no_bar=True)
+    _remove_unfinished_packs(target)
+    subprocess.run(
+        ["git", "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"],
+        cwd=target,
+        check=True,
+        capture_output=True,
+    )
+    _git_config(target, _WHOLE, "true")
+
+
 def _import(target: Path, versions: list[str]) -> None:
     _remove_unfinished_packs(target)  # of an import killed before it could clean up (SIGKILL)
     with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(
-            ["git", "fast-import", "--quiet", "--done"], cwd=target, stdin=subprocess.PIPE, stderr=errors
-        )
+        process = subprocess.Popen(_FAST_IMPORT, cwd=target, stdin=subprocess.PIPE, stderr=errors)
         assert process.stdin is not None
         try:
             marks = itertools.count(1)

@@ -198,6 +198,59 @@ def test_an_import_that_fails_leaves_no_unfinished_pack(
     assert not list((target / "objects" / "pack").glob("tmp_pack_*"))
 
 
+def deltas(repo: Path) -> int:
+    """How many blobs of a repository's packs are stored as deltas (a small import leaves loose objects)."""
+    packs = sorted(str(index) for index in (repo / "objects" / "pack").glob("*.idx"))
+    listed = git(repo, "verify-pack", "-v", *packs).splitlines() if packs else []
+    return sum(1 for line in listed if len(line.split()) == 7 and line.split()[1] == "blob")
+
+
+def similar_sdist(version: str) -> bytes:
+    """An sdist of modules alike, each differing from the other versions' in a line: git would store them as
+    deltas. Enough of them that fast-import writes a pack (below 100 objects it leaves them loose)."""
+    body = "".join(f"def f{n}():\n    return {n}\n" for n in range(200))
+    modules = {f"vllm-{version}/vllm/config/m{n}.py": f"VERSION = {version!r}, {n}\n{body}" for n in range(120)}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in {
+            f"vllm-{version}/vllm/_version.py": "__commit_id__ = commit_id = 'gabcdef1234'\n",
+            **modules,
+        }.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(text.encode()), 1_700_000_000
+            archive.addfile(info, io.BytesIO(text.encode()))
+    return buffer.getvalue()
+
+
+def test_releases_are_stored_whole_and_a_repository_built_before_is_repacked_once(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No object is a delta (reading one would apply its chain); a repository whose objects are (one built
+    by earlier code) is repacked whole once, its commits unchanged."""
+    versions = ["9.7.0", "9.8.0", "9.9.0"]
+    index = Index({f"vllm-{v}.tar.gz": similar_sdist(v) for v in versions})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    target = tmp_path / "r.git"
+    try:
+        release_repo(versions[:2], repo=target)
+        release_repo(versions, repo=target)  # a later import adds a pack of its own
+        assert deltas(target) == 0
+        commits = [git(target, "rev-parse", f"v{v}") for v in versions]
+        # As earlier code left it: deltas (git's own, the most it finds), no mark.
+        git(target, "repack", "-a", "-d", "-f", "-q", "--depth=50", "--window=10")
+        git(target, "config", "--unset", "extractor.wholeObjects")
+        assert deltas(target) > 0
+        release_repo(versions[:1], repo=target)
+    finally:
+        index.server.shutdown()
+    assert deltas(target) == 0
+    assert git(target, "config", "extractor.wholeObjects") == "true"
+    assert [git(target, "rev-parse", f"v{v}") for v in versions] == commits
+    packed = list((target / "objects" / "pack").glob("*.pack"))
+    release_repo(versions[:1], repo=target)  # marked: not repacked again
+    assert list((target / "objects" / "pack").glob("*.pack")) == packed
+
+
 @pytest.mark.release
 def test_a_real_release_commit_is_the_same_whoever_builds_it(tmp_path: Path) -> None:
     """The release repository's commits are a pure function of the sdists: caches built before agree."""
