@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import folder_name, load_catalog
+from extractor.catalog import folder_name
 from extractor.cli import main
 from extractor.extract import ExtractOptions
-from extractor.models import Scope
+from extractor.models import Manifest, Scope
+from extractor.write import MANIFEST, RECORDS, records_digest
 from tests.conftest import GitRepo, copy_scans, git
 
 V1 = 'def f(n):\n    if n:\n        raise ValueError("first check")\n'
@@ -131,35 +132,46 @@ def test_two_runs_started_together_both_succeed_and_publish_once(bare: Path, tmp
 
 
 def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
-    """The index is valid and names only whole catalogs (each in the folder of its SHA and scope); return
-    its latest."""
+    """The index is valid and names only whole catalogs (each in the folder of its SHA and scope: a manifest,
+    and records.jsonl as that manifest sealed it, as many lines as the index counts); return its latest.
+    Whole is what a kill could break; the lines themselves are validated where they are written."""
     if not (out / "index.json").exists():
         return None
     document = index(out)
     for entry in document["catalogs"]:
-        folder = folder_name(sha=entry["sha"], revision=entry["sha"], scope=scope.model_dump(mode="json"))
-        loaded = load_catalog(out / folder)
-        assert loaded.manifest is not None and len(loaded.lines) == entry["records"]
+        folder = out / folder_name(sha=entry["sha"], revision=entry["sha"], scope=scope.model_dump(mode="json"))
+        manifest = Manifest.model_validate_json((folder / MANIFEST).read_bytes())
+        records = (folder / RECORDS).read_bytes()
+        assert manifest.recordsSha256 == records_digest(records)
+        assert records.count(b"\n") == manifest.counts.records == entry["records"]
     return document["latest"]
 
 
 WHOLE_PACKAGE = ["--path", "vllm"]
 
 
-@pytest.fixture(scope="module")
-def published_0_27(vllm_repo: Path, whole_package_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Published:
-    """vLLM 0.27.0's whole package published once a module (from the session's scans), for each killed
-    run to copy: a bare clone of the releases whose main has then moved on to 0.28.0, what was published,
-    and the two SHAs."""
-    root = tmp_path_factory.mktemp("published-0.27")
-    bare = root / "vllm.git"
-    git(root, "clone", "--quiet", "--bare", str(vllm_repo), str(bare))
-    old = move(bare, "v0.27.0")
-    copy_scans(whole_package_cache, root / "cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("XDG_CACHE_HOME", str(root / "cache"))
-        assert main(["nightly", "--repo", str(bare), "--output", str(root / "pub"), "--quiet", *WHOLE_PACKAGE]) == 0
-    return Published(bare, root / "pub", old, move(bare, "v0.28.0"))
+@pytest.fixture(scope="session")
+def published_0_27(vllm_repo: Path, whole_package_cache: Path) -> Published:
+    """vLLM 0.27.0's whole package published once a session (from the session's scans), by whichever test
+    worker asks first, for each killed run to copy: a bare clone of the releases whose main has then moved
+    on to 0.28.0, what was published, and the two SHAs."""
+    from filelock import FileLock
+
+    root = Path(os.environ["XDG_CACHE_HOME"]) / "published-0.27"
+    bare, done = root / "vllm.git", root / "shas.json"
+    with FileLock(str(root) + ".lock"):
+        if not done.exists():
+            root.mkdir()
+            git(root, "clone", "--quiet", "--bare", str(vllm_repo), str(bare))
+            old = move(bare, "v0.27.0")
+            copy_scans(whole_package_cache, root / "cache")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("XDG_CACHE_HOME", str(root / "cache"))
+                command = ["nightly", "--repo", str(bare), "--output", str(root / "pub"), "--quiet", *WHOLE_PACKAGE]
+                assert main(command) == 0
+            done.write_text(json.dumps([old, move(bare, "v0.28.0")]))
+    old, new = json.loads(done.read_text())
+    return Published(bare, root / "pub", old, new)
 
 
 @dataclass(frozen=True)
