@@ -327,26 +327,25 @@ _WHOLE = "extractor.wholeObjects"
 
 
 def _git_config(target: Path, key: str, value: str | None = None) -> str:
-    """Read a key of the repository's config ('' when unset), or set it."""
+    """Read a key of the repository's config ('' when unset, or unreadable), or set it."""
     command = ["git", "config", key] if value is None else ["git", "config", key, value]
-    return subprocess.run(command, cwd=target, capture_output=True, text=True, check=value is not None).stdout.strip()
+    return subprocess.run(command, cwd=target, capture_output=True, text=True, check=False).stdout.strip()
 
 
 def _undeltify(target: Path) -> None:
     """Store every object of a repository built by earlier code whole (see _FAST_IMPORT): once, some 20 s
     for vLLM's 97 releases. Readers meanwhile keep reading the old pack (git deletes it only once the new
-    one is in place)."""
+    one is in place). A repack that fails (a full disk, a folder that cannot be written) leaves the
+    repository as it was (readable, only slower), and is tried again next time."""
     from extractor.progress import note
 
     note(f"storing the objects of {target} whole (once: reading them becomes several times faster)", no_bar=True)
     _remove_unfinished_packs(target)
-    subprocess.run(
-        ["git", "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"],
-        cwd=target,
-        check=True,
-        capture_output=True,
+    repacked = subprocess.run(
+        ["git", "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"], cwd=target, capture_output=True
     )
-    _git_config(target, _WHOLE, "true")
+    if repacked.returncode == 0:
+        _git_config(target, _WHOLE, "true")
 
 
 def _import(target: Path, versions: list[str]) -> None:

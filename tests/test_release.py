@@ -6,6 +6,9 @@ import hashlib
 import http.server
 import io
 import json
+import os
+import shutil
+import subprocess
 import tarfile
 import threading
 from collections.abc import Iterator
@@ -249,6 +252,31 @@ def test_releases_are_stored_whole_and_a_repository_built_before_is_repacked_onc
     packed = list((target / "objects" / "pack").glob("*.pack"))
     release_repo(versions[:1], repo=target)  # marked: not repacked again
     assert list((target / "objects" / "pack").glob("*.pack")) == packed
+
+
+def test_a_repack_that_fails_leaves_the_repository_as_it_was_to_try_again(
+    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A repository built before whose repack fails (here: git refuses it) is read as it is, unmarked."""
+    index = Index({"vllm-9.8.0.tar.gz": make_sdist("9.8.0")})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    target = tmp_path / "r.git"
+    try:
+        release_repo(["9.8.0"], repo=target)
+    finally:
+        index.server.shutdown()
+    git(target, "config", "--unset", "extractor.wholeObjects")
+    real = shutil.which("git")
+    assert real is not None
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\n[ "$1" = repack ] && exit 1\nexec {real} "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    assert release_repo(["9.8.0"], repo=target) == target
+    assert git(target, "rev-parse", "v9.8.0")
+    monkeypatch.undo()
+    assert subprocess.run(["git", "config", "extractor.wholeObjects"], cwd=target).returncode == 1  # unmarked
 
 
 @pytest.mark.release
