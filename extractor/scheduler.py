@@ -93,14 +93,12 @@ def scan_blobs(
     cache: ScanCache | None,
     facts: set[str],
     then: Sequence[Upcoming] = (),
-    idle: Callable[[], None] | None = None,
 ) -> dict[str, ResultData]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
     results are carried (see carrying_results). `then` are the extractions that come next, nearest first:
-    when results are carried, the workers start on their new files once these are done. `idle` is the
-    caller's work for this process while the workers scan (done once: at the end if none do)."""
+    when results are carried, the workers start on their new files once these are done."""
     if _carried is None:
-        return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts, idle=idle)
+        return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)
     before = _carried.results.get(scan_options, {})
     # A config or CLI file's result must hold its facts: one scanned for its sites alone is not taken.
     results = {
@@ -138,12 +136,9 @@ def scan_blobs(
                 cache=cache,
                 facts=facts,
                 running=running,
-                idle=idle,
                 serialized=serialized,
             )
         )
-    elif idle is not None:
-        idle()
     _carried.results[scan_options], _carried.serialized = results, serialized
     if _carried.pool is not None:
         previous = blobs
@@ -203,7 +198,6 @@ def _scan_new(
     cache: ScanCache | None,
     facts: set[str],
     running: dict[Future[list[Result]], list[Item]] | None = None,
-    idle: Callable[[], None] | None = None,
     serialized: dict[str, bytes] | None = None,
 ) -> dict[str, ResultData]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
@@ -211,9 +205,8 @@ def _scan_new(
     Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
     classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
     included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
-    their results are taken too. `idle` is done once, with the reading of cached results: once the workers
-    have their first batches, or once the scan is over. `serialized`, if given, gets each
-    result as serialized.
+    their results are taken too. The cached results are read once the workers have their first batches,
+    or once the scan is over. `serialized`, if given, gets each result as serialized.
     """
     running = running or {}
     unique = list({blob.oid: blob for blob in blobs}.values())
@@ -237,8 +230,6 @@ def _scan_new(
         cached.update((oid, orjson.loads(data)) for oid, data in read.items())
         if serialized is not None:
             serialized.update(read)
-        if idle is not None:
-            idle()
 
     try:
         if missing or running:
