@@ -23,6 +23,7 @@ __all__ = [
     "Commit",
     "cache_dir",
     "close_readers",
+    "config_value",
     "list_blobs",
     "open_repo",
     "prefetch",
@@ -240,7 +241,7 @@ def resolve(repo: str, revision: str) -> Commit:
         raise RevisionError(f"unknown revision {revision!r} in {repo}")
     epoch = int(_value(handle, "show", "-s", "--format=%ct", sha))
     committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    remote = repo if is_url(repo) else _config(handle, "remote.origin.url")
+    remote = repo if is_url(repo) else config_value(handle, "remote.origin.url")
     name = repo_name_from_url(remote) or DEFAULT_REPO_NAME
     return Commit(git_dir=handle, sha=sha, revision=revision, committed_at=committed, repo_name=name)
 
@@ -266,7 +267,8 @@ def _kind(repo: Path, revision: str) -> str | None:
         return None
 
 
-def _config(repo: Path, key: str) -> str | None:
+def config_value(repo: Path, key: str) -> str | None:
+    """A setting of a repository's config; None when unset (or the repository cannot say)."""
     try:
         return _value(repo, "config", "--get", key) or None
     except RepositoryError:
@@ -429,7 +431,7 @@ def read_file(commit: Commit, path: str) -> bytes | None:
 def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
     """In a blob-filtered clone, fetch the blobs that are not here yet in one request."""
     repo = commit.git_dir
-    if _config(repo, "remote.origin.promisor") != "true":
+    if config_value(repo, "remote.origin.promisor") != "true":
         return
     # rev-list reports missing objects without fetching them one by one, as cat-file would (ids alone:
     # a name could hold a newline).

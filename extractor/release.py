@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from extractor.atomic import replace_bytes, replacing
 from extractor.errors import ReleaseError
-from extractor.git import cache_dir
+from extractor.git import cache_dir, config_value
 
 __all__ = [
     "Sdist",
@@ -298,8 +298,8 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
     with FileLock(str(target.parent / f".{target.name}.lock")):
         if not (target / "HEAD").exists():
             subprocess.run(["git", "init", "--quiet", "--bare", str(target)], check=True)
-            _git_config(target, _WHOLE, "true")
-        elif not _git_config(target, _WHOLE):
+            _mark_whole(target)
+        elif config_value(target, _WHOLE) is None:
             _undeltify(target)
         listed = set(
             subprocess.run(
@@ -326,10 +326,8 @@ _FAST_IMPORT = ["git", "fast-import", "--quiet", "--done", "--depth=0"]
 _WHOLE = "extractor.wholeObjects"
 
 
-def _git_config(target: Path, key: str, value: str | None = None) -> str:
-    """Read a key of the repository's config ('' when unset, or unreadable), or set it."""
-    command = ["git", "config", key] if value is None else ["git", "config", key, value]
-    return subprocess.run(command, cwd=target, capture_output=True, text=True, check=False).stdout.strip()
+def _mark_whole(target: Path) -> None:
+    subprocess.run(["git", "config", _WHOLE, "true"], cwd=target, capture_output=True, check=False)
 
 
 def _undeltify(target: Path) -> None:
@@ -345,7 +343,7 @@ def _undeltify(target: Path) -> None:
         ["git", "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"], cwd=target, capture_output=True
     )
     if repacked.returncode == 0:
-        _git_config(target, _WHOLE, "true")
+        _mark_whole(target)
 
 
 def _import(target: Path, versions: list[str]) -> None:
