@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from extractor.atomic import read_whole
 from extractor.errors import CatalogError
 from extractor.models import CatalogLine, Hex16
 
@@ -124,7 +125,7 @@ def basis(line: CatalogLine) -> str:
 def read_analysis(path: Path) -> dict[str, AnalysisEntry]:
     """Read a JSONL file of catalog lines, records, or `{id, ...fields}` objects; later lines win."""
     try:
-        raw = path.read_bytes()
+        raw = read_whole(path)
     except OSError as error:
         raise CatalogError(f"cannot read analysis {path}: {error.strerror or error}") from None
     entries: dict[str, AnalysisEntry] = {}

@@ -1,12 +1,15 @@
-# Atomic: every file the extractor writes replaces its path whole or not at all (a temporary, then a rename).
+# Atomic: every file the extractor writes replaces its path whole or not at all (a temporary, then a rename),
+# and every file it reads back is read whole, a regular file or nothing.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
 import secrets
 import signal
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import BinaryIO
 
 from extractor.lifecycle import STOP_SIGNALS, raise_if_interrupted
 
-__all__ = ["Content", "replace_bytes", "replace_files", "replacing", "sha256_of"]
+__all__ = ["Content", "read_whole", "replace_bytes", "replace_files", "replacing", "sha256_of"]
 
 # What a file is to hold: its bytes, or its bytes in pieces (written one after the other, never joined: a
 # catalog's 17 MB joined is as many again of fresh memory).
@@ -56,6 +59,10 @@ def replacing(path: Path, *, durable: bool = True) -> Iterator[BinaryIO]:
     as it comes: each writer says what a failure means to it.
     """
     raise_if_interrupted()
+    if _special(path):
+        with open(path, "wb") as stream:
+            yield stream
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = _temporary(path)
     try:
@@ -80,8 +87,22 @@ def replace_files(files: Sequence[tuple[Path, Content]], *, durable: bool = True
     The renames happen with stop signals held back: one that comes meanwhile takes effect after the
     last, so an interrupted run leaves each of these files old or new, and a set written together
     (records, then the manifest that seals them) never half replaced.
+
+    A path that is neither a regular file nor a folder (a FIFO, a device such as /dev/null, a socket) is
+    not replaced but written into, first, as a shell's redirection would: replaced, it would become a
+    regular file, and /dev/null one no other program can use.
     """
     raise_if_interrupted()
+    regular = []
+    for path, data in files:
+        if _special(path):
+            with open(path, "wb") as stream:
+                _write(stream, data)
+        else:
+            regular.append((path, data))
+    files = regular
+    if not files:
+        return
     temporaries: list[Path] = []
     made: list[Path] = []  # folders made here, deepest last: removed again, if left empty, when a write fails
     try:
@@ -91,10 +112,7 @@ def replace_files(files: Sequence[tuple[Path, Content]], *, durable: bool = True
             made += reversed(missing)
             temporaries.append(_temporary(path))
             with _create(temporaries[-1]) as stream:
-                if isinstance(data, bytes):
-                    stream.write(data)
-                else:
-                    stream.writelines(data)
+                _write(stream, data)
                 if durable:
                     stream.flush()
                     os.fsync(stream.fileno())
@@ -129,6 +147,40 @@ def _folders_locked(files: Sequence[tuple[Path, Content]]) -> Iterator[None]:
     finally:
         for descriptor in descriptors:
             os.close(descriptor)  # which releases its lock
+
+
+def _write(stream: BinaryIO, data: Content) -> None:
+    if isinstance(data, bytes):
+        stream.write(data)
+    else:
+        stream.writelines(data)
+
+
+def _special(path: Path) -> bool:
+    """Whether something is at `path` (a link followed) that is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def read_whole(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (a link followed). Anything else there is refused at once
+    with an OSError: a folder, a FIFO (opening it would wait for a writer, maybe forever), a device or a
+    socket (reading it might never end)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+            raise OSError(errno.EINVAL, f"not a regular file ({kind})", str(path))
+        with open(descriptor, "rb", closefd=False) as stream:
+            return stream.read()
+    finally:
+        os.close(descriptor)
 
 
 def replace_bytes(path: Path, data: Content, *, durable: bool = True) -> None:

@@ -12,6 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
+from extractor.atomic import read_whole
 from extractor.errors import CatalogError, ExtractorError, ReleaseError
 from extractor.extract import Catalog, ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, read_file, resolve
@@ -100,7 +101,7 @@ def load_catalog(path: Path) -> LoadedCatalog:
     if manifest is None and path.is_dir():
         raise CatalogError(f"{path}: no {MANIFEST}, so the catalog is incomplete (its run did not finish)")
     try:
-        raw = records.read_bytes()
+        raw = read_whole(records)
     except OSError as error:
         raise CatalogError(f"cannot read catalog {records}: {error.strerror or error}") from None
     if manifest is not None and manifest.recordsSha256 not in (None, records_digest(raw)):
@@ -131,7 +132,7 @@ def _read_manifest(path: Path) -> Manifest | None:
     if not path.exists():
         return None
     try:
-        return Manifest.model_validate_json(path.read_bytes())
+        return Manifest.model_validate_json(read_whole(path))
     except OSError as error:
         raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
     except ValidationError as error:

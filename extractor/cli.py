@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
-from extractor.progress import quiet_for_one_run, set_quiet, warn
+from extractor.progress import one_line, quiet_for_one_run, set_quiet, warn
 
 if TYPE_CHECKING:
     from extractor.git import Commit
@@ -42,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         command = self.prog.removeprefix(PROG).strip()
         where = f"{command}: " if command else ""
-        self.exit(2, f"{PROG}: error: {where}{message} (see {self.prog} --help)\n")
+        self.exit(2, f"{PROG}: error: {one_line(where + message)} (see {self.prog} --help)\n")
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -265,7 +265,12 @@ def _folder(output: str | None, command: str) -> Path | None:
     """The folder a command that writes several files writes into: `-` (standard output) is not one."""
     if output == "-":
         raise ExtractorError(f"{command} writes a folder of files: --output - (standard output) cannot hold them")
-    return Path(output) if output else None
+    if not output:
+        return None
+    from extractor.write import check_folder
+
+    check_folder(Path(output))
+    return Path(output)
 
 
 def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
@@ -506,7 +511,7 @@ def _run_match(argv: Sequence[str]) -> int:
     from extractor.matchindex import match_index
 
     def progress(line: str) -> None:
-        print(f"{PROG} match: {line}", file=sys.stderr, flush=True)
+        print(f"{PROG} match: {one_line(line)}", file=sys.stderr, flush=True)
 
     if "-" in args.text and len(args.text) > 1:
         _match_parser().error("'-' reads the log on stdin: give it alone, or give only TEXT arguments")
@@ -594,7 +599,7 @@ def _run_nightly(argv: Sequence[str]) -> int:
 
     def log(line: str) -> None:
         if not args.quiet:
-            print(f"{PROG} nightly: {line}", file=sys.stderr, flush=True)
+            print(f"{PROG} nightly: {one_line(line)}", file=sys.stderr, flush=True)
 
     nightly(
         repo=args.repo,
@@ -639,7 +644,7 @@ def _run_explain(argv: Sequence[str]) -> int:
     explanation = explain_in(specs, args.query, repo=args.repo, options=options)
     if explanation is None:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
-        print(f"{PROG}: no record matches {args.query!r}{short}", file=sys.stderr)
+        print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}", file=sys.stderr)
         return ExitCode.NOT_FOUND
     page = render(explanation, format=args.format)
     note = _lineage_note(_lineages_of(args), explanation.line.record.id)
@@ -765,7 +770,7 @@ def _run_history(argv: Sequence[str]) -> int:
 
     def log(line: str) -> None:
         if not args.quiet:
-            print(f"{PROG} history: {line}", file=sys.stderr, flush=True)
+            print(f"{PROG} history: {one_line(line)}", file=sys.stderr, flush=True)
 
     output = _folder(args.output, "history")
     revisions = list_revisions(specs, repo=args.repo)
@@ -837,7 +842,7 @@ def _run_list(argv: Sequence[str]) -> int:
         for why in misses(catalog.lines, filters) or [
             "no record passes every filter at once" if given else "the catalog holds no record"
         ]:
-            print(f"{PROG}: {why}", file=sys.stderr)
+            print(f"{PROG}: {one_line(why)}", file=sys.stderr)
     return ExitCode.OK if chosen else ExitCode.NOT_FOUND
 
 
@@ -1060,7 +1065,7 @@ def _failed(error: BaseException) -> int:
     if isinstance(error, BrokenPipeError):
         return ExitCode.BROKEN_PIPE
     if isinstance(error, ExtractorError):
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(str(error))}", file=sys.stderr)
         return ExitCode.TROUBLE
     if not isinstance(error, Exception):
         raise error
@@ -1070,11 +1075,11 @@ def _failed(error: BaseException) -> int:
         traceback.print_exception(error, file=sys.stderr)
         return ExitCode.TROUBLE
     if isinstance(error, OSError) and error.filename is not None:  # the machine's, not a bug: a path it refused
-        print(f"{PROG}: error: {_os_error(error)}", file=sys.stderr)
+        print(f"{PROG}: error: {one_line(_os_error(error))}", file=sys.stderr)
         return ExitCode.TROUBLE
     # A bug, not bad input: still one line, with a way to see more.
     print(
-        f"{PROG}: error: unexpected {type(error).__name__}: {error} "
+        f"{PROG}: error: unexpected {type(error).__name__}: {one_line(str(error))} "
         "(a bug: please report it; EXTRACTOR_DEBUG=1 shows the traceback)",
         file=sys.stderr,
     )

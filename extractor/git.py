@@ -81,6 +81,18 @@ def repo_name_from_url(url: str | None) -> str | None:
     return f"{match['owner']}/{match['name']}" if match else None
 
 
+def _environment() -> dict[str, str]:
+    """git's environment: never a prompt for credentials, and an HTTP transfer slower than 1 KB/s for a
+    minute given up (a server that takes the connection and says nothing would hang a run forever);
+    the user's own settings of those win."""
+    return {
+        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
+        "GIT_HTTP_LOW_SPEED_TIME": "60",
+        **os.environ,
+        "GIT_TERMINAL_PROMPT": "0",
+    }
+
+
 def _git(git_dir: Path, *args: str, input: bytes | None = None) -> bytes:
     """Run git and return its output as bytes: names are whatever bytes the tree holds (a carriage
     return, a byte that is not UTF-8), and only the caller knows how to split them (-z)."""
@@ -91,7 +103,7 @@ def _git(git_dir: Path, *args: str, input: bytes | None = None) -> bytes:
             input=input,
             capture_output=True,
             check=True,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            env=_environment(),
         )
     except subprocess.CalledProcessError as error:
         raise RepositoryError(_complaint(error.stderr) or f"git {args[0]} failed") from None
@@ -170,7 +182,7 @@ def _clone(url: str, target: Path) -> None:
         result = subprocess.run(
             ["git", "clone", "--quiet", "--bare", "--filter=blob:none", "--", url, str(scratch / "repo.git")],
             capture_output=True,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            env=_environment(),
         )
         if result.returncode != 0:
             reason = _complaint(result.stderr) or "git clone failed"

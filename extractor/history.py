@@ -12,6 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__
+from extractor.atomic import read_whole
 from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem
 from extractor.diff import (
     ChangeKind,
@@ -660,8 +661,8 @@ def read_history(directory: Path, *, options: ExtractOptions | None = None) -> H
     if not manifest_path.exists():
         return None
     try:
-        manifest = HistoryManifest.model_validate_json(manifest_path.read_bytes())
-        lineages = [Lineage.model_validate_json(raw) for raw in lines_path.read_bytes().splitlines() if raw.strip()]
+        manifest = HistoryManifest.model_validate_json(read_whole(manifest_path))
+        lineages = [Lineage.model_validate_json(raw) for raw in read_whole(lines_path).splitlines() if raw.strip()]
     except (ValidationError, OSError) as error:
         raise CatalogError(f"{directory}: not a readable history: {str(error).splitlines()[0]}") from None
     if len(lineages) != manifest.lineages:
@@ -703,7 +704,7 @@ def first_revision(path: Path) -> str | None:
     """The first revision of the history written at `path` (its history.json, beside history.jsonl), if said."""
     manifest = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
     try:
-        revisions = orjson.loads(manifest.read_bytes())["revisions"]
+        revisions = orjson.loads(read_whole(manifest))["revisions"]
         return str(revisions[0]["revision"]) if revisions else None
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, IndexError):
         return None
@@ -713,7 +714,7 @@ def load_lineages(path: Path) -> list[Lineage]:
     """Read history.jsonl (or the directory holding it), validating every line."""
     target = path / HISTORY if path.is_dir() else path
     try:
-        raw = target.read_bytes()
+        raw = read_whole(target)
     except OSError as error:
         raise CatalogError(f"cannot read history {target}: {error.strerror or error}") from None
     out = []

@@ -325,7 +325,8 @@ def _check(template: Template, *, where: str) -> None:
             raise CatalogError(f"{where}: messagePattern does not compile: {python_error}") from None
         detail = error.args[0].decode(errors="replace") if error.args and isinstance(error.args[0], bytes) else error
         raise CatalogError(f"{where}: messagePattern uses what a linear-time matcher cannot run: {detail}") from None
-    unknown = [group for group, _ in template.groups if group not in compiled.groupindex]
+    names = compiled.groupindex  # (made anew at each look: once, or a pattern of N groups costs N²)
+    unknown = [group for group, _ in template.groups if group not in names]
     if unknown:
         raise CatalogError(f"{where}: messagePattern has no group named {unknown[0]!r} (a placeholder names it)")
 

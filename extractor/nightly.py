@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 from filelock import FileLock
 
+from extractor.atomic import read_whole
 from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
 from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
@@ -20,7 +21,7 @@ from extractor.git import Commit, is_url, open_repo, resolve
 from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.published import INDEX, read_index
-from extractor.write import MANIFEST, RECORDS, atomic_write, default_root, dumps_model, write_catalog
+from extractor.write import MANIFEST, RECORDS, atomic_write, check_folder, default_root, dumps_model, write_catalog
 
 __all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]
 
@@ -74,14 +75,52 @@ def nightly(
     root = output or default_root(options.repo_name or commit.repo_name)
     if site is not None and not site.parts:
         site = root / "site"
+    _check_inputs(root, site, analysis)
     # Nothing is written before the branch resolves; an up-to-date index needs no lock either.
     if root.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
         log(f"{commit.sha[:12]} is already published; nothing to do")
         return NightlyResult(commit.sha, published=False)
+    made = not root.exists()
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CatalogError(f"cannot create {root}: {error.strerror or error}") from None
+    try:
+        return _nightly(root, commit, options, keep, log, analysis, site, started)
+    except BaseException:
+        if made:  # a root this run made holds nothing but its lock: gone with it (another run's left alone)
+            with contextlib.suppress(OSError):
+                (root / LOCK).unlink(missing_ok=True)
+                root.rmdir()
+        raise
+
+
+def _check_inputs(root: Path, site: Path | None, analysis: Path | None) -> None:
+    """Refuse, before anything is written, what would make the run fail after it wrote: a root or a site
+    that cannot be a folder, fresh analysis that cannot be read, a published history that cannot be
+    read back (the night rolls it on)."""
+    from extractor.analysis import read_analysis
+    from extractor.history import read_history
+
+    check_folder(root)
+    if site is not None:
+        check_folder(site)
+    if analysis is not None:
+        read_analysis(analysis)
+    if root.is_dir():
+        read_history(root)
+
+
+def _nightly(
+    root: Path,
+    commit: Commit,
+    options: ExtractOptions,
+    keep: int | None,
+    log: Callable[[str], None],
+    analysis: Path | None,
+    site: Path | None,
+    started: float,
+) -> NightlyResult:
     step = time.monotonic()
     with _locked(root / LOCK):
         log(f"took the lock ({time.monotonic() - step:.2f}s)")
@@ -124,6 +163,28 @@ def _publish(
     indexed = (root / INDEX).exists()
     index = read_index(root)
     directory = _folder(root, commit.sha, options)
+    made = not directory.exists()
+    try:
+        _publish_into(root, directory, index, indexed, commit, options, keep, log, analysis)
+    except BaseException:
+        if made:  # this night's folder, if the index does not name it yet: no one has seen it
+            with contextlib.suppress(CatalogError):
+                if read_index(root).latest != commit.sha:
+                    shutil.rmtree(directory, ignore_errors=True)
+        raise
+
+
+def _publish_into(
+    root: Path,
+    directory: Path,
+    index: NightlyIndex,
+    indexed: bool,
+    commit: Commit,
+    options: ExtractOptions,
+    keep: int | None,
+    log: Callable[[str], None],
+    analysis: Path | None,
+) -> None:
     step = time.monotonic()
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
@@ -264,7 +325,7 @@ def carry_analysis(
     if diff is not None:
         reworded = [c.id for c in diff.changes if c.kind is ChangeKind.REWORDED]
     elif (directory / "diff.json").exists():  # merging fresh analysis into a catalog published earlier
-        changes = orjson.loads((directory / "diff.json").read_bytes())["changes"]
+        changes = orjson.loads(read_whole(directory / "diff.json"))["changes"]
         reworded = [c["id"] for c in changes if c["kind"] == ChangeKind.REWORDED.value]
     else:
         reworded = []
@@ -284,7 +345,7 @@ def _site_done(root: Path, site: Path | None) -> bool:
     if site is None:
         return True
     try:
-        return bool(orjson.loads((site / MARKER).read_bytes())["sha"] == read_index(root).latest)
+        return bool(orjson.loads(read_whole(site / MARKER))["sha"] == read_index(root).latest)
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, CatalogError):
         return False
 

@@ -1,14 +1,16 @@
-# Progress: bars on a terminal and one-line notes elsewhere, on stderr, for work that takes a while.
+# Progress: bars on a terminal and one-line notes elsewhere, on stderr, for work that takes a while; and
+# what makes any text one line of stderr.
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["bar", "byte_bar", "note", "quiet_for_one_run", "set_quiet", "warn"]
+__all__ = ["bar", "byte_bar", "note", "one_line", "quiet_for_one_run", "set_quiet", "warn"]
 
 T = TypeVar("T")
 
@@ -32,6 +34,22 @@ def quiet_for_one_run() -> Iterator[None]:
         yield
     finally:
         _quiet = before
+
+
+# What a terminal would take for a line break or a command (ESC starts colours and cursor moves): control
+# characters, and Unicode's line and paragraph separators. A tab is left as it is.
+_UNSHOWN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+LINE_LIMIT = 2000  # characters: a 100 KB argument echoed back is not read, only scrolled past
+
+
+def one_line(text: str, *, limit: int = LINE_LIMIT) -> str:
+    """`text` as one line that shows what it holds: each control character escaped as Python writes it
+    (`\\n`, `\\x1b`, ...), and past `limit` characters, its middle left out (saying how much)."""
+    shown = _UNSHOWN.sub(lambda found: repr(found[0])[1:-1], text)
+    if len(shown) <= limit:
+        return shown
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{shown[:head]} ... ({len(shown) - head - tail} characters left out) ... {shown[-tail:]}"
 
 
 def _on_terminal() -> bool:
@@ -80,11 +98,11 @@ def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator
 def warn(line: str) -> None:
     """Say something the user should know about the run's inputs (`extractor: warning: ...`), unless quiet."""
     if not _quiet:
-        print(f"extractor: warning: {line}", file=sys.stderr, flush=True)
+        print(f"extractor: warning: {one_line(line)}", file=sys.stderr, flush=True)
 
 
 def note(line: str, *, no_bar: bool = False) -> None:
     """Say one line about long work where no bar is shown (a pipe, a log file), unless quiet; `no_bar`: work
     that has no bar, said on a terminal too."""
     if not _quiet and (no_bar or not _on_terminal()):
-        print(f"extractor: {line}", file=sys.stderr, flush=True)
+        print(f"extractor: {one_line(line)}", file=sys.stderr, flush=True)

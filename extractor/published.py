@@ -5,6 +5,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from extractor.atomic import read_whole
 from extractor.catalog import first_problem, folder_name
 from extractor.errors import CatalogError
 from extractor.models import NightlyIndex, Scope
@@ -21,7 +22,7 @@ def read_index(output: Path) -> NightlyIndex:
     if not path.exists():
         return NightlyIndex(latest=None, catalogs=[])
     try:
-        return NightlyIndex.model_validate_json(path.read_bytes())
+        return NightlyIndex.model_validate_json(read_whole(path))
     except OSError as error:
         raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
     except ValidationError as error:

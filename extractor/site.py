@@ -22,6 +22,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from extractor.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
+from extractor.atomic import read_whole
 from extractor.catalog import LoadedCatalog
 from extractor.errors import ExtractorError
 from extractor.explain import condition_in_words
@@ -491,7 +492,7 @@ def _carry_over(old: Path, staging: Path) -> None:
     made = {str(path.relative_to(staging)) for path in staging.rglob("*") if not path.is_dir()}
     if old.is_dir() and (old / MARKER).exists():
         listed = old / BUILT
-        built = set(listed.read_text().splitlines()) if listed.exists() else None
+        built = set(read_whole(listed).decode(errors="replace").splitlines()) if listed.exists() else None
         folders = {str(parent) for name in built or () for parent in Path(name).parents}
         tops = {name.partition("/")[0] for name in made}
         for path in sorted(old.rglob("*"), key=lambda p: len(p.parts)):

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
+from extractor.atomic import read_whole
 from extractor.catalog import LoadedCatalog, first_problem, load_catalog, open_catalog
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
@@ -98,7 +99,7 @@ def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -
             continue
         diff_path = folder / "diff.json"
         try:
-            document = _DiffDocument.model_validate_json(diff_path.read_bytes())
+            document = _DiffDocument.model_validate_json(read_whole(diff_path))
         except (ValidationError, OSError) as error:
             raise CatalogError(f"{diff_path}: not a valid diff: {str(error).splitlines()[0]}") from None
         diffs.append(PublishedDiff(entry.sha, entry.committedAt, document))
@@ -161,7 +162,7 @@ def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
     dates: dict[str, str | None] = {}
     if manifest_path.exists():
         try:
-            manifest = HistoryManifest.model_validate_json(manifest_path.read_bytes())
+            manifest = HistoryManifest.model_validate_json(read_whole(manifest_path))
         except OSError as error:
             raise CatalogError(f"cannot read {manifest_path}: {error.strerror or error}") from None
         except ValidationError as error:

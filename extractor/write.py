@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from extractor.atomic import Content, replace_files, sha256_of
-from extractor.errors import ExtractorError
+from extractor.errors import ExtractorError, OutputError
 from extractor.options import ExtractOptions
 
 if TYPE_CHECKING:  # the models are only handed in: an extraction writes its catalog without pydantic
@@ -26,6 +26,7 @@ __all__ = [
     "RELEASE_PREFIX",
     "atomic_write",
     "atomic_write_all",
+    "check_folder",
     "default_root",
     "dumps_line",
     "encode_lines",
@@ -164,3 +165,14 @@ def scope_label(scope: Mapping[str, Any], *, default: Mapping[str, Any]) -> str:
         digest = hashlib.sha256(orjson.dumps(dict(scope))).hexdigest()[:8]
         label = f"{label[:_LABEL_LIMIT]}-{digest}"
     return label
+
+
+def check_folder(path: Path) -> None:
+    """Refuse a folder to write into that cannot be one, before any work, as a write would (see why_not): a
+    file, or a symlink that leads nowhere, at its path or at a path above it. Where nothing is, the folder
+    is made when written."""
+    for folder in (*reversed(path.parents), path):
+        if folder.is_symlink() and not folder.exists():
+            raise OutputError(f"cannot write {path}: {folder} is {leading_nowhere(folder)}, where a folder goes")
+        if folder.exists() and not folder.is_dir():
+            raise OutputError(f"cannot write {path}: {folder} is a file, where a folder goes")

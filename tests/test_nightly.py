@@ -328,3 +328,40 @@ def test_a_damaged_index_or_lock_is_one_line_naming_what_is_wrong(
     assert result.stderr.startswith("extractor: error: ") and message.format(out=out) in result.stderr
     if damage in ("field", "json"):
         assert "restore it, or move it away to start a new index" in result.stderr
+
+
+def test_a_night_that_fails_leaves_what_was_published_as_it_was(bare: Path, tmp_path: Path) -> None:
+    """Inputs that would make a night fail after it wrote are refused first (fresh analysis that cannot be
+    read, a site folder that cannot be one, a published history that cannot be read back), and a night that
+    fails anyway removes the folder it made for its catalog: a failed night leaves nothing the index does
+    not name, and a root it made, nothing at all (not even its lock)."""
+    from extractor.cli import main as run
+
+    out = tmp_path / "pub"
+    bad = tmp_path / "analysis.jsonl"
+    bad.write_text("not json\n")
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert run([*base, "--analysis", str(bad)]) == 2
+    assert not out.exists()
+    assert run([*base, "--path", "nowhere"]) == 2
+    assert not out.exists()
+
+    assert run(base) == 0
+    first = snapshot(out)
+    move(bare, "v2")
+    (tmp_path / "afile").write_text("mine")
+    assert run([*base, "--site", str(tmp_path / "afile")]) == 2
+    assert run([*base, "--analysis", str(bad)]) == 2
+    (out / "history.jsonl").write_text("cut")
+    assert run(base) == 2
+    (out / "history.jsonl").unlink()
+    assert snapshot(out).keys() == first.keys() - {"history.jsonl"}
+
+    # A failure the checks cannot see coming (here: the analysis of the last night, damaged) comes after
+    # the catalog is written: its folder goes.
+    (out / "history.jsonl").write_bytes(b"")
+    last = git(bare, "rev-parse", "refs/tags/v1")
+    (out / last / "analysis.jsonl").write_text("not json\n")
+    before = set(snapshot(out))
+    assert run(base) == 2
+    assert set(snapshot(out)) == before

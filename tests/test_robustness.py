@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -785,3 +786,166 @@ def test_content_in_pieces_is_written_and_hashed_as_the_pieces_joined(tmp_path: 
     assert atomic.sha256_of([]).digest() == hashlib.sha256(b"").digest()
     atomic.replace_files([(tmp_path / "pieces", pieces), (tmp_path / "whole", joined)])
     assert (tmp_path / "pieces").read_bytes() == joined == (tmp_path / "whole").read_bytes()
+
+
+@contextlib.contextmanager
+def _unblocked(fifo: Path) -> Iterator[None]:
+    """Guard a read of a FIFO: if it waits for a writer (the defect refused here), one comes after 10 s,
+    so that the test fails on what is read rather than hanging."""
+    import threading
+
+    def writer() -> None:
+        with contextlib.suppress(OSError):  # ENXIO: nobody is reading it, as it should be
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    timer = threading.Timer(10, writer)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def test_every_reader_refuses_a_fifo_at_once_and_names_a_folder(tmp_path: Path) -> None:
+    """What the user names or a run left behind (a catalog and its manifest, a history, a nightly index,
+    analysis) is read through atomic.read_whole: a FIFO in its place is refused without waiting for a
+    writer, which might never come (a run that hung), and a folder is named as one."""
+    from extractor.analysis import read_analysis
+    from extractor.atomic import read_whole
+    from extractor.catalog import load_catalog
+    from extractor.errors import CatalogError
+    from extractor.history import load_lineages, read_history
+    from extractor.published import read_index
+
+    readers = {
+        "history.jsonl": lambda folder: load_lineages(folder / "history.jsonl"),
+        "history.json": read_history,
+        "index.json": read_index,
+        "records.jsonl": lambda folder: load_catalog(folder / "records.jsonl"),
+        "manifest.json": load_catalog,
+        "analysis.jsonl": lambda folder: read_analysis(folder / "analysis.jsonl"),
+    }
+    for name, read in readers.items():
+        folder = tmp_path / name.replace(".", "-")
+        folder.mkdir()
+        if name == "manifest.json":
+            (folder / "records.jsonl").write_bytes(b"")
+        os.mkfifo(folder / name)
+        with _unblocked(folder / name), pytest.raises(CatalogError, match=r"not a regular file \(a FIFO\)"):
+            read(folder)
+        with _unblocked(folder / name), pytest.raises(OSError, match=r"not a regular file \(a FIFO\)"):
+            read_whole(folder / name)
+    (tmp_path / "a-folder").mkdir()
+    with pytest.raises(IsADirectoryError):
+        read_whole(tmp_path / "a-folder")
+
+
+def test_a_fifo_given_as_history_is_one_line_not_a_hang(git_repo: GitRepo, tmp_path: Path) -> None:
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    (tmp_path / "h").mkdir()
+    os.mkfifo(tmp_path / "h" / "history.jsonl")
+    (tmp_path / "h" / "history.json").write_text("{}")
+    command = ["explain", "--catalog", "v1", "--repo", str(git_repo.path), "--history", str(tmp_path / "h"), "x"]
+    result = subprocess.run(
+        [sys.executable, "-m", "extractor", *command[:-1], "a check of ours"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_one_line_error(result, "history.jsonl: not a regular file (a FIFO)")
+
+
+def test_an_output_that_is_a_fifo_is_written_into_not_replaced(git_repo: GitRepo, tmp_path: Path) -> None:
+    """`--output /dev/null`, a FIFO, a device: written into as a shell's redirection would. Replaced by a
+    rename, /dev/null would become a regular file (as root: the machine's), and a FIFO's reader would wait."""
+    import threading
+
+    from extractor.atomic import replace_bytes
+
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('a check of ours')\n"}, tag="v1")
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('another check')\n"}, tag="v2")
+    (tmp_path / "outputs").mkdir()
+    fifo = tmp_path / "outputs" / "out"
+    os.mkfifo(fifo)
+    read: list[bytes] = []
+
+    def reader() -> None:
+        read.append(fifo.read_bytes())
+
+    for write in (
+        lambda: replace_bytes(fifo, [b"in ", b"pieces\n"]),
+        lambda: cli("diff", "v1", "v2", "--repo", str(git_repo.path), "--output", str(fifo)),
+    ):
+        reading = threading.Thread(target=reader)
+        reading.start()
+        write()
+        reading.join(timeout=60)
+        assert fifo.is_fifo() and [p.name for p in fifo.parent.iterdir()] == ["out"]  # no temporary beside it
+    assert read[0] == b"in pieces\n"
+    assert read[1].startswith(b"{") and b"another check" in read[1]
+
+
+def test_control_characters_and_huge_arguments_stay_on_one_line(git_repo: GitRepo) -> None:
+    """An argument echoed in an error shows its newlines and escape characters as escapes (a terminal
+    would break the line, or take them for commands), and a huge one has its middle left out."""
+    from extractor.progress import LINE_LIMIT
+
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n"}, tag="v1")
+    for revision, shown in (("v1\nx", "v1\\nx"), ("v1\x1b[31mred", "v1\\x1b[31mred"), ("v1\u2028x", "v1\\u2028x")):
+        result = cli("--repo", str(git_repo.path), "--sha", revision)
+        assert_one_line_error(result, shown)
+    result = cli("--repo", str(git_repo.path), "--sha", "a" * 100_000)
+    assert_one_line_error(result, "characters left out")
+    assert len(result.stderr) < LINE_LIMIT + 200
+
+
+def test_a_pattern_of_many_groups_is_checked_in_one_look_at_its_names() -> None:
+    """re2 makes `groupindex` anew at each look: looked at once per placeholder, a message of N placeholders
+    cost N² (8,000 of them: minutes in `match` and `explain`)."""
+    from extractor import match
+
+    looks = 0
+
+    class Compiled:
+        @property
+        def groupindex(self) -> dict[str, int]:
+            nonlocal looks
+            looks += 1
+            return {f"g{i}": i for i in range(1, 501)}
+
+    class Many:
+        groups = tuple((f"g{i}", "x") for i in range(1, 501))
+        messagePattern = ""
+
+        def regex(self) -> Compiled:
+            return Compiled()
+
+    match._check(Many(), where="here")  # type: ignore[arg-type]
+    assert looks == 1
+
+
+def test_a_git_server_that_never_answers_is_given_up(tmp_path: Path) -> None:
+    """A repository URL whose server takes the connection and says nothing: git gives up once less than
+    1 KB/s came for a minute (GIT_HTTP_LOW_SPEED_TIME, shortened here), rather than hanging the run."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(server.accept()[0]), daemon=True).start()
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/vllm.git"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "extractor", "--repo", url, "--sha", "v1"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "GIT_HTTP_LOW_SPEED_TIME": "2"},
+        )
+    finally:
+        server.close()
+        for connection in held:
+            connection.close()
+    assert_one_line_error(result, f"cannot clone {url}", "too slow")
