@@ -118,6 +118,11 @@ def load_catalog(path: Path) -> LoadedCatalog:
             raise CatalogError(f"{records}:{number}: not JSON: {error}") from None
         except ValidationError as error:
             raise CatalogError(f"{records}:{number}: not a catalog line: {first_problem(error)}") from None
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        first = seen.setdefault(line.record.id, number)
+        if first != number:  # ids are unique by construction: a line copied or pasted in
+            raise CatalogError(f"{records}: record {number} has the id {line.record.id} of record {first}")
     if manifest is not None and manifest.counts.records != len(lines):
         raise CatalogError(
             f"{records} holds {len(lines)} records but {manifest_path} counts {manifest.counts.records}: "

@@ -406,6 +406,8 @@ def _run_diff(argv: Sequence[str]) -> int:
     from extractor.write import atomic_write
 
     root = Path(args.catalog_root) if args.catalog_root else None
+    if root is not None and root.exists() and not root.is_dir():
+        raise ExtractorError(f"--catalog-root {root} is not a folder (catalogs written earlier are looked up in it)")
 
     def both(options: ExtractOptions) -> list[LoadedCatalog]:
         return [open_catalog(_latest_of(spec, options), repo=args.repo, options=options, root=root) for spec in specs]

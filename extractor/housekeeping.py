@@ -92,17 +92,31 @@ def usage(root: Path) -> list[CachePart]:
     ]
 
 
+def _named(error: BaseException, path: str) -> BaseException:
+    """An error of rmtree's with the whole path it failed on (it removes by names relative to a folder)."""
+    if isinstance(error, OSError):
+        return OSError(error.errno, error.strerror, path)
+    return error
+
+
 def clear(root: Path, names: Sequence[str]) -> list[CachePart]:
     """Remove the named parts of the cache directory (every part when none is named); return what they were.
 
     Run it while no extraction runs: one that reads the cache meanwhile may fail.
     """
     removed = [part for part in usage(root) if not names or part.name in names]
+    failed: list[BaseException] = []
     for part in removed:
         for path in part.paths:
             if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
+                shutil.rmtree(path, onerror=lambda _, where, error: failed.append(_named(error[1], where)))
             else:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     path.unlink()
+                except FileNotFoundError:
+                    pass
+                except OSError as error:
+                    failed.append(error)
+    if failed:  # what is left would be read again: said (the first refusal, naming its path), never "removed"
+        raise failed[0]
     return removed

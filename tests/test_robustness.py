@@ -949,3 +949,39 @@ def test_a_git_server_that_never_answers_is_given_up(tmp_path: Path) -> None:
         for connection in held:
             connection.close()
     assert_one_line_error(result, f"cannot clone {url}", "too slow")
+
+
+def test_a_record_whose_id_is_there_twice_is_refused(written: Path, tmp_path: Path) -> None:
+    """Ids are unique by construction: a line copied or pasted into records.jsonl is a damaged catalog, not
+    a record to list, diff or build a page for twice."""
+    lines = (written / "records.jsonl").read_bytes().splitlines(keepends=True)
+    (tmp_path / "records.jsonl").write_bytes(b"".join([*lines, lines[1]]))
+    for command in (["list"], ["match", "x"], ["site", "--output", str(tmp_path / "site")]):
+        result = cli(command[0], "--catalog", str(tmp_path / "records.jsonl"), *command[1:])
+        assert_one_line_error(result, f"record {len(lines) + 1} has the id", "of record 2")
+    assert not (tmp_path / "site").exists()
+
+
+def test_a_catalog_root_that_is_a_file_is_refused(place: Path, git_repo: GitRepo) -> None:
+    (place / "afile").write_text("mine")
+    result = cli("diff", "v1", "v1", "--repo", str(git_repo.path), "--catalog-root", "afile", cwd=place)
+    assert_one_line_error(result, "--catalog-root afile is not a folder")
+
+
+def test_a_cache_part_that_cannot_be_removed_is_said_not_reported_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rmtree refused (an immutable folder, another user's file): the first refusal, with its whole path."""
+    import extractor.housekeeping
+
+    cache = tmp_path / "cache"
+    (cache / "extractor" / "catalogs").mkdir(parents=True)
+    (cache / "extractor" / "catalogs" / "a").write_text("x")
+
+    def refused(path: Path, onerror: object) -> None:
+        where = str(Path(path) / "a")
+        onerror(os.unlink, where, (PermissionError, PermissionError(1, "Operation not permitted", "a"), None))  # type: ignore[operator]
+
+    monkeypatch.setattr(extractor.housekeeping.shutil, "rmtree", refused)
+    result = cli("cache", "clear", "catalogs", env={"XDG_CACHE_HOME": str(cache)})
+    assert_one_line_error(result, f"cannot use {cache / 'extractor' / 'catalogs' / 'a'}: Operation not permitted")
