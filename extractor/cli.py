@@ -733,11 +733,12 @@ def _lineages_of(args: argparse.Namespace) -> _Followed | None:
         return None
     from extractor.catalog import looks_like_path
     from extractor.git import is_url
-    from extractor.history import build_history, first_revision, followed, list_revisions, load_lineages
+    from extractor.history import build_history, followed, list_revisions, read_written
 
     path = Path(args.history)
     if path.exists():
-        return _Followed(load_lineages(path), first_revision(path))
+        lineages, manifest = read_written(path)
+        return _Followed(lineages, manifest.revisions[0].revision if manifest and manifest.revisions else None)
     spec = args.history
     if looks_like_path(spec) and is_url(args.repo):  # a mistyped path: never a reason to clone a repository
         raise ExtractorError(f"no history at {spec}: the path does not exist")

@@ -51,13 +51,13 @@ __all__ = [
     "advance",
     "build_history",
     "find_lineage",
-    "first_revision",
     "folder_name",
     "following",
     "lineage_sentence",
     "list_revisions",
     "load_lineages",
     "read_history",
+    "read_written",
     "roll",
 ]
 
@@ -700,14 +700,26 @@ def read_history(directory: Path, *, options: ExtractOptions | None = None) -> H
     return history
 
 
-def first_revision(path: Path) -> str | None:
-    """The first revision of the history written at `path` (its history.json, beside history.jsonl), if said."""
-    manifest = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
+def read_written(path: Path) -> tuple[list[Lineage], HistoryManifest | None]:
+    """A history written before: history.jsonl (or the folder holding it), every line validated, and
+    history.json beside it, validated too, when there is one. A number of lines other than the one it
+    counts means the history was cut or altered."""
+    lineages = load_lineages(path)
+    manifest_path = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
+    if not manifest_path.exists():
+        return lineages, None
     try:
-        revisions = orjson.loads(read_whole(manifest))["revisions"]
-        return str(revisions[0]["revision"]) if revisions else None
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, IndexError):
-        return None
+        manifest = HistoryManifest.model_validate_json(read_whole(manifest_path))
+    except OSError as error:
+        raise CatalogError(f"cannot read {manifest_path}: {error.strerror or error}") from None
+    except ValidationError as error:
+        raise CatalogError(f"{manifest_path}: not a valid history manifest: {first_problem(error)}") from None
+    if manifest.lineages != len(lineages):
+        raise CatalogError(
+            f"{path} holds {len(lineages)} lineages but {manifest_path} counts {manifest.lineages}: "
+            "it was cut or altered"
+        )
+    return lineages, manifest
 
 
 def load_lineages(path: Path) -> list[Lineage]:

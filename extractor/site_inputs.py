@@ -9,11 +9,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
 from extractor.atomic import read_whole
-from extractor.catalog import LoadedCatalog, first_problem, load_catalog, open_catalog
+from extractor.catalog import LoadedCatalog, load_catalog, open_catalog
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
-from extractor.history import HISTORY, HISTORY_MANIFEST, load_lineages
-from extractor.models import EventKind, HistoryManifest, LineageEvent, Record, Scope
+from extractor.history import HISTORY, read_written
+from extractor.models import EventKind, LineageEvent, Record, Scope
 from extractor.published import INDEX, catalog_folder, is_root, latest_catalog, read_index
 from extractor.write import RECORDS
 
@@ -157,17 +157,8 @@ def _event_detail(event: LineageEvent) -> str:
 def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
     """Read history.jsonl (or the directory holding it), as the history command writes it, into the events of
     each id a check ever had. Dates come from history.json beside it, when there is one."""
-    lineages = load_lineages(path)
-    manifest_path = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
-    dates: dict[str, str | None] = {}
-    if manifest_path.exists():
-        try:
-            manifest = HistoryManifest.model_validate_json(read_whole(manifest_path))
-        except OSError as error:
-            raise CatalogError(f"cannot read {manifest_path}: {error.strerror or error}") from None
-        except ValidationError as error:
-            raise CatalogError(f"{manifest_path}: not a valid history manifest: {first_problem(error)}") from None
-        dates = {revision.revision: revision.committedAt for revision in manifest.revisions}
+    lineages, manifest = read_written(path)
+    dates = {revision.revision: revision.committedAt for revision in manifest.revisions} if manifest else {}
     history: dict[str, list[HistoryEvent]] = {}
     for lineage in lineages:
         events = [

@@ -985,3 +985,26 @@ def test_a_cache_part_that_cannot_be_removed_is_said_not_reported_removed(
     monkeypatch.setattr(extractor.housekeeping.shutil, "rmtree", refused)
     result = cli("cache", "clear", "catalogs", env={"XDG_CACHE_HOME": str(cache)})
     assert_one_line_error(result, f"cannot use {cache / 'extractor' / 'catalogs' / 'a'}: Operation not permitted")
+
+
+def test_a_damaged_history_is_refused_by_every_reader(place: Path, git_repo: GitRepo) -> None:
+    """explain, match and site read a written history alike (history.read_written): history.json validated
+    when it is there, and history.jsonl holding the number of lineages it counts."""
+    repo = str(git_repo.path)
+    assert cli("history", "v1", "--repo", repo, "--output", "h", "--quiet", cwd=place).returncode == 0
+    readers = [
+        ["explain", "--catalog", "v1", "--repo", repo, "--history", "h", "x"],
+        ["match", "--catalog", "v1", "--repo", repo, "--history", "h", "ValueError: x"],
+        ["site", "--catalog", "v1", "--repo", repo, "--history", "h/history.jsonl", "--output", "site"],
+    ]
+    lines, manifest = (place / "h" / "history.jsonl").read_bytes(), (place / "h" / "history.json").read_bytes()
+    for damage, said in (
+        (lambda: (place / "h" / "history.json").write_text("[]"), "not a valid history manifest"),
+        (lambda: (place / "h" / "history.jsonl").write_bytes(b""), "holds 0 lineages but"),
+    ):
+        damage()
+        for command in readers:
+            assert_one_line_error(cli(*command, cwd=place), said)
+        (place / "h" / "history.jsonl").write_bytes(lines)
+        (place / "h" / "history.json").write_bytes(manifest)
+    assert not (place / "site").exists()
