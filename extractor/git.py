@@ -264,7 +264,13 @@ def _rev_parse(repo: Path, revision: str) -> str | None:
     try:
         sha = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}")
     except RepositoryError:
-        return None
+        # `:/text` (the newest commit whose message holds text) takes a suffix as more text: the object it
+        # names is peeled instead.
+        try:
+            oid = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", revision)
+            sha = _value(repo, "rev-parse", "--verify", "--quiet", f"{oid}^{{commit}}")
+        except RepositoryError:
+            return None
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 

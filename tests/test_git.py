@@ -49,6 +49,17 @@ def test_an_object_that_is_not_a_commit_says_so(tagged: tuple[GitRepo, str], rev
             resolve(str(repo.path), name)
 
 
+def test_a_commit_named_by_its_message_resolves(git_repo: GitRepo) -> None:
+    """`:/text` names the newest commit whose message holds text; it takes `^{commit}` as more text, so a
+    commit it names used to be refused as "a commit, not a commit"."""
+    git_repo.commit({"pkg/a.py": "x = 1\n"}, message="the first one")
+    git_repo.commit({"pkg/a.py": "x = 2\n"}, message="the second one")
+    first = git(git_repo.path, "rev-parse", "HEAD~1")
+    assert resolve(str(git_repo.path), ":/first").sha == first
+    with pytest.raises(RevisionError, match="unknown revision"):
+        resolve(str(git_repo.path), ":/no such message")
+
+
 def test_missing_and_non_repositories_are_errors(tmp_path: Path) -> None:
     with pytest.raises(RepositoryError, match="does not exist"):
         resolve(str(tmp_path / "missing"), "HEAD")
