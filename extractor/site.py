@@ -473,8 +473,17 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
             return result
         if output.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".old", dir=parent))
-            os.replace(output, trash / "site")
-            os.replace(staging, output)
+            try:
+                os.replace(output, trash / "site")
+                try:
+                    os.replace(staging, output)
+                except BaseException:
+                    os.replace(trash / "site", output)  # the old site back where it was
+                    raise
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    trash.rmdir()  # (only if empty: never the old site, should it not have gone back)
+                raise
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.replace(staging, output)

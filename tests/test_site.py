@@ -309,6 +309,35 @@ def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any
     assert [p.name for p in tmp_path.iterdir()] == ["home"]  # no staging directory left behind
 
 
+@pytest.mark.parametrize("failing", ["moving the old site away", "moving the new one in"])
+def test_a_swap_that_fails_leaves_the_old_site_and_nothing_beside_it(
+    published: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """A rename the system refuses (an immutable folder, a full disk's metadata): the old site stays where
+    it was, whole, and neither the new one nor the folder the old one was to be moved into is left."""
+    import extractor.site
+
+    site = tmp_path / "site"
+    build("--catalog", str(published["v1"]), "--output", str(site))
+    before = sorted(str(p.relative_to(site)) for p in site.rglob("*"))
+    real = os.replace
+    refused: list[Any] = []
+
+    def refusing(source: Any, target: Any) -> None:  # the first such rename only
+        moving_old = Path(source) == site and failing == "moving the old site away"
+        if not refused and (moving_old or (Path(target) == site and failing == "moving the new one in")):
+            refused.append(source)
+            raise PermissionError(1, "Operation not permitted", str(source))
+        real(source, target)
+
+    monkeypatch.setattr(extractor.site.os, "replace", refusing)
+    result = cli("site", "--catalog", str(published["v2"]), "--output", str(site))
+    monkeypatch.setattr(extractor.site.os, "replace", real)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert sorted(str(p.relative_to(site)) for p in site.rglob("*")) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["site"] and refused
+
+
 def test_a_rebuild_keeps_what_a_person_put_in_the_site(published: dict[str, Any], tmp_path: Path) -> None:
     """A CNAME, the `.git` of a pages branch, notes among the pages, the catalog itself: whatever the build
     did not make stays, in the new site, while a page of the old build the new one does not make goes."""
