@@ -126,14 +126,19 @@ def match_index(
         cached = _read(path)
         if cached is not None:
             return cached
-    from extractor.catalog import open_catalog
+    from extractor.catalog import looks_like_path, open_catalog
 
+    # The catalogs on disk first: one that is damaged is said before any release is downloaded or extracted.
+    loaded: dict[int, LoadedCatalog] = {}
+    order = sorted(range(len(expanded)), key=lambda number: not looks_like_path(expanded[number]))
+    for done, number in enumerate(order, start=1):
+        if progress is not None and len(expanded) > 1 and not looks_like_path(expanded[number]):  # (read at once)
+            progress(f"catalog {done} of {len(expanded)}: {expanded[number]}")
+        loaded[number] = open_catalog(expanded[number], repo=repo, options=options)
     catalogs: list[tuple[str, str, LoadedCatalog]] = []
     opened: set[tuple[str, str, str]] = set()
-    for number, spec in enumerate(expanded, start=1):
-        if progress is not None and len(expanded) > 1:
-            progress(f"catalog {number} of {len(expanded)}: {spec}")
-        catalog = open_catalog(spec, repo=repo, options=options)
+    for number, spec in enumerate(expanded):
+        catalog = loaded[number]
         label = _label(spec, catalog)
         if catalog.manifest is not None:  # the same catalog named twice (`release:X`, and the folder written)
             held = (label, catalog.sha, catalog.manifest.scope.model_dump_json())

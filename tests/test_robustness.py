@@ -1008,3 +1008,16 @@ def test_a_damaged_history_is_refused_by_every_reader(place: Path, git_repo: Git
         (place / "h" / "history.jsonl").write_bytes(lines)
         (place / "h" / "history.json").write_bytes(manifest)
     assert not (place / "site").exists()
+
+
+def test_a_damaged_catalog_on_disk_is_said_before_any_release_is_fetched(tmp_path: Path) -> None:
+    """match and explain over several catalogs open those on disk first: a damaged one is the run's one
+    line, before any release is downloaded or extracted (here the package index is not even reachable)."""
+    corrupt = tmp_path / "corrupt.jsonl"
+    corrupt.write_text('{"record": 1}\n')
+    for command in (["match", "ValueError: x"], ["explain", "x"]):
+        result = cli(
+            command[0], "--catalog", "release:0.0.0.404", "--catalog", str(corrupt), command[1],
+            env={"PIP_INDEX_URL": "http://127.0.0.1:9/simple"},
+        )  # fmt: skip
+        assert_one_line_error(result, f"{corrupt}:1")
