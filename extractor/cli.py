@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from extractor import lifecycle
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
@@ -486,8 +487,6 @@ def _stdin_lines() -> Iterator[str]:
     import codecs
     import io
 
-    from extractor import lifecycle
-
     if 0 in lifecycle.closed:
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
     stream = sys.stdin.buffer
@@ -786,7 +785,8 @@ def _run_history(argv: Sequence[str]) -> int:
         atomic_write_all(files)
         for stale in ("history.md", "history.svg", "history.png"):  # an earlier Markdown run's, of another history
             (root / stale).unlink(missing_ok=True)
-        sys.stdout.buffer.write(lines)
+        if 1 not in lifecycle.closed:  # (`>&-`: the files alone, as a run that writes files does)
+            sys.stdout.buffer.write(lines)
     else:
         from extractor.changelog import render_chart, render_markdown
 
@@ -797,7 +797,8 @@ def _run_history(argv: Sequence[str]) -> int:
         lineages = history.lineages
         page = render_markdown(lineages, history.revisions, title=title, chart="history.svg")
         atomic_write_all([*files, (root / "history.md", page.encode())])
-        sys.stdout.write(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
+        if 1 not in lifecycle.closed:
+            sys.stdout.write(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
     sys.stdout.flush()
     log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {root}")
     return ExitCode.OK

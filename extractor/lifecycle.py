@@ -184,8 +184,9 @@ def _stream(fd: int, *, loud: bool, like: object) -> io.TextIOWrapper:
     )
 
 
-# The standard descriptors the process started with closed (`<&-`): a command that reads its input there
-# says so rather than take the empty /dev/null that holds the number for an empty input.
+# The standard descriptors the process started with closed (`<&-`, `>&-`): a command that reads its input
+# there says so rather than take the empty /dev/null that holds the number for an empty input, and one that
+# writes files and also prints them (history) writes the files alone.
 closed: set[int] = set()
 
 
@@ -204,9 +205,9 @@ def standard_streams() -> None:
             if opened != fd:
                 os.dup2(opened, fd)
                 os.close(opened)
+            closed.add(fd)
             if fd == 0:
                 sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's stdin, never closed)
-                closed.add(0)
     sys.stdout = _stream(1, loud=True, like=sys.stdout)
     sys.stderr = _stream(2, loud=False, like=sys.stderr)
 

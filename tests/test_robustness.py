@@ -391,7 +391,11 @@ def test_stdout_closed_or_full_is_one_line_exit_2(place: Path, git_repo: GitRepo
     assert (result.returncode, result.stderr) == (2, f"extractor: error: cannot write to standard output: {reason}\n")
 
 
-@pytest.mark.parametrize("command", [["--sha", "v1"], ["nightly", "--branch", "main"]], ids=["extract", "nightly"])
+@pytest.mark.parametrize(
+    "command",
+    [["--sha", "v1"], ["nightly", "--branch", "main"], ["history", "v1"]],
+    ids=["extract", "nightly", "history"],
+)
 def test_stdout_closed_does_not_stop_a_run_that_writes_files(
     place: Path, git_repo: GitRepo, command: list[str]
 ) -> None:
@@ -403,7 +407,8 @@ def test_stdout_closed_does_not_stop_a_run_that_writes_files(
         cwd=place,
     )
     assert result.returncode == 0, result.stderr
-    assert len(list((place / "out").glob("*/records.jsonl"))) == 1
+    written = "history.jsonl" if command[0] == "history" else "*/records.jsonl"
+    assert len(list((place / "out").glob(written))) == 1
 
 
 def test_stderr_closed_or_broken_never_reaches_stdout(git_repo: GitRepo, tmp_path: Path) -> None:
