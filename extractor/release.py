@@ -41,7 +41,9 @@ __all__ = [
 
 PROJECT = "vllm"
 _JSON = "application/vnd.pypi.simple.v1+json"
-_VERSION = re.compile(r"^\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d+)?$")
+# A release version as vLLM spells them, at most 64 characters (a file name holds it: 0.28.999... made
+# the name too long to create, and the error blamed the cache).
+_VERSION = re.compile(r"^(?=.{1,64}$)\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d+)?$")
 _COMMIT_ID = re.compile(r"""__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]g?(?P<sha>[0-9a-f]{7,40})['"]""")
 
 

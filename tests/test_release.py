@@ -371,3 +371,12 @@ def test_a_release_run_forks_its_workers_first_unless_its_catalog_is_cached(serv
     assert (first.returncode, first.stderr) == (0, "forked 1\n")
     assert (again.returncode, again.stderr) == (0, "")
     assert again.stdout == first.stdout and '"from the sdist"' in first.stdout
+
+
+def test_a_version_too_long_for_a_file_name_is_not_a_release_version() -> None:
+    """Its sdist's name could not be made (the system's "File name too long" blamed the cache folder)."""
+    from extractor.errors import ReleaseError
+    from extractor.release import fetch_sdist
+
+    with pytest.raises(ReleaseError, match="not a release version"):
+        fetch_sdist("0.28." + "9" * 5000)
