@@ -18,7 +18,7 @@ from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markd
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
-from extractor.history import roll
+from extractor.history import read_history, roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.published import INDEX, read_index
 from extractor.write import MANIFEST, RECORDS, atomic_write, check_folder, default_root, dumps_model, write_catalog
@@ -80,6 +80,8 @@ def nightly(
     if root.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
         log(f"{commit.sha[:12]} is already published; nothing to do")
         return NightlyResult(commit.sha, published=False)
+    if root.is_dir():
+        read_history(root)  # the night rolls it on: unreadable, it would fail the night after it wrote
     made = not root.exists()
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -97,18 +99,14 @@ def nightly(
 
 def _check_inputs(root: Path, site: Path | None, analysis: Path | None) -> None:
     """Refuse, before anything is written, what would make the run fail after it wrote: a root or a site
-    that cannot be a folder, fresh analysis that cannot be read, a published history that cannot be
-    read back (the night rolls it on)."""
+    that cannot be a folder, fresh analysis that cannot be read."""
     from extractor.analysis import read_analysis
-    from extractor.history import read_history
 
     check_folder(root)
     if site is not None:
         check_folder(site)
     if analysis is not None:
         read_analysis(analysis)
-    if root.is_dir():
-        read_history(root)
 
 
 def _nightly(
