@@ -435,6 +435,14 @@ def _write_files(staging: Path, files: Iterable[tuple[str, bytes]]) -> tuple[int
     return count, size
 
 
+def _made_for(old: Path, output: Path, staging: Path) -> bool:
+    """Whether the folder a site's symlink pointed at is one this code made for that link (a staging folder
+    beside it: `.NAME.xxxxxxxx`), and so is removed once the link points at the new one. Any other folder
+    is the user's, left as it is: one they pointed the link at, or one that holds the link (`self -> .`)."""
+    here = staging.resolve()
+    return old != here and old.parent == here.parent and old.name.startswith(f".{output.name}.")
+
+
 def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     """Have `fill` write a site into a new directory beside `output`, then swap it in; return what it returned.
 
@@ -468,7 +476,7 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
                 pointer.unlink()
             pointer.symlink_to(staging.name)
             os.replace(pointer, output)
-            if old is not None and old != staging:
+            if old is not None and _made_for(old, output, staging):
                 shutil.rmtree(old, ignore_errors=True)
             return result
         if output.exists():

@@ -338,6 +338,29 @@ def test_a_swap_that_fails_leaves_the_old_site_and_nothing_beside_it(
     assert [p.name for p in tmp_path.iterdir()] == ["site"] and refused
 
 
+def test_a_site_link_switched_to_a_new_build_never_removes_a_folder_of_the_users(
+    published: dict[str, Any], tmp_path: Path
+) -> None:
+    """An --output that is a symlink to a site is switched to the new build; the folder it pointed at is
+    removed only if this code made it for the link (a staging folder beside it). A site the user pointed
+    it at stays, and a link to the folder that holds it (`self -> .`) removes nothing, not the new site."""
+    mine = tmp_path / "elsewhere" / "A"
+    build("--catalog", str(published["v1"]), "--output", str(mine))
+    (tmp_path / "link").symlink_to(mine)
+    build("--catalog", str(published["v2"]), "--output", str(tmp_path / "link"))
+    assert (mine / ".extractor-site").exists() and (tmp_path / "link" / ".extractor-site").exists()
+    build("--catalog", str(published["v1"]), "--output", str(tmp_path / "link"))  # its own build: replaced
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".link.")] == [(tmp_path / "link").resolve().name]
+
+    home = tmp_path / "home"
+    build("--catalog", str(published["v1"]), "--output", str(home))
+    (home / "NOTES.txt").write_text("important")
+    (home / "self").symlink_to(".")
+    build("--catalog", str(published["v2"]), "--output", str(home / "self"))
+    assert (home / "NOTES.txt").read_text() == "important"
+    assert ((home / "self") / ".extractor-site").exists()
+
+
 def test_a_rebuild_keeps_what_a_person_put_in_the_site(published: dict[str, Any], tmp_path: Path) -> None:
     """A CNAME, the `.git` of a pages branch, notes among the pages, the catalog itself: whatever the build
     did not make stays, in the new site, while a page of the old build the new one does not make goes."""
