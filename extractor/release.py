@@ -98,20 +98,23 @@ class _Links(html.parser.HTMLParser):
 def _project_files(index: str) -> dict[str, tuple[str, str | None]]:
     """Map each file of the project on the index to (url, sha256)."""
     page = index.rstrip("/") + f"/{PROJECT}/"
-    request = urllib.request.Request(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
     try:
+        request = urllib.request.Request(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
         with urllib.request.urlopen(request, timeout=60) as response:
             body = response.read()
             kind = response.headers.get("Content-Type", "")
             base = response.geturl()
-    except (urllib.error.URLError, OSError) as error:
+    except (urllib.error.URLError, OSError, ValueError) as error:  # ValueError: a URL that is not one
         reason = getattr(error, "reason", error)
         raise ReleaseError(f"cannot reach the package index at {page}: {reason}") from None
     files: dict[str, tuple[str, str | None]] = {}
     if _JSON in kind:
-        for entry in json.loads(body)["files"]:
-            url = urllib.parse.urljoin(base, entry["url"])
-            files[entry["filename"]] = (url, entry.get("hashes", {}).get("sha256"))
+        try:
+            for entry in json.loads(body)["files"]:
+                url = urllib.parse.urljoin(base, entry["url"])
+                files[entry["filename"]] = (url, entry.get("hashes", {}).get("sha256"))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ReleaseError(f"the package index at {page} answered JSON that is not its API's: {error}") from None
         return files
     parser = _Links()
     parser.feed(body.decode("utf-8", "replace"))
@@ -163,7 +166,7 @@ def fetch_sdist(version: str) -> Sdist:
                     raise ReleaseError(
                         f"{filename}: sha256 {digest.hexdigest()} does not match the index's {expected_hash}"
                     )
-        except (urllib.error.URLError, OSError) as error:
+        except (urllib.error.URLError, OSError, ValueError) as error:  # ValueError: a URL that is not one
             raise ReleaseError(f"cannot download {filename}: {getattr(error, 'reason', error)}") from None
         sidecar.write_text(expected_hash + "\n")
     return Sdist(version, target, expected_hash)

@@ -380,3 +380,15 @@ def test_a_version_too_long_for_a_file_name_is_not_a_release_version() -> None:
 
     with pytest.raises(ReleaseError, match="not a release version"):
         fetch_sdist("0.28." + "9" * 5000)
+
+
+@pytest.mark.parametrize("index", ["not a url", ":", "http://[::1"])
+def test_a_package_index_that_is_no_url_is_said_not_taken_for_a_bug(
+    index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extractor.errors import ReleaseError
+    from extractor.release import fetch_sdist
+
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    with pytest.raises(ReleaseError, match="cannot reach the package index at "):
+        fetch_sdist("0.99.1")
