@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn
 
 from extractor import lifecycle
 from extractor._version import __version__
@@ -485,17 +486,35 @@ def _stdin_lines() -> Iterator[str]:
     """Read stdin line by line as it comes (bytes that are not UTF-8 become U+FFFD); UTF-16 behind its byte
     order mark (what Windows PowerShell's `>` writes) is read as such."""
     import codecs
-    import io
 
     if 0 in lifecycle.closed:
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
-    stream = sys.stdin.buffer
-    start = stream.peek(2)[:2] if isinstance(stream, io.BufferedReader) else b""
-    if start in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+    # The first two bytes, however the pipe hands them over (one at a time, say), then the rest after them.
+    head = sys.stdin.buffer.read(2)
+    stream = io.BufferedReader(_Prefixed(head, sys.stdin.buffer))
+    if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
         yield from io.TextIOWrapper(stream, encoding="utf-16", errors="replace", newline="")
         return
     for raw in stream:
         yield raw.decode("utf-8", "replace")
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream's bytes with some read from it already put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            taken, self._head = self._head[: len(buffer)], self._head[len(buffer) :]
+        else:
+            taken = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        buffer[: len(taken)] = taken
+        return len(taken)
 
 
 def _pasted(text: str) -> str:

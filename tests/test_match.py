@@ -531,6 +531,34 @@ def test_utf16_on_stdin_is_read_and_a_dash_beside_text_is_refused(shapes_repo: G
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "'-'" in refused.stderr
 
 
+def test_a_byte_order_mark_that_comes_a_byte_at_a_time_is_still_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe may hand over the first byte alone: UTF-16 is told from the first two bytes however they come
+    (it was decided on what one look held, and the log, read as UTF-8, matched nothing)."""
+    import io
+    import types
+
+    from extractor import cli as command_line
+
+    class Trickle(io.RawIOBase):  # a pipe that hands over one byte at a time
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            taken, self.data = self.data[:1], self.data[1:]
+            buffer[: len(taken)] = taken
+            return len(taken)
+
+    for text in ("ValueError: x\r\nINFO y\n", "a\n\nb"):
+        for encoding in ("utf-16", "utf-8"):
+            stdin = types.SimpleNamespace(buffer=io.BufferedReader(Trickle(text.encode(encoding))))
+            monkeypatch.setattr(command_line.sys, "stdin", stdin)
+            read = "".join(command_line._stdin_lines())
+            assert read == text, (encoding, read)
+
+
 def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
     """Text that shares words with templates (`Invalid`, `tokens`) but was never raised: no match, exit 1."""
     texts = [
