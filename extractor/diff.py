@@ -448,7 +448,7 @@ def _marked(old: str, new: str) -> tuple[str, str]:
 
 def _where(line: CatalogLine) -> str:
     record = line.record
-    return f"[{record.filePath}:{record.lineNumber}]({record.githubUrl})"
+    return markdown.link(f"{record.filePath}:{record.lineNumber}", record.githubUrl)
 
 
 def _label(side: LoadedCatalog, other: LoadedCatalog) -> str:
@@ -503,5 +503,8 @@ def render_markdown(diff: CatalogDiff) -> str:
             for change in changes:
                 line = change.new or change.old
                 assert line is not None
-                out.append(f"| {_where(line)} | {line.record.errorClass} | {markdown.text(line.record.errorMessage)} |")
+                out.append(
+                    f"| {_where(line)} | {markdown.text(line.record.errorClass)} | "
+                    f"{markdown.text(line.record.errorMessage)} |"
+                )
     return "\n".join(out) + "\n"

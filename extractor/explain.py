@@ -245,7 +245,7 @@ def render(explanation: Explanation, *, format: str) -> str:
             "",
             *markdown.fence(record.errorMessage),
             "",
-            f"Thrown at [{markdown.text(where)}]({record.githubUrl}) in {markdown.code(line.extraction.function)}, "
+            f"Thrown at {markdown.link(where, record.githubUrl)} in {markdown.code(line.extraction.function)}, "
             f"{condition_in_words(line)}.",  # (Markdown already: the conditions are code spans)
         ]
         if explanation.history:
@@ -275,7 +275,7 @@ def render(explanation: Explanation, *, format: str) -> str:
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [
-                f"- [{markdown.text(f'{r.record.filePath}:{r.record.lineNumber}')}]({r.record.githubUrl}) "
+                f"- {markdown.link(f'{r.record.filePath}:{r.record.lineNumber}', r.record.githubUrl)} "
                 f"{markdown.text(_short(r, 100))}"
                 for r in explanation.related
             ]

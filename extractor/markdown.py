@@ -5,8 +5,9 @@ and line breaks (any of them: a table row or a list item is one line) become spa
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
-__all__ = ["code", "fence", "text"]
+__all__ = ["code", "fence", "link", "text"]
 
 _SYNTAX = "|*_`<>[]~&"
 _TICKS = re.compile(r"`+")
@@ -41,3 +42,16 @@ def fence(value: str, language: str = "text") -> list[str]:
     """A fenced block holding `value`, its fence longer than any run of backticks in it."""
     ticks = _ticks(value, 3)
     return [f"{ticks}{language}", value, ticks]
+
+
+# What a link's address keeps as it is; anything else (a space, a parenthesis, a table's pipe, a quote) is
+# percent-encoded, so that the address cannot end the link, the table row or the page's syntax early.
+_ADDRESS_SAFE = ":/?#@!$&*+,;=%-._~"
+
+
+def link(label: str, address: str) -> str:
+    """A link showing `label` as written, to `address` if it is a web address; anything else (a
+    `javascript:` one from a doctored catalog, say) is no link, only the label."""
+    if not address.startswith(("https://", "http://")):
+        return text(label)
+    return f"[{text(label)}]({quote(address, safe=_ADDRESS_SAFE)})"

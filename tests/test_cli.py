@@ -871,3 +871,24 @@ def test_a_usage_error_is_one_line(tmp_path: Path, args: list[str], said: str) -
     result = run(*args, cwd=tmp_path)
     assert result.returncode == 2 and len(result.stderr.splitlines()) == 1 and result.stderr.startswith(said)
     assert result.stderr.rstrip().endswith("--help)")
+
+
+def test_a_path_in_a_markdown_link_cannot_break_its_row_and_only_web_addresses_are_linked(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """A file path is link text, escaped as any text (a `|` would split a table row, a `]` end the link);
+    an address is percent-encoded where it could end the link, and one that is not a web address (a
+    doctored catalog's `javascript:`) is no link at all, in diff's, explain's and history's Markdown."""
+    from extractor.markdown import link
+
+    assert link("a|b]`c.py:3", "https://h/x (1)|y") == r"[a\|b\]\`c.py:3](https://h/x%20%281%29%7Cy)"
+    assert link("a.py:1", "javascript:alert(1)") == "a.py:1"
+    assert link("a.py:1", "https://github.com/o/r/blob/abc/a.py#L1-L9") == (
+        "[a.py:1](https://github.com/o/r/blob/abc/a.py#L1-L9)"
+    )
+    git_repo.commit({"vllm/config/x.py": "raise ValueError('plain')\n"}, tag="v1")
+    git_repo.commit({"vllm/config/p|q]r.py": "raise ValueError('plain')\n"}, tag="v2")
+    diffed = run("diff", "v1", "v2", "--repo", str(git_repo.path), "--format", "markdown", cwd=tmp_path)
+    (row,) = [line for line in diffed.stdout.splitlines() if "q" in line and line.startswith("|")]
+    assert row.replace("\\|", "").count("|") == 4, row  # three cells: no pipe of the path splits the row
+    assert "[vllm/config/p\\|q\\]r.py:1](https://" in row

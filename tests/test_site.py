@@ -361,6 +361,19 @@ def test_a_site_link_switched_to_a_new_build_never_removes_a_folder_of_the_users
     assert ((home / "self") / ".extractor-site").exists()
 
 
+def test_a_record_page_links_only_a_web_address(published: dict[str, Any], tmp_path: Path) -> None:
+    """A doctored catalog's `javascript:` githubUrl would run script when its link is clicked: no link."""
+    lines = (published["v1"] / "records.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["record"]["githubUrl"] = "javascript:alert(1)"
+    (tmp_path / "records.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    build("--catalog", str(tmp_path / "records.jsonl"), "--output", str(tmp_path / "site"))
+    page = (tmp_path / "site" / "errors" / f"{first['record']['id']}.html").read_text()
+    assert "javascript:" not in page and 'class="pinned"' not in page
+    other = json.loads(lines[1])["record"]
+    assert f'href="{other["githubUrl"]}"' in (tmp_path / "site" / "errors" / f"{other['id']}.html").read_text()
+
+
 def test_a_rebuild_keeps_what_a_person_put_in_the_site(published: dict[str, Any], tmp_path: Path) -> None:
     """A CNAME, the `.git` of a pages branch, notes among the pages, the catalog itself: whatever the build
     did not make stays, in the new site, while a page of the old build the new one does not make goes."""
