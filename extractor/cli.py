@@ -15,7 +15,7 @@ from extractor import lifecycle
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
-from extractor.progress import one_line, quiet_for_one_run, set_quiet, warn
+from extractor.progress import one_line, quiet_for_one_run, set_quiet, shown, warn
 
 if TYPE_CHECKING:
     from extractor.git import Commit
@@ -678,7 +678,7 @@ def _run_explain(argv: Sequence[str]) -> int:
         page += f"\n**History**: {markdown.text(note)}\n"
     elif note is not None:
         page += f"\nHistory: {note}\n"
-    sys.stdout.write(page)
+    sys.stdout.write(shown(page) if args.format == "text" else page)
     sys.stdout.flush()
     return ExitCode.OK
 
@@ -858,7 +858,8 @@ def _run_list(argv: Sequence[str]) -> int:
     chosen = select(catalog.lines, filters)
     render = render_summary if args.summary else render_records
     if chosen or args.summary:
-        sys.stdout.write(render(chosen, format=args.format))
+        listed = render(chosen, format=args.format)
+        sys.stdout.write(shown(listed) if args.format == "text" else listed)
         sys.stdout.flush()
     if not chosen and not args.quiet:
         given = filters.files or filters.classes or filters.words

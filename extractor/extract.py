@@ -102,6 +102,8 @@ def analyzed_at() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch:
         try:
+            if not (epoch.isascii() and epoch.isdigit()):  # (int() takes "-1", " 5", "1_0": the spec does not)
+                raise ValueError(epoch)
             moment = datetime.fromtimestamp(int(epoch), tz=UTC)
         except (ValueError, OverflowError, OSError):
             raise ExtractorError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from None

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["bar", "byte_bar", "note", "one_line", "quiet_for_one_run", "set_quiet", "warn"]
+__all__ = ["bar", "byte_bar", "note", "one_line", "quiet_for_one_run", "set_quiet", "shown", "warn"]
 
 T = TypeVar("T")
 
@@ -50,6 +50,17 @@ def one_line(text: str, *, limit: int = LINE_LIMIT) -> str:
         return shown
     head, tail = limit * 3 // 4, limit // 4
     return f"{shown[:head]} ... ({len(shown) - head - tail} characters left out) ... {shown[-tail:]}"
+
+
+# What a terminal would take for a command in text meant for people (ESC, BEL, a carriage return that
+# overwrites the line): control characters but the line break and the tab.
+_COMMANDS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """Text for people (list's table, explain's page) with each control character but line breaks and tabs
+    escaped as Python writes it: a catalog's message cannot set a terminal's title or clear its screen."""
+    return _COMMANDS.sub(lambda found: repr(found[0])[1:-1], text)
 
 
 def _on_terminal() -> bool:

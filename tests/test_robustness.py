@@ -1026,3 +1026,30 @@ def test_a_damaged_catalog_on_disk_is_said_before_any_release_is_fetched(tmp_pat
             env={"PIP_INDEX_URL": "http://127.0.0.1:9/simple"},
         )  # fmt: skip
         assert_one_line_error(result, f"{corrupt}:1")
+
+
+@pytest.mark.parametrize("epoch", ["-1", " 5", "1_0", "abc", "1e3", "\uff19"])  # (the last: a fullwidth nine)
+def test_source_date_epoch_is_whole_seconds_written_plainly(place: Path, git_repo: GitRepo, epoch: str) -> None:
+    """The reproducible-builds variable is a non-negative count of seconds, in ASCII digits: what int()
+    would also take (a sign, spaces, underscores, other digits) is refused, not read as 1969 or as 10."""
+    result = cli(
+        "--repo", str(git_repo.path), "--sha", "v1", "--output", "out", cwd=place, env={"SOURCE_DATE_EPOCH": epoch}
+    )
+    assert_one_line_error(result, "SOURCE_DATE_EPOCH must be whole seconds since 1970")
+    assert not (place / "out").exists()
+
+
+def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
+    is shown with them escaped in list's table and explain's page; JSON keeps the message as it is."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("esc \\x1b]0;pwn\\x07 \\x1b[2J here")\n'}, tag="v2")
+    repo = ["--repo", str(git_repo.path)]
+    as_json = cli("list", "--catalog", "v2", *repo, "--format", "json", cwd=tmp_path)
+    (record,) = [json.loads(line) for line in as_json.stdout.splitlines() if "pwn" in line]
+    assert "\x1b]0;pwn\x07" in record["errorMessage"]  # the data as it is
+    listed = cli("list", "--catalog", "v2", *repo, cwd=tmp_path)
+    explained = cli("explain", "--catalog", "v2", *repo, record["id"], cwd=tmp_path)
+    for result in (listed, explained):
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+        assert "\\x1b]0;pwn\\x07" in result.stdout
