@@ -104,12 +104,21 @@ def why_not(path: Path, error: OSError) -> str:
     """Why `path` could not be written, in words: a file (or a symlink that leads nowhere) standing where one
     of its folders goes, which the system calls "File exists" or "Not a directory"; else what it said."""
     if isinstance(error, FileExistsError | NotADirectoryError):
-        for folder in reversed(path.parents):
-            if folder.is_symlink() and not folder.exists():
-                return f"{folder} is {leading_nowhere(folder)}, where a folder goes"
-            if folder.exists() and not folder.is_dir():
-                return f"{folder} is a file, where a folder goes"
+        found = _in_the_way(reversed(path.parents))
+        if found is not None:
+            return found
     return error.strerror or str(error)
+
+
+def _in_the_way(folders: Iterable[Path]) -> str | None:
+    """The first of `folders` (outermost first) that stands where a folder goes, in words: a file, or a
+    symlink that leads nowhere; None if there is none."""
+    for folder in folders:
+        if folder.is_symlink() and not folder.exists():
+            return f"{folder} is {leading_nowhere(folder)}, where a folder goes"
+        if folder.exists() and not folder.is_dir():
+            return f"{folder} is a file, where a folder goes"
+    return None
 
 
 def leading_nowhere(path: Path) -> str:
@@ -171,8 +180,6 @@ def check_folder(path: Path) -> None:
     """Refuse a folder to write into that cannot be one, before any work, as a write would (see why_not): a
     file, or a symlink that leads nowhere, at its path or at a path above it. Where nothing is, the folder
     is made when written."""
-    for folder in (*reversed(path.parents), path):
-        if folder.is_symlink() and not folder.exists():
-            raise OutputError(f"cannot write {path}: {folder} is {leading_nowhere(folder)}, where a folder goes")
-        if folder.exists() and not folder.is_dir():
-            raise OutputError(f"cannot write {path}: {folder} is a file, where a folder goes")
+    found = _in_the_way((*reversed(path.parents), path))
+    if found is not None:
+        raise OutputError(f"cannot write {path}: {found}")
