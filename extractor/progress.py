@@ -45,11 +45,11 @@ LINE_LIMIT = 2000  # characters: a 100 KB argument echoed back is not read, only
 def one_line(text: str, *, limit: int = LINE_LIMIT) -> str:
     """`text` as one line that shows what it holds: each control character escaped as Python writes it
     (`\\n`, `\\x1b`, ...), and past `limit` characters, its middle left out (saying how much)."""
-    shown = _UNSHOWN.sub(lambda found: repr(found[0])[1:-1], text)
-    if len(shown) <= limit:
-        return shown
+    escaped = _escaped(_UNSHOWN, text)
+    if len(escaped) <= limit:
+        return escaped
     head, tail = limit * 3 // 4, limit // 4
-    return f"{shown[:head]} ... ({len(shown) - head - tail} characters left out) ... {shown[-tail:]}"
+    return f"{escaped[:head]} ... ({len(escaped) - head - tail} characters left out) ... {escaped[-tail:]}"
 
 
 # What a terminal would take for a command in text meant for people (ESC, BEL, a carriage return that
@@ -60,7 +60,12 @@ _COMMANDS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def shown(text: str) -> str:
     """Text for people (list's table, explain's page) with each control character but line breaks and tabs
     escaped as Python writes it: a catalog's message cannot set a terminal's title or clear its screen."""
-    return _COMMANDS.sub(lambda found: repr(found[0])[1:-1], text)
+    return _escaped(_COMMANDS, text)
+
+
+def _escaped(characters: re.Pattern[str], text: str) -> str:
+    """`text`, each of `characters` in it written as Python escapes it (`\\n`, `\\x1b`, `\\u2028`)."""
+    return characters.sub(lambda found: repr(found[0])[1:-1], text)
 
 
 def _on_terminal() -> bool:
