@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-__all__ = ["code", "fence", "link", "text"]
+__all__ = ["code", "fence", "is_web_address", "link", "text"]
 
 _SYNTAX = "|*_`<>[]~&"
 _TICKS = re.compile(r"`+")
@@ -49,9 +49,14 @@ def fence(value: str, language: str = "text") -> list[str]:
 _ADDRESS_SAFE = ":/?#@!$&*+,;=%-._~"
 
 
+def is_web_address(address: str) -> bool:
+    """Whether an address may be a link's: a web one. Anything else (a doctored catalog's `javascript:`,
+    which runs script when clicked) is shown, never linked, in Markdown and in the site's pages."""
+    return address.startswith(("https://", "http://"))
+
+
 def link(label: str, address: str) -> str:
-    """A link showing `label` as written, to `address` if it is a web address; anything else (a
-    `javascript:` one from a doctored catalog, say) is no link, only the label."""
-    if not address.startswith(("https://", "http://")):
+    """A link showing `label` as written, to `address` if it is a web address; else only the label."""
+    if not is_web_address(address):
         return text(label)
     return f"[{text(label)}]({quote(address, safe=_ADDRESS_SAFE)})"

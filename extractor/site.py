@@ -27,6 +27,7 @@ from extractor.catalog import LoadedCatalog
 from extractor.errors import ExtractorError
 from extractor.explain import condition_in_words
 from extractor.listing import first_words
+from extractor.markdown import is_web_address
 from extractor.models import CatalogLine, Record
 from extractor.site_inputs import HistoryEvent, PublishedDiff
 from extractor.write import why_not
@@ -252,6 +253,7 @@ def _environment() -> Environment:
     environment.filters["code"] = _code
     environment.filters["short"] = lambda sha: sha[:10]
     environment.globals["word_diff"] = _word_diff
+    environment.tests["web_address"] = is_web_address
     return environment
 
 
