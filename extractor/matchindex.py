@@ -129,10 +129,11 @@ def match_index(
     from extractor.catalog import looks_like_path, open_catalog
 
     # The catalogs on disk first: one that is damaged is said before any release is downloaded or extracted.
+    on_disk = [looks_like_path(spec) for spec in expanded]
     loaded: dict[int, LoadedCatalog] = {}
-    order = sorted(range(len(expanded)), key=lambda number: not looks_like_path(expanded[number]))
+    order = sorted(range(len(expanded)), key=lambda number: not on_disk[number])
     for done, number in enumerate(order, start=1):
-        if progress is not None and len(expanded) > 1 and not looks_like_path(expanded[number]):  # (read at once)
+        if progress is not None and len(expanded) > 1 and not on_disk[number]:  # (one on disk is read at once)
             progress(f"catalog {done} of {len(expanded)}: {expanded[number]}")
         loaded[number] = open_catalog(expanded[number], repo=repo, options=options)
     catalogs: list[tuple[str, str, LoadedCatalog]] = []
