@@ -18,7 +18,7 @@ from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markd
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
-from extractor.history import read_history, roll
+from extractor.history import roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.published import INDEX, read_index
 from extractor.write import MANIFEST, RECORDS, atomic_write, check_folder, default_root, dumps_model, write_catalog
@@ -80,8 +80,6 @@ def nightly(
     if root.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
         log(f"{commit.sha[:12]} is already published; nothing to do")
         return NightlyResult(commit.sha, published=False)
-    if root.is_dir():
-        read_history(root)  # the night rolls it on: unreadable, it would fail the night after it wrote
     made = not root.exists()
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -165,6 +163,7 @@ def _publish(
     try:
         _publish_into(root, directory, index, indexed, commit, options, keep, log, analysis)
     except BaseException:
+        # (a published history that cannot be read back, say: rolled on after the catalog is written)
         if made:  # this night's folder, if the index does not name it yet: no one has seen it
             with contextlib.suppress(CatalogError):
                 if read_index(root).latest != commit.sha:

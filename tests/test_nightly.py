@@ -332,9 +332,9 @@ def test_a_damaged_index_or_lock_is_one_line_naming_what_is_wrong(
 
 def test_a_night_that_fails_leaves_what_was_published_as_it_was(bare: Path, tmp_path: Path) -> None:
     """Inputs that would make a night fail after it wrote are refused first (fresh analysis that cannot be
-    read, a site folder that cannot be one, a published history that cannot be read back), and a night that
-    fails anyway removes the folder it made for its catalog: a failed night leaves nothing the index does
-    not name, and a root it made, nothing at all (not even its lock)."""
+    read, a site folder that cannot be one), and a night that fails anyway (a published history that
+    cannot be read back) removes the folder it made for its catalog: a failed night leaves nothing the
+    index does not name, and a root it made, nothing at all (not even its lock)."""
     from extractor.cli import main as run
 
     out = tmp_path / "pub"
