@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from extractor.scanned import ClassFacts, FieldFacts, FlagFacts
 
-__all__ = ["CONSTRAINTS", "file_facts"]
+__all__ = ["CONSTRAINTS", "file_facts", "may_define_flags", "reads_facts_from"]
 
 # Keyword arguments of pydantic's Field / dataclasses' field that constrain a value.
 CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "pattern", "strict", "allow_inf_nan")
@@ -21,11 +21,22 @@ def file_facts(body: Sequence[ast.stmt], segment: Segment, source: str) -> tuple
     """Read a parsed module's top-level classes and, if it defines CLI flags from configs, those."""
     classes = [_class_facts(node, segment) for node in body if isinstance(node, ast.ClassDef)]
     flags = None
-    # Flags need both a `get_kwargs(...)` and an `add_argument(...)` call: without both names in the
-    # text there are none, and walking every node of a big module is not free.
-    if "get_kwargs" in source and "add_argument" in source:
+    if may_define_flags(source):
         flags = _flag_facts(ast.Module(body=list(body), type_ignores=[]), segment)
     return [c for c in classes if c.fields or c.postInit], flags
+
+
+def may_define_flags(source: str) -> bool:
+    """Whether a file's text may define CLI flags from configs: they need both a `get_kwargs(...)` and an
+    `add_argument(...)` call, anywhere (in any def), and without both names in the text there are none
+    (walking every node of a big module is not free)."""
+    return "get_kwargs" in source and "add_argument" in source
+
+
+def reads_facts_from(lines: Sequence[str]) -> bool:
+    """Whether the facts of the file read anything from these lines of a def that holds no flags (see
+    may_define_flags): of the defs, they read `__post_init__` alone (what it sets on `self`)."""
+    return any("__post_init__" in line for line in lines)
 
 
 def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:

@@ -37,6 +37,7 @@ from collections.abc import Container, Iterator, Mapping, Sequence
 from itertools import compress, count
 from operator import attrgetter, itemgetter
 
+from extractor.facts import file_facts, may_define_flags, reads_facts_from
 from extractor.kinds import Piece
 from extractor.scanned import ConditionData, Result, ResultData, Site, SiteData, SkippedSite, SkippedSiteData
 from extractor.source import ScanOptions, window
@@ -310,10 +311,21 @@ _LEXES_WHOLE = re.compile(
 )
 
 
-def skim(lines: list[str], options: ScanOptions, templates: Mapping[str, SiteData] | None = None) -> Result | None:
+def skim(
+    lines: list[str], options: ScanOptions, templates: Mapping[str, SiteData] | None = None, *, facts: bool = False
+) -> Result | None:
     """Scan a file parsing only what can hold a raise (see above); None means parse it whole. The result is
-    the one a full parse gives, pieces included (tests/test_skim.py)."""
+    the one a full parse gives, pieces included (tests/test_skim.py).
+
+    `facts` asks for the file's classes and CLI flags too, as a full parse reads them (facts.file_facts):
+    the defs they read are parsed (`__post_init__`), and a file that may define flags is parsed whole
+    (they are read from any def). Class bodies are never stood in for, only the defs in them."""
+    source = _source(lines) if facts else ""
+    if may_define_flags(source):
+        return None
     spans = _raise_free_defs(lines)
+    if facts:
+        spans = [span for span in spans if not reads_facts_from(lines[span[0] - 1 : span[1]])]
     if not spans:
         return None
     visited = visit(_source(_stood_in(lines, spans)), lines, options, templates)
@@ -323,10 +335,14 @@ def skim(lines: list[str], options: ScanOptions, templates: Mapping[str, SiteDat
     if visitor.outside_function or visitor.globals_read or not _stand(spans, _standing(body)):
         return None
     placed = {start: end for start, end, _ in spans}
+    classes, flags = file_facts(body, visitor.segment, source) if facts else ([], None)
     return Result(
         kind="scanned",
         sites=list(visitor.sites),
         skippedSites=list(visitor.skipped),
+        classes=classes,
+        flags=flags,
+        facts=facts,
         pieces=[piece[:] for piece in pieces_of(lines, body, placed, listed=placed)],
     )
 

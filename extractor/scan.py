@@ -101,10 +101,10 @@ def _scan_text(
     templates: Mapping[str, SiteData] | None = None,
     whole: bool = False,
 ) -> Result:
-    """Scan a file's text: skimmed (pieces.skim), unless it is read for its facts or asked `whole`, or
-    skimming cannot tell; else parsed whole."""
-    if not (facts or whole):
-        skimmed = skim(lines, options, templates)
+    """Scan a file's text: skimmed (pieces.skim, its facts too if asked), unless asked `whole` or skimming
+    cannot tell; else parsed whole."""
+    if not whole:
+        skimmed = skim(lines, options, templates, facts=facts)
         if skimmed is not None:
             return skimmed
     visited = visit(text, lines, options, templates)

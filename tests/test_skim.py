@@ -72,13 +72,87 @@ async def later():
 '''
 
 
-def both(source: str, options: ScanOptions = EVERY) -> tuple[bytes, bytes, bool]:
-    """The whole parse's result and the skim's, serialized, and whether the skim stood in for anything."""
+def both(source: str, options: ScanOptions = EVERY, *, facts: bool = False) -> tuple[bytes, bytes, bool]:
+    """The whole parse's result and the skim's, serialized, and whether the skim stood in for anything
+    (`facts`: a config or CLI file's, its classes and flags read too)."""
     text = textwrap.dedent(source)
     lines = split_lines(text)
-    whole = orjson.dumps(_scan_text(text, lines, options, whole=True))
-    skimmed = orjson.dumps(_scan_text(text, lines, options))
-    return whole, skimmed, pieces.skim(lines, options) is not None
+    whole = orjson.dumps(_scan_text(text, lines, options, facts=facts, whole=True))
+    skimmed = orjson.dumps(_scan_text(text, lines, options, facts=facts))
+    return whole, skimmed, pieces.skim(lines, options, facts=facts) is not None
+
+
+CONFIG = '''\
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CacheConfig(Base):
+    block_size: int = field(default=16, metadata={"doc": 1})
+    """Size of a cache block."""
+    swap_space: float = 4
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+
+    def __post_init__(self) -> None:
+        self.swap_bytes = int(
+            self.swap_space * 2**30
+        )
+        self.ready = True
+
+    def compute_hash(self) -> str:
+        factors = [self.block_size]
+        hashed = str(factors)
+        return hashed
+
+    def verify(self) -> None:
+        if self.gpu_memory_utilization > 1:
+            raise ValueError(f"gpu_memory_utilization ({self.gpu_memory_utilization}) is above 1")
+
+
+def helper(value):
+    total = value
+    total += 1
+    return total
+'''
+
+
+def test_a_config_file_is_skimmed_with_its_facts_read_as_a_full_parse_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its classes' fields, defaults, constraints and docs, and what `__post_init__` sets, come out the same
+    from the skim, which stands in for the defs that raise nothing but `__post_init__`."""
+    lines = split_lines(CONFIG)
+    spans = pieces._raise_free_defs(lines)
+    assert [first for first, _, _ in spans] == [11, 17, 27]  # __post_init__, compute_hash, helper
+    for options in (EVERY, VALUE_ERRORS):
+        whole, skimmed, used = both(CONFIG, options, facts=True)
+        assert used and skimmed == whole
+    result = orjson.loads(whole)
+    (config,) = result["classes"]
+    assert [f["name"] for f in config["fields"]] == ["block_size", "swap_space", "gpu_memory_utilization"]
+    assert config["fields"][0]["doc"] == "Size of a cache block." and config["postInit"] == ["ready", "swap_bytes"]
+    # The skim parsed neither compute_hash nor helper: their bodies are not in what it parsed.
+    parsed: list[str] = []
+    real = pieces.visit
+    monkeypatch.setattr(pieces, "visit", lambda source, *args: parsed.append(source) or real(source, *args))
+    pieces.skim(lines, EVERY, facts=True)
+    monkeypatch.undo()
+    assert len(parsed) == 1 and "swap_bytes" in parsed[0]
+    assert "hashed" not in parsed[0] and "total += 1" not in parsed[0]
+
+
+def test_a_file_that_may_define_cli_flags_is_parsed_whole_for_its_facts() -> None:
+    """Flags are read from `add_argument` calls in any def: such a file is not skimmed for its facts."""
+    source = CONFIG + textwrap.dedent("""
+        def add_cli_args(parser):
+            kwargs = get_kwargs(CacheConfig)
+            parser.add_argument("--block-size", **kwargs["block_size"])
+            return parser
+    """)
+    lines = split_lines(source)
+    assert pieces.skim(lines, EVERY) is not None and pieces.skim(lines, EVERY, facts=True) is None
+    whole = orjson.loads(orjson.dumps(_scan_text(source, lines, EVERY, facts=True)))
+    assert whole["flags"]["flags"] == [["CacheConfig", "block_size", ["--block-size"], False]]
 
 
 def test_the_defs_that_raise_nothing_are_skimmed_and_the_result_is_the_same() -> None:
@@ -247,6 +321,7 @@ _HEADS = [
     "@decorator\ndef d{n}():",
     "@decorator(\n    1,\n)\ndef e{n}(\n    a,\n) -> int:",
     "def h{n}(a): return a",
+    "def __post_init__(self):\n    self.ready{n} = True",
 ]
 
 
@@ -269,7 +344,8 @@ def module(draw: st.DrawFn) -> str:
                 body = draw(st.lists(st.sampled_from(_BODY_LINES), min_size=1, max_size=4))
                 member = "\n".join([head, *body, "    pass"])
                 members.append(textwrap.indent(member, indent, lambda line: not line.startswith("1")))
-            parts.append("\n".join([f"class C{n}(Base):", f"{indent}attribute = 1", *members]))
+            field = draw(st.sampled_from(["attribute = 1", "size: int = 1", "size: int = field(default=1, ge=0)"]))
+            parts.append("\n".join([f"class C{n}(Base):", f"{indent}{field}", *members]))
             continue
         head = draw(st.sampled_from(_HEADS)).format(n=n)
         body = draw(st.lists(st.sampled_from(_BODY_LINES), min_size=1, max_size=5))
@@ -286,9 +362,10 @@ def test_any_module_of_these_shapes_skims_to_what_a_full_parse_gives(source: str
         valid = False
     else:
         valid = True
-    whole, skimmed, _ = both(source)
     if valid:
-        assert skimmed == whole
+        for facts in (False, True):
+            whole, skimmed, _ = both(source, facts=facts)
+            assert skimmed == whole
 
 
 def test_a_rescan_skims_the_defs_it_did_not_find_again(monkeypatch: pytest.MonkeyPatch) -> None:
