@@ -352,7 +352,7 @@ class _Scope:
     regular: list[git_stage.Blob]  # those scanned for sites
     auxiliary: list[git_stage.Blob]  # config classes and the CLI definition, out of scope
     listed: list[git_stage.Blob]  # every file listed, its name UTF-8
-    facts: set[str]  # blob ids parsed whole for their classes and flags
+    facts: set[str]  # blob ids read for their classes and flags (never rescanned in pieces)
     skipped_files: list[SkippedFileData]  # not scanned: a name that is not UTF-8, not a regular file
 
 

@@ -51,7 +51,7 @@ def scan_blob(
 
     `previous` is the result for an earlier version of the same file: its unchanged pieces are reused
     instead of parsed again (the result is the same as without it). `facts` asks for the file's classes
-    and CLI flags even if it holds no site: it is parsed whole.
+    and CLI flags even if it holds no site: it is never rescanned in pieces (skimmed, or parsed whole).
     """
     from extractor.models import FileResult
 
@@ -65,7 +65,7 @@ def _scan(data: bytes, options: ScanOptions, previous: ResultData | None, facts:
         return _parse(data, options, previous, facts)
     if not facts:
         return Result(kind="ruled-out")
-    # Read for its facts (parsed whole, never rescanned), and ruled out where they are not wanted.
+    # Read for its facts (never rescanned in pieces), and ruled out where they are not wanted.
     return dataclasses.replace(_parse(data, options, None, facts), couldHold=False)
 
 

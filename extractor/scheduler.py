@@ -165,7 +165,7 @@ def _scan_ahead(
     nor the batches already given ahead hold, each with the result of its path's blob in `blobs`, those of
     the revision just before it (what it may reuse), and return the batches by their futures. A blob whose
     path's blob there has no result yet waits for a later call (it would reuse less), unless it is read
-    for its facts (parsed whole). This process does not wait for them: the extraction that needs them
+    for its facts (never rescanned in pieces). This process does not wait for them: the extraction that needs them
     takes them (or takes them back)."""
     assert _carried is not None
     given = {(oid, wanted) for items in _carried.ahead.values() for oid, _, wanted, _ in items}
@@ -202,8 +202,8 @@ def _scan_new(
 ) -> dict[str, ResultData]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
-    Results are read back as data (a FileResult's JSON). Blobs in `facts` are parsed whole for their
-    classes and flags, even if they hold no site. `jobs` counts the processes that scan, this one
+    Results are read back as data (a FileResult's JSON). Blobs in `facts` are read for their classes and
+    flags, even if they hold no site. `jobs` counts the processes that scan, this one
     included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
     their results are taken too. The cached results are read once the workers have their first batches,
     or once the scan is over. `serialized`, if given, gets each result as serialized.
