@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from urllib.parse import quote
 
 from extractor import markdown
 from extractor.diff import _marked
@@ -20,9 +19,6 @@ CHURN = (
     EventKind.MODIFIED,
     EventKind.REINTRODUCED,
 )
-# What a chart's path keeps as it is in the page's image link (a space or a parenthesis is percent-encoded).
-_PATH_SAFE = "/:._-~"
-
 _TITLES = {
     EventKind.INTRODUCED: "Added",
     EventKind.REINTRODUCED: "Back",
@@ -74,7 +70,7 @@ def render_markdown(
         "",
     ]
     if chart:
-        out += [f"![checks in scope and churn per revision]({quote(chart, safe=_PATH_SAFE)})", ""]
+        out += [markdown.image("checks in scope and churn per revision", chart), ""]
     out += ["| revision | checks | " + " | ".join(kind.value for kind in CHURN) + " |"]
     out += ["| --- | ---: |" + " ---: |" * len(CHURN)]
     for revision in revisions:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-__all__ = ["code", "fence", "is_web_address", "link", "text"]
+__all__ = ["code", "fence", "image", "is_web_address", "link", "text"]
 
 _SYNTAX = "|*_`<>[]~&"
 _TICKS = re.compile(r"`+")
@@ -60,3 +60,13 @@ def link(label: str, address: str) -> str:
     if not is_web_address(address):
         return text(label)
     return f"[{text(label)}]({quote(address, safe=_ADDRESS_SAFE)})"
+
+
+# What an image's path keeps as it is: a file's path, where `?`, `#` and `%` are characters of its name,
+# not a query, a fragment or an escape (a space or a parenthesis is percent-encoded too).
+_PATH_SAFE = "/:._-~"
+
+
+def image(alt: str, path: str) -> str:
+    """An image showing the file at `path` (relative to the page, or absolute), `alt` its text."""
+    return f"![{text(alt)}]({quote(path, safe=_PATH_SAFE)})"
