@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from extractor import markdown
 from extractor.diff import _marked
 from extractor.models import EventKind, HistoryRevision, Lineage, LineageEvent
+from extractor.progress import shown
 
 __all__ = ["CHURN", "render_chart", "render_markdown"]
 
@@ -34,7 +35,7 @@ def _where(event: LineageEvent) -> str:
 
 
 def _entry(event: LineageEvent, lineage: Lineage) -> str:
-    message = f"`{lineage.errorClass}`: {markdown.text(event.errorMessage)}"
+    message = f"{markdown.code(lineage.errorClass)}: {markdown.text(event.errorMessage)}"
     before = event.previous
     if event.kind is EventKind.REWORDED and before is not None:
         old, new = _marked(before.errorMessage, event.errorMessage)
@@ -94,11 +95,11 @@ def render_markdown(
     out += ["## Timelines", "", f"The {len(changed)} checks that changed after they appeared, oldest first.", ""]
     for lineage in changed:
         status = "raised" if lineage.present else "gone"
-        out += [f"### `{lineage.errorClass}`: {markdown.text(lineage.errorMessage)} ({status})", ""]
+        out += [f"### {markdown.code(lineage.errorClass)}: {markdown.text(lineage.errorMessage)} ({status})", ""]
         for event in lineage.events:
             out.append(f"- {markdown.text(event.revision)}: {event.kind.value} {_entry(event, lineage)}")
         out.append("")
-    return "\n".join(out).rstrip("\n") + "\n"
+    return shown("\n".join(out).rstrip("\n") + "\n")
 
 
 def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[str, bytes]:

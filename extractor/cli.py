@@ -9,11 +9,11 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO, NamedTuple, NoReturn
 
 from extractor import lifecycle
 from extractor._version import __version__
-from extractor.errors import ExitCode, ExtractorError
+from extractor.errors import ExitCode, ExtractorError, OutputError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
 from extractor.progress import one_line, quiet_for_one_run, set_quiet, shown, warn
 
@@ -405,7 +405,7 @@ def _run_diff(argv: Sequence[str]) -> int:
     from extractor.diff import diff_catalogs, render_json, render_markdown
     from extractor.errors import ScopeError
     from extractor.history import followed
-    from extractor.write import atomic_write
+    from extractor.write import atomic_write, page_bytes
 
     root = Path(args.catalog_root) if args.catalog_root else None
     if root is not None and root.exists() and not root.is_dir():
@@ -425,9 +425,9 @@ def _run_diff(argv: Sequence[str]) -> int:
         old, new = both(followed(options))
     scopes = [catalog.manifest.scope for catalog in (old, new) if catalog.manifest is not None]
     if len(scopes) == 2 and scopes[0] != scopes[1]:
-        shown = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]
+        covered = [f"{', '.join(s.paths)} ({', '.join(s.exceptions)}, context {s.context})" for s in scopes]
         warn(
-            f"the catalogs cover different scopes ({shown[0]}; {shown[1]}): what only one covers shows as added "
+            f"the catalogs cover different scopes ({covered[0]}; {covered[1]}): what only one covers shows as added "
             "or removed"
         )
     if args.output and args.output != "-":
@@ -439,7 +439,7 @@ def _run_diff(argv: Sequence[str]) -> int:
             if target in (Path(spec).resolve(), folder / RECORDS, folder / MANIFEST):
                 raise ExtractorError(f"--output {args.output} is a file of the catalog {spec}: not overwriting it")
     diff = diff_catalogs(old, new)
-    data = render_json(diff) if args.format == "json" else render_markdown(diff).encode()
+    data = render_json(diff) if args.format == "json" else page_bytes(render_markdown(diff))
     if args.output and args.output != "-":
         atomic_write(Path(args.output), data)
     else:
@@ -487,16 +487,33 @@ def _stdin_lines() -> Iterator[str]:
     order mark (what Windows PowerShell's `>` writes) is read as such."""
     import codecs
 
+    from extractor.match import MAX_LINE
+
     if 0 in lifecycle.closed:
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
     # The first two bytes, however the pipe hands them over (one at a time, say), then the rest after them.
     head = sys.stdin.buffer.read(2)
     stream = io.BufferedReader(_Prefixed(head, sys.stdin.buffer))
     if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-        yield from io.TextIOWrapper(stream, encoding="utf-16", errors="replace", newline="")
+        text = io.TextIOWrapper(stream, encoding="utf-16", errors="replace", newline="")
+        yield from _bounded(text.readline, MAX_LINE, "\n")
         return
-    for raw in stream:
+    for raw in _bounded(stream.readline, 4 * MAX_LINE, b"\n"):  # (bytes: UTF-8 takes up to 4 a character)
         yield raw.decode("utf-8", "replace")
+
+
+def _bounded(readline: Callable[[int], AnyStr], limit: int, newline: AnyStr) -> Iterator[AnyStr]:
+    """The lines `readline` gives, each cut to its first and last `limit` characters (or bytes), all that
+    match reads of a line: a line with no end (`< /dev/zero`) costs bounded memory, not all there is."""
+    while line := readline(limit):
+        if len(line) == limit and not line.endswith(newline):
+            tail = line[:0]
+            while more := readline(limit):
+                tail = (tail + more)[-limit:]
+                if more.endswith(newline):
+                    break
+            line += tail
+        yield line
 
 
 class _Prefixed(io.RawIOBase):
@@ -551,7 +568,7 @@ def _run_match(argv: Sequence[str]) -> int:
                 document["matches"] = [{**m, "history": _lineage_note(lineages, m["id"])} for m in document["matches"]]
             out.write(orjson.dumps(document).decode() + "\n")
         else:
-            out.write(_match_text(result, lineages))
+            out.write(shown(_match_text(result, lineages)))
         if log:
             out.flush()  # answer as the log is read
     out.flush()
@@ -678,7 +695,7 @@ def _run_explain(argv: Sequence[str]) -> int:
         page += f"\n**History**: {markdown.text(note)}\n"
     elif note is not None:
         page += f"\nHistory: {note}\n"
-    sys.stdout.write(shown(page) if args.format == "text" else page)
+    sys.stdout.write(page if args.format == "json" else shown(page))
     sys.stdout.flush()
     return ExitCode.OK
 
@@ -782,7 +799,7 @@ def _lineage_note(followed: _Followed | None, record_id: str) -> str | None:
 def _run_history(argv: Sequence[str]) -> int:
     args = _parse(_history_parser(), argv)
     from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
-    from extractor.write import atomic_write_all, default_root
+    from extractor.write import atomic_write_all, default_root, page_bytes
 
     specs = [*args.revisions, *(args.more or [])]
     if not specs:
@@ -804,8 +821,7 @@ def _run_history(argv: Sequence[str]) -> int:
         atomic_write_all(files)
         for stale in ("history.md", "history.svg", "history.png"):  # an earlier Markdown run's, of another history
             (root / stale).unlink(missing_ok=True)
-        if 1 not in lifecycle.closed:  # (`>&-`: the files alone, as a run that writes files does)
-            sys.stdout.buffer.write(lines)
+        copy = lines
     else:
         from extractor.changelog import render_chart, render_markdown
 
@@ -815,10 +831,14 @@ def _run_history(argv: Sequence[str]) -> int:
         ]
         lineages = history.lineages
         page = render_markdown(lineages, history.revisions, title=title, chart="history.svg")
-        atomic_write_all([*files, (root / "history.md", page.encode())])
-        if 1 not in lifecycle.closed:
-            sys.stdout.write(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
-    sys.stdout.flush()
+        atomic_write_all([*files, (root / "history.md", page_bytes(page))])
+        copy = page_bytes(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
+    if 1 not in lifecycle.closed:  # (`>&-`: the files alone, as a run that writes files does)
+        try:
+            sys.stdout.buffer.write(copy)
+            sys.stdout.flush()
+        except OutputError as error:  # (a full disk, say): the files stand, the copy asked for did not come
+            raise OutputError(f"{error}; the history itself is written, in {root}") from None
     log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {root}")
     return ExitCode.OK
 
@@ -859,7 +879,7 @@ def _run_list(argv: Sequence[str]) -> int:
     render = render_summary if args.summary else render_records
     if chosen or args.summary:
         listed = render(chosen, format=args.format)
-        sys.stdout.write(shown(listed) if args.format == "text" else listed)
+        sys.stdout.write(listed if args.format == "json" else shown(listed))
         sys.stdout.flush()
     if not chosen and not args.quiet:
         given = filters.files or filters.classes or filters.words

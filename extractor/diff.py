@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from extractor import markdown
 from extractor.models import CatalogLine
+from extractor.progress import shown
 from extractor.similarity import ACROSS_FUNCTIONS, WITHIN_FUNCTION, similarity
 from extractor.write import dumps_document
 
@@ -507,4 +508,4 @@ def render_markdown(diff: CatalogDiff) -> str:
                     f"| {_where(line)} | {markdown.text(line.record.errorClass)} | "
                     f"{markdown.text(line.record.errorMessage)} |"
                 )
-    return "\n".join(out) + "\n"
+    return shown("\n".join(out) + "\n")

@@ -9,6 +9,7 @@ from extractor import markdown
 from extractor.errors import ExtractorError
 from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
+from extractor.progress import shown as escaped
 from extractor.similarity import WITHIN_FUNCTION, similarity
 from extractor.write import dumps_document
 
@@ -194,12 +195,19 @@ def condition_in_words(line: CatalogLine) -> str:
     return "raised when " + " and ".join(parts) if parts else "raised whenever this code runs"
 
 
-def _how_set(field: FieldRef) -> str:
+def _how_set(field: FieldRef, *, cell: Callable[[str], str] = str, code: Callable[[str], str] = "`{}`".format) -> str:
+    """How a field is set, in words: its flags, the JSON key of the flag that takes it, or why it cannot be;
+    `cell` and `code` set its words and its key into a page (a Markdown table's cell, a code span)."""
     if field.flags:
-        return ", ".join(field.flags)
+        return cell(", ".join(field.flags))
     if field.via:
-        return f"{field.via} (JSON key `{field.key}`)"
-    return field.reason or ""
+        return f"{cell(field.via)} (JSON key {code(field.key or '')})"
+    return cell(field.reason or "")
+
+
+def _cell(text: str) -> str:
+    """Words set into a Markdown table's cell as they are, but for the pipe that would end the cell."""
+    return text.replace("|", "\\|")
 
 
 def _first_sentence(text: str | None) -> str:
@@ -263,15 +271,15 @@ def render(explanation: Explanation, *, format: str) -> str:
             ]
             for f in resolved:
                 cells = [
-                    f"`{f.class_}.{f.field}`",
-                    _how_set(f),
-                    f"`{f.default}`" if f.default else "",
-                    ", ".join(f"`{c}`" for c in f.constraints),
-                    _first_sentence(f.doc),
+                    markdown.code(f"{f.class_}.{f.field}"),
+                    _how_set(f, cell=_cell, code=markdown.code),
+                    markdown.code(f.default) if f.default else "",
+                    ", ".join(markdown.code(c) for c in f.constraints),
+                    _cell(_first_sentence(f.doc)),
                 ]
-                out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+                out.append("| " + " | ".join(cells) + " |")
         if unresolved:
-            out += ["", "Also read: " + ", ".join(f"`{f.expression}` ({f.reason})" for f in unresolved)]
+            out += ["", "Also read: " + ", ".join(f"{markdown.code(f.expression)} ({f.reason})" for f in unresolved)]
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [
@@ -279,7 +287,7 @@ def render(explanation: Explanation, *, format: str) -> str:
                 f"{markdown.text(_short(r, 100))}"
                 for r in explanation.related
             ]
-        return "\n".join(out) + "\n"
+        return escaped("\n".join(out) + "\n")
     out = [
         f"{record.errorClass}: {record.errorMessage}",
         "",

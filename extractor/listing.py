@@ -11,6 +11,7 @@ import orjson
 from extractor import markdown
 from extractor.models import CatalogLine
 from extractor.options import scope_path
+from extractor.progress import shown
 from extractor.suggest import close_to
 from extractor.write import dumps_document
 
@@ -93,7 +94,7 @@ def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
     if format == "markdown":
         cells = ((markdown.code(a), markdown.text(b), markdown.code(c), markdown.text(d)) for a, b, c, d in rows)
         table = [header, ("---",) * 4, *cells]
-        return "".join("| " + " | ".join(row) + " |\n" for row in table)
+        return shown("".join("| " + " | ".join(row) + " |\n" for row in table))
     return _aligned([header, *rows])
 
 
@@ -127,7 +128,7 @@ def render_summary(lines: Sequence[CatalogLine], *, format: str) -> str:
         for name, counts in (("file", by_file), ("class", by_class)):
             out += [f"\n| {name} | records |\n| --- | ---: |\n"]
             out += [f"| {markdown.text(key)} | {count} |\n" for key, count in counts]
-        return "".join(out)
+        return shown("".join(out))
     out = [title + "\n"]
     for name, counts in (("by file", by_file), ("by class", by_class)):
         out.append(f"\n{name}:\n")

@@ -4,6 +4,7 @@ and line breaks (any of them: a table row or a list item is one line) become spa
 
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import quote
 
@@ -59,7 +60,8 @@ def link(label: str, address: str) -> str:
     """A link showing `label` as written, to `address` if it is a web address; else only the label."""
     if not is_web_address(address):
         return text(label)
-    return f"[{text(label)}]({quote(address, safe=_ADDRESS_SAFE)})"
+    # (`surrogatepass`: a lone surrogate a doctored catalog holds is percent-encoded too, never an error)
+    return f"[{text(label)}]({quote(address, safe=_ADDRESS_SAFE, errors='surrogatepass')})"
 
 
 # What an image's path keeps as it is: a file's path, where `?`, `#` and `%` are characters of its name,
@@ -68,5 +70,6 @@ _PATH_SAFE = "/:._-~"
 
 
 def image(alt: str, path: str) -> str:
-    """An image showing the file at `path` (relative to the page, or absolute), `alt` its text."""
-    return f"![{text(alt)}]({quote(path, safe=_PATH_SAFE)})"
+    """An image showing the file at `path` (relative to the page, or absolute), `alt` its text; a path's
+    name that is not UTF-8 (`--output` given in bytes) is percent-encoded byte for byte, as it is on disk."""
+    return f"![{text(alt)}]({quote(os.fsencode(path), safe=_PATH_SAFE)})"

@@ -33,6 +33,7 @@ __all__ = [
     "folder_name",
     "is_repo_name",
     "leading_nowhere",
+    "page_bytes",
     "records_digest",
     "scope_label",
     "why_not",
@@ -56,6 +57,13 @@ def dumps_document(data: Mapping[str, Any]) -> bytes:
     """A JSON document as the extractor writes it (a manifest, an index, a command's JSON output): indented,
     ending in a newline."""
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def page_bytes(page: str) -> bytes:
+    """A page for people (Markdown) as the bytes of its file: UTF-8, and what UTF-8 cannot hold (a lone
+    surrogate: a byte of a path's name that is not UTF-8) written as its escape, `\\udcff`, as standard
+    output writes it."""
+    return page.encode("utf-8", "backslashreplace")
 
 
 _REPO_NAME = re.compile(r"[\w.-]+/[\w.-]+", re.ASCII)

@@ -559,6 +559,48 @@ def test_a_byte_order_mark_that_comes_a_byte_at_a_time_is_still_read(monkeypatch
             assert read == text, (encoding, read)
 
 
+def test_a_line_with_no_end_is_read_in_bounded_memory(monkeypatch: pytest.MonkeyPatch, shapes_repo: GitRepo) -> None:
+    """A log line of 64 MB (or `< /dev/zero`) is held as its head and its tail, all match reads of a line,
+    never whole; the lines after it are read as ever, in UTF-8 and in UTF-16."""
+    import io
+    import types
+
+    from extractor import cli as command_line
+    from extractor.match import MAX_LINE
+
+    class Endless(io.RawIOBase):  # a start, `size` times one character, then the rest, made as they are read
+        def __init__(self, start: bytes, unit: bytes, size: int, after: bytes) -> None:
+            self.start, self.unit, self.left, self.after = start, unit, size, after
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            if self.start:
+                taken, self.start = self.start[: len(buffer)], self.start[len(buffer) :]
+            elif self.left:
+                taken = self.unit * min(self.left, len(buffer) // len(self.unit))
+                self.left -= len(taken) // len(self.unit)
+            else:
+                taken, self.after = self.after[: len(buffer)], self.after[len(buffer) :]
+            buffer[: len(taken)] = taken
+            return len(taken)
+
+    for encoding, unit in (("utf-8", "é"), ("utf-16-le", "x")):
+        bom = "\ufeff".encode(encoding) if encoding.startswith("utf-16") else b""
+        after = "!\nValueError: x\n".encode(encoding)
+        stream = io.BufferedReader(Endless(bom, unit.encode(encoding), 32 << 20, after))
+        monkeypatch.setattr(command_line.sys, "stdin", types.SimpleNamespace(buffer=stream))
+        first, second = command_line._stdin_lines()
+        assert first.startswith(unit * MAX_LINE) and first.endswith(unit * (MAX_LINE - 2) + "!\n"), encoding
+        assert len(first) <= 8 * MAX_LINE + 2 and second == "ValueError: x\n", encoding
+
+    data = b"x" * (64 << 20) + f"\nValueError: {SPEC}\n".encode()
+    result = match_shapes(shapes_repo, stdin=data, process=True)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line)["matches"][0]["lineNumber"] for line in result.stdout.splitlines()] == [8]
+
+
 def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
     """Text that shares words with templates (`Invalid`, `tokens`) but was never raised: no match, exit 1."""
     texts = [

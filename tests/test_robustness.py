@@ -411,6 +411,52 @@ def test_stdout_closed_does_not_stop_a_run_that_writes_files(
     assert len(list((place / "out").glob(written))) == 1
 
 
+@pytest.mark.parametrize("format", ["json", "markdown"])
+def test_stdout_full_after_history_wrote_its_files_says_where_they_are(
+    place: Path, git_repo: GitRepo, format: str
+) -> None:
+    """A full stdout is an error for history too (the copy asked for did not come): one line, naming the
+    folder where its files stand, which are whole."""
+    result = subprocess.run(
+        _shell(
+            "history",
+            "v1",
+            "-q",
+            "--repo",
+            str(git_repo.path),
+            "--output",
+            "out",
+            "--format",
+            format,
+            redirect=">/dev/full",
+        ),
+        shell=True,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=place,
+    )
+    assert (result.returncode, result.stderr) == (
+        2,
+        "extractor: error: cannot write to standard output: No space left on device; the history itself is "
+        "written, in out\n",
+    )
+    assert (place / "out" / "history.jsonl").read_bytes().count(b"\n") >= 1
+    assert (place / "out" / "history.md").is_file() == (format == "markdown")
+
+
+def test_a_folder_whose_name_is_not_utf8_is_linked_byte_for_byte(git_repo: GitRepo, tmp_path: Path) -> None:
+    """history's Markdown links its chart by the folder's path: a name that is not UTF-8 (given as bytes) is
+    percent-encoded as it is on disk, on stdout and in the page, never an encoding error after the files."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("x")\n'}, tag="v1")
+    folder = os.fsdecode(b"h\xff")
+    result = cli(
+        "history", "v1", "--repo", str(git_repo.path), "--format", "markdown", "--output", folder, "-q", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "](h%FF/history.svg)" in result.stdout
+    assert "](history.svg)" in (tmp_path / folder / "history.md").read_text()
+
+
 def test_stderr_closed_or_broken_never_reaches_stdout(git_repo: GitRepo, tmp_path: Path) -> None:
     """Warnings go to stderr or nowhere: stdout carries the JSONL alone, and the run succeeds."""
     git_repo.commit({"vllm/config/bad.py": "def f(:\n    raise ValueError('x')\n"}, tag="v2")
@@ -1041,15 +1087,28 @@ def test_source_date_epoch_is_whole_seconds_written_plainly(place: Path, git_rep
 
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
-    is shown with them escaped in list's table and explain's page; JSON keeps the message as it is."""
+    is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
+    diff's and history's Markdown, match's echo of its input); JSON keeps the message as it is."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("plain")\n'}, tag="v1")
     git_repo.commit({"vllm/config/a.py": 'raise ValueError("esc \\x1b]0;pwn\\x07 \\x1b[2J here")\n'}, tag="v2")
     repo = ["--repo", str(git_repo.path)]
     as_json = cli("list", "--catalog", "v2", *repo, "--format", "json", cwd=tmp_path)
     (record,) = [json.loads(line) for line in as_json.stdout.splitlines() if "pwn" in line]
     assert "\x1b]0;pwn\x07" in record["errorMessage"]  # the data as it is
-    listed = cli("list", "--catalog", "v2", *repo, cwd=tmp_path)
-    explained = cli("explain", "--catalog", "v2", *repo, record["id"], cwd=tmp_path)
-    for result in (listed, explained):
-        assert result.returncode == 0, result.stderr
-        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
-        assert "\\x1b]0;pwn\\x07" in result.stdout
+    shown = {
+        f"{command[0]} {format}": cli(*command, *repo, "--format", format, cwd=tmp_path).stdout
+        for format in ("text", "markdown")
+        for command in (["list", "--catalog", "v2"], ["explain", "--catalog", "v2", record["id"]])
+    }
+    # Markdown, a page for people too, on stdout and in the files it is written to.
+    shown["diff"] = cli("diff", "v1", "v2", *repo, "--format", "markdown", cwd=tmp_path).stdout
+    cli("diff", "v1", "v2", *repo, "--format", "markdown", "--output", "diff.md", cwd=tmp_path)
+    shown["diff.md"] = (tmp_path / "diff.md").read_text()
+    history = cli("history", "v1..v2", *repo, "--format", "markdown", "--output", "history", "-q", cwd=tmp_path)
+    shown |= {"history": history.stdout, "history.md": (tmp_path / "history" / "history.md").read_text()}
+    # What match echoes of its input, as text.
+    pasted = cli("match", "--catalog", "v2", *repo, "--format", "text", "ValueError: esc \x1b]0;pwn\x07 \x1b[2J here")
+    shown["match"] = pasted.stdout
+    for name, text in shown.items():
+        assert "\x1b" not in text and "\x07" not in text, name
+        assert "\\x1b" in text and "pwn\\x07" in text, name  # (Markdown escapes the `]`)
