@@ -201,7 +201,8 @@ def _context(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> ExtractOptions:
-    from extractor.options import ExtractOptions
+    from extractor.extract import analyzed_at
+    from extractor.options import ExtractOptions, scope_path
     from extractor.write import is_repo_name
 
     if args.repo_name is not None and not is_repo_name(args.repo_name):
@@ -216,6 +217,9 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
                 f"{option} {shown} is not UTF-8 (shown with \\x escapes): a file whose name is not UTF-8 is a "
                 "named skip, never a record; name a folder above it"
             )
+        if scope_path(value) == ".." or scope_path(value).startswith("../"):
+            raise ExtractorError(f"{option} {value} leads out of the repository: name a path inside it, from its root")
+    analyzed_at()  # SOURCE_DATE_EPOCH, checked before any work rather than when the first record is stamped
     for name in args.exception or ():
         if name != "*" and not _CLASS_NAME.fullmatch(name):
             bare = name.strip("'\" ")
@@ -599,6 +603,10 @@ def _match_text(result: MatchResult, lineages: _Followed | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# `--site` alone: the site beside the catalogs, in DIR/site (a value no argument can be: `--site ''` is refused).
+_SITE_BESIDE = "\0beside"
+
+
 def _nightly_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=f"{PROG} nightly",
@@ -621,7 +629,7 @@ def _nightly_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--site",
         nargs="?",
-        const="",
+        const=_SITE_BESIDE,
         metavar="DIR",
         help="rebuild the static site of the latest catalog after publishing, built aside then switched to "
         "at once (DIR is a symlink to it; default: DIR/site of --output)",
@@ -646,7 +654,7 @@ def _run_nightly(argv: Sequence[str]) -> int:
         keep=args.keep,
         log=log,
         analysis=Path(args.analysis) if args.analysis else None,
-        site=None if args.site is None else Path(args.site),  # Path("") for --site alone: DIR/site
+        site=None if args.site is None else Path("" if args.site == _SITE_BESIDE else args.site),  # "": DIR/site
     )
     return ExitCode.OK
 
@@ -899,7 +907,9 @@ def _cache_parser() -> argparse.ArgumentParser:
         "Every part is rebuilt when needed: scans and catalogs by scanning again, clones, releases and "
         "sdists by fetching them again.",
     )
-    parser.add_argument("action", choices=["info", "clear"], help="info: where, how big, how many; clear: remove")
+    parser.add_argument(  # (optional to argparse, which else says PART is required too when both are missing)
+        "action", nargs="?", choices=["info", "clear"], help="info: where, how big, how many; clear: remove"
+    )
     parser.add_argument("parts", nargs="*", metavar="PART", help=f"{', '.join(PARTS)} (default: all)")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="output format (default: text)")
     _add_run(parser, extracts=False)
@@ -908,6 +918,8 @@ def _cache_parser() -> argparse.ArgumentParser:
 
 def _run_cache(argv: Sequence[str]) -> int:
     args = _parse(_cache_parser(), argv)
+    if args.action is None:
+        _cache_parser().error("say what to do: info (where, how big, how many) or clear [PART ...]")
     from extractor.git import cache_dir
     from extractor.housekeeping import PARTS, clear, usage
     from extractor.suggest import close_to

@@ -101,12 +101,14 @@ def analyzed_at() -> str:
     """Return the run's timestamp: SOURCE_DATE_EPOCH when set, else now (ISO-8601 UTC, ms, Z)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch:
+        if not (epoch.isascii() and epoch.isdigit()):  # (int() takes "-1", " 5", "1_0": the spec does not)
+            raise ExtractorError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}")
         try:
-            if not (epoch.isascii() and epoch.isdigit()):  # (int() takes "-1", " 5", "1_0": the spec does not)
-                raise ValueError(epoch)
             moment = datetime.fromtimestamp(int(epoch), tz=UTC)
         except (ValueError, OverflowError, OSError):
-            raise ExtractorError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}") from None
+            raise ExtractorError(
+                f"SOURCE_DATE_EPOCH {epoch} is past the last timestamp a record can hold (9999-12-31)"
+            ) from None
     else:
         moment = datetime.now(tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"

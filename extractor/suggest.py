@@ -15,8 +15,12 @@ def nearest(word: str, names: Iterable[str]) -> list[str]:
 
 
 def close_to(word: str, names: Iterable[str], *, cutoff: float = 0.6) -> str | None:
-    """The name most like `word`, if it is alike enough to be what was meant (a typo), else None."""
+    """The name most like `word`, if it is alike enough to be what was meant (a typo), else None; a word
+    that only one name begins with (`hist` for history) is that name cut short."""
     ranked = nearest(word, names)
+    begun = [name for name in ranked if len(word) >= 2 and name.casefold().startswith(word.casefold())]
+    if len(begun) == 1:
+        return begun[0]
     if ranked and Indel.normalized_similarity(word.casefold(), ranked[0].casefold()) >= cutoff:
         return ranked[0]
     return None

@@ -143,8 +143,9 @@ def test_bad_input_is_one_line_and_exit_2(repo: GitRepo, tmp_path: Path, args: l
         ["history", "v1", "--output", " "],
         ["diff", "v1", ""],
         ["--sha", "v1", "--config-from", ""],
+        ["nightly", "--output", "n", "--site", ""],
     ],
-    ids=["extraction", "site", "history", "diff", "config-from"],
+    ids=["extraction", "site", "history", "diff", "config-from", "nightly site"],
 )
 def test_an_empty_value_is_a_usage_error_not_a_default(repo: GitRepo, tmp_path: Path, args: list[str]) -> None:
     """`--output ''` is no folder: taken for the default, it wrote where the user did not say."""
@@ -247,6 +248,7 @@ def raises(git_repo: GitRepo) -> GitRepo:
         pytest.param("mtach", "unknown command 'mtach'; did you mean 'match'?", id="match"),
         pytest.param("lst", "unknown command 'lst'; did you mean 'list'?", id="list"),
         pytest.param("Explain", "unknown command 'Explain'; did you mean 'explain'?", id="case"),
+        pytest.param("hist", "unknown command 'hist'; did you mean 'history'?", id="cut short"),
         pytest.param(
             "frobnicate",
             "unknown command 'frobnicate': the commands are diff, match, explain, list, nightly, cache, site, "
@@ -860,6 +862,7 @@ def test_a_config_or_flags_source_that_is_not_there_is_a_warning(git_repo: GitRe
         pytest.param(
             ["--jobs", "0"], "extractor: error: argument --jobs: expected a number >= 1, got 0", id="bad value"
         ),
+        pytest.param(["cache"], "extractor: error: cache: say what to do: info (where", id="no action"),
         pytest.param(
             ["match", "--catalog", "x", "--format", "xml"],
             "extractor: error: match: argument --format: invalid choice",

@@ -1085,6 +1085,30 @@ def test_source_date_epoch_is_whole_seconds_written_plainly(place: Path, git_rep
     assert not (place / "out").exists()
 
 
+@pytest.mark.parametrize("command", [[], ["history", "v1"], ["nightly"], ["diff", "v1", "v1"]])
+def test_a_source_date_epoch_past_9999_is_refused_before_any_work(
+    place: Path, git_repo: GitRepo, command: list[str]
+) -> None:
+    """Whole seconds, but past what a timestamp can hold: said as such, before the revisions are read (a
+    history of 97 releases is not built first), by every command that may stamp a catalog."""
+    sha = ["--sha", "v1"] if not command else []
+    result = cli(
+        *command, *sha, "--repo", str(git_repo.path), "--output", "out", cwd=place,
+        env={"SOURCE_DATE_EPOCH": "99999999999999"},
+    )  # fmt: skip
+    assert_one_line_error(result, "SOURCE_DATE_EPOCH 99999999999999 is past the last timestamp a record can hold")
+    assert not (place / "out").exists()
+
+
+@pytest.mark.parametrize("option", ["--path", "--config-from", "--flags-from"])
+@pytest.mark.parametrize("path", ["..", "vllm/../..", "./../vllm"])
+def test_a_path_that_leads_out_of_the_repository_is_refused(
+    git_repo: GitRepo, tmp_path: Path, option: str, path: str
+) -> None:
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", option, path, "--output", "out", cwd=tmp_path)
+    assert_one_line_error(result, f"{option} {path} leads out of the repository")
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
