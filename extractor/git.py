@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NoReturn
 
 import platformdirs
 
@@ -21,23 +22,28 @@ __all__ = [
     "Blob",
     "BlobReader",
     "Commit",
+    "GitError",
     "cache_dir",
     "close_readers",
     "config_value",
+    "damage_hint",
     "list_blobs",
     "open_repo",
     "prefetch",
     "read_blobs",
     "read_file",
     "reader",
+    "redact_url",
     "resolve",
+    "shown_repo",
     "with_sizes",
 ]
 
 DEFAULT_REPO_NAME = "vllm-project/vllm"
-_GITHUB = re.compile(r"github\.com[:/]+(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?$")
+_GITHUB = re.compile(r"github\.com[:/]+(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?\Z")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
 _REGULAR = ("100644", "100755")
+_AUTHORITY = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)")
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,29 @@ def is_url(repo: str) -> bool:
     return bool(_URL.match(repo))
 
 
+def redact_url(url: str) -> str:
+    """A URL as it may be shown: a password replaced by ****, as pip shows one (`user:****@host`), and so
+    is a user name alone over HTTP (a token); ssh's user (`git@`) is no secret and stays. Read by hand, not
+    by urlsplit: a URL it refuses (`http://user:pw@[::1`) is shown in a message too."""
+    found = _AUTHORITY.match(url)
+    if found is None or "@" not in found["authority"]:
+        return url
+    user, _, host = found["authority"].rpartition("@")
+    name, colon, _ = user.partition(":")
+    if colon:
+        shown = f"{name}:****"
+    elif found["scheme"].lower() in ("http", "https", "ftp", "ftps"):
+        shown = "****"
+    else:
+        return url
+    return f"{found['scheme']}://{shown}@{host}{url[found.end() :]}"
+
+
+def shown_repo(repo: str) -> str:
+    """A repository as the user named it, for messages: a URL's credentials hidden."""
+    return redact_url(repo) if is_url(repo) else repo
+
+
 def repo_name_from_url(url: str | None) -> str | None:
     match = _GITHUB.search(url or "")
     return f"{match['owner']}/{match['name']}" if match else None
@@ -106,8 +135,30 @@ def _git(git_dir: Path, *args: str, input: bytes | None = None) -> bytes:
             env=_environment(),
         )
     except subprocess.CalledProcessError as error:
-        raise RepositoryError(_complaint(error.stderr) or f"git {args[0]} failed") from None
+        raise GitError(git_dir, args[2] if args[0] == "-c" else args[0], _complaint(error.stderr)) from None
     return result.stdout
+
+
+class GitError(RepositoryError):
+    """git failed in a repository: the message names the repository; `complaint` is what git said."""
+
+    def __init__(self, git_dir: Path, command: str, complaint: str | None) -> None:
+        self.complaint = complaint or f"git {command} failed"
+        super().__init__(f"cannot read {git_dir}: {self.complaint}{damage_hint(git_dir)}")
+
+
+# The parts of the user cache that hold repositories, as `extractor cache clear` names them.
+_CACHED_REPOSITORIES = (("releases", "releases"), ("clones", "repos"))
+
+
+def damage_hint(git_dir: Path) -> str:
+    """What to do about a repository git cannot read: one of the cache's can be removed, and is made again
+    when needed; the user's own is theirs to mend (nothing said)."""
+    with contextlib.suppress(OSError, ValueError):
+        for part, folder in _CACHED_REPOSITORIES:
+            if Path(os.path.abspath(git_dir)).is_relative_to(os.path.abspath(cache_dir() / folder)):
+                return f" (a copy in the cache: remove it, or run `extractor cache clear {part}`; it is made again)"
+    return ""
 
 
 def _complaint(stderr: bytes | None) -> str | None:
@@ -142,8 +193,9 @@ def is_utf8(name: str) -> bool:
 
 
 def _clone_dir(url: str) -> Path:
-    readable = re.sub(r"[^\w.-]+", "_", url.split("://")[-1]).strip("_")[-60:]
-    digest = hashlib.sha256(url.encode()).hexdigest()[:12]
+    # Named after the URL without its credentials (a folder's name is no place for a token).
+    readable = re.sub(r"[^\w.-]+", "_", redact_url(url).split("://")[-1].replace("****", "")).strip("_")[-60:]
+    digest = hashlib.sha256(os.fsencode(url)).hexdigest()[:12]  # (fsencode: a URL given in bytes that are not UTF-8)
     return cache_dir() / "repos" / f"{readable}-{digest}.git"
 
 
@@ -154,8 +206,7 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
     """
     if not is_url(repo):
         path = Path(repo).expanduser()
-        if not path.exists():
-            raise RepositoryError(f"no repository at {repo}: the path does not exist")
+        _check_exists(path, repo)
         # The path itself must be a repository (a work tree or a bare one), not a folder inside one.
         bare = (path / "HEAD").is_file() and (path / "objects").is_dir()
         if not bare and not (path / ".git").exists():
@@ -174,6 +225,23 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
     return target
 
 
+def _check_exists(path: Path, repo: str) -> None:
+    """Refuse a repository path that names nothing, saying why: Path.exists() is False for a symlink loop
+    too, which is not "does not exist"."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise RepositoryError(
+                f"no repository at {repo}: it is a symlink to {os.readlink(path)}, which does not exist"
+            ) from None
+        raise RepositoryError(f"no repository at {repo}: the path does not exist") from None
+    except NotADirectoryError:
+        raise RepositoryError(f"no repository at {repo}: the path does not exist (a part of it is a file)") from None
+    except OSError as error:  # a symlink loop (ELOOP), a name too long, a folder that may not be read
+        raise RepositoryError(f"no repository at {repo}: it cannot be read: {error.strerror or error}") from None
+
+
 def _clone(url: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     _sweep_clones(target.parent)
@@ -186,7 +254,7 @@ def _clone(url: str, target: Path) -> None:
         )
         if result.returncode != 0:
             reason = _complaint(result.stderr) or "git clone failed"
-            raise RepositoryError(f"cannot clone {url}: {reason}{_offline_hint(reason)}")
+            raise RepositoryError(f"cannot clone {redact_url(url)}: {reason}{_offline_hint(reason)}")
         try:
             os.rename(scratch / "repo.git", target)
         except OSError:
@@ -235,8 +303,13 @@ def _offline_hint(reason: str) -> str:
 def _fetch(repo: Path, url: str) -> None:
     try:
         _git(repo, "fetch", "--quiet", "--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
-    except RepositoryError as error:
-        raise RepositoryError(f"cannot fetch {url}: {error}{_offline_hint(str(error))}") from None
+    except GitError as error:
+        reason = error.complaint
+        offline = _offline_hint(reason)
+        if offline:
+            raise RepositoryError(f"cannot fetch {redact_url(url)}: {reason}{offline}") from None
+        # Anything else may be the clone's own damage: it is named, with the remedy.
+        raise RepositoryError(f"cannot fetch {redact_url(url)} into {repo}: {reason}{damage_hint(repo)}") from None
 
 
 def resolve(repo: str, revision: str) -> Commit:
@@ -247,10 +320,7 @@ def resolve(repo: str, revision: str) -> Commit:
         _fetch(handle, repo)
         sha = _rev_parse(handle, revision)
     if sha is None:
-        kind = _kind(handle, revision)
-        if kind is not None:
-            raise RevisionError(f"{revision!r} in {repo} is a {kind}, not a commit: name a commit, tag or branch")
-        raise RevisionError(f"unknown revision {revision!r} in {repo}")
+        _not_a_commit(handle, repo, revision)
     epoch = int(_value(handle, "show", "-s", "--format=%ct", sha))
     committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     remote = repo if is_url(repo) else config_value(handle, "remote.origin.url")
@@ -274,15 +344,40 @@ def _rev_parse(repo: Path, revision: str) -> str | None:
     return sha if re.fullmatch(r"[0-9a-f]{40}", sha) else None
 
 
-def _kind(repo: Path, revision: str) -> str | None:
-    """The type of the object a revision names (a tree, a blob), or None if it names nothing."""
-    if not revision or revision.startswith("-"):
-        return None
+def _not_a_commit(handle: Path, repo: str, revision: str) -> NoReturn:
+    """Say why a revision gives no commit: it names nothing, names a tree or a blob, or names an object git
+    cannot read (missing or damaged: git's type of it alone is no answer, a damaged commit is still "a
+    commit" by the header of its pack entry)."""
+    oid = None
+    if revision and not revision.startswith("-"):
+        with contextlib.suppress(RepositoryError):
+            oid = _value(handle, "rev-parse", "--verify", "--quiet", "--end-of-options", revision) or None
+    if oid is not None and oid == revision.lower():  # a full id is taken as it is: git did not look it up
+        try:
+            _git(handle, "cat-file", "-e", oid)
+        except GitError:
+            oid = None
+    if oid is None:
+        raise RevisionError(f"unknown revision {revision!r} in {shown_repo(repo)}")
     try:
-        oid = _value(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", revision)
-        return _value(repo, "cat-file", "-t", oid) or None
-    except RepositoryError:
-        return None
+        kind = _value(handle, "cat-file", "-t", oid)
+        if kind == "tag":  # an annotated tag: what it is a tag of
+            kind = _value(handle, "cat-file", "-t", _value(handle, "rev-parse", "--verify", f"{oid}^{{}}"))
+            if kind not in ("commit", "tag"):
+                kind = f"tag of a {kind}"
+        if kind not in ("commit", "tag"):
+            raise RevisionError(
+                f"{revision!r} in {shown_repo(repo)} is a {kind}, not a commit: name a commit, tag or branch"
+            )
+        # A commit that does not peel to one: git could not read it. Its own words say which object.
+        _value(handle, "rev-parse", "--verify", "--end-of-options", f"{oid}^{{commit}}")
+        complaint = "git cannot read it"
+    except GitError as error:
+        complaint = error.complaint
+    raise RepositoryError(
+        f"cannot read {revision!r} in {shown_repo(repo)}: an object it needs is missing or damaged ({complaint})"
+        f"{damage_hint(handle)}"
+    )
 
 
 def config_value(repo: Path, key: str) -> str | None:
@@ -381,7 +476,7 @@ class BlobReader:
 
     def _unreadable(self, oids: Sequence[str], paths: Sequence[str] | None, index: int, what: str) -> RepositoryError:
         name = f"{printable(paths[index])} (blob {oids[index]})" if paths is not None else f"blob {oids[index]}"
-        return RepositoryError(f"cannot read {name} from {self.git_dir}: {what}")
+        return RepositoryError(f"cannot read {name} from {self.git_dir}: {what}{damage_hint(self.git_dir)}")
 
     def close(self) -> None:
         for key in [key for key, reader in _readers.items() if reader is self]:
@@ -456,7 +551,9 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
     listing = _git(repo, "rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print", commit.sha)
     absent = {line[1:].decode() for line in listing.split(b"\n") if line.startswith(b"?")}
     missing = sorted({blob.oid for blob in blobs} & absent)
-    if missing:
+    if not missing:
+        return
+    try:
         _git(
             repo,
             "-c",
@@ -471,3 +568,9 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
             "origin",
             input="".join(f"{oid}\n" for oid in missing).encode(),
         )
+    except GitError as error:
+        reason, url = error.complaint, redact_url(config_value(repo, "remote.origin.url") or "its origin")
+        raise RepositoryError(
+            f"cannot fetch {len(missing)} file(s) of {commit.sha} from {url} into {repo}: {reason}"
+            f"{_offline_hint(reason)}"
+        ) from None

@@ -1,9 +1,11 @@
 # Release: a vLLM release sdist from the package index (PEP 691/503, sha256-checked, cached) -> git commit.
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import html.parser
+import http.client
 import itertools
 import json
 import os
@@ -26,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from extractor.atomic import replace_bytes, replacing
 from extractor.errors import ReleaseError
-from extractor.git import cache_dir, config_value
+from extractor.git import cache_dir, config_value, damage_hint, redact_url
 
 __all__ = [
     "Sdist",
@@ -43,7 +45,12 @@ PROJECT = "vllm"
 _JSON = "application/vnd.pypi.simple.v1+json"
 # A release version as vLLM spells them, at most 64 characters (a file name holds it: 0.28.999... made
 # the name too long to create, and the error blamed the cache).
-_VERSION = re.compile(r"^(?=.{1,64}$)\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d+)?$")
+# Always fullmatch()ed: `$` would let a trailing newline through (`--release $'0.28.0\n'`), into a file name
+# and a tag.
+_VERSION = re.compile(r"(?=.{1,64}\Z)\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d+)?")
+# What asking the index can raise: ValueError for a URL that is no URL, HTTPException for one whose port is no
+# number (InvalidURL) or a reply that is no HTTP.
+_UNREACHABLE = (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)
 _COMMIT_ID = re.compile(r"""__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]g?(?P<sha>[0-9a-f]{7,40})['"]""")
 
 
@@ -60,21 +67,64 @@ def index_url() -> str:
     """Return the simple-API index pip uses: PIP_INDEX_URL, pip's configuration, else pip's default."""
     configured = os.environ.get("PIP_INDEX_URL")
     if configured:
-        return configured.split()[0]
+        return _index_setting(configured, "PIP_INDEX_URL")
     try:
         from pip._internal.configuration import Configuration
         from pip._internal.models.index import PyPI
     except ImportError:
         raise ReleaseError("cannot tell which package index to use: pip is not importable; set PIP_INDEX_URL") from None
+    found = None
     try:
         configuration = Configuration(isolated=False)
         configuration.load()
         for key, value in configuration.items():
             if key.endswith(".index-url") and not key.endswith("extra-index-url") and value:
-                return str(value).split()[0]
+                found = (str(value), key)
+                break
     except Exception:  # a broken pip configuration falls back to pip's own default, as pip would not
         pass
-    return str(PyPI.simple_url)
+    return _index_setting(*found) if found else str(PyPI.simple_url)
+
+
+def _index_setting(value: str, name: str) -> str:
+    """The index a setting names: its first word. An empty setting is no setting (pip ignores it, and so
+    does index_url); one of blanks alone is refused, as pip would fail on it: falling back to pip's default
+    index instead would send the requests to an index the user did not name (a mirror's variable left
+    unset). A value that is no URL is said when the index is asked (`cannot reach the package index`)."""
+    words = value.split()
+    if not words:
+        raise ReleaseError(
+            f"{name} is blank ({value!r}): set it to the package index's simple URL, as pip's --index-url "
+            "takes it, or unset it"
+        )
+    return words[0]
+
+
+def _credentials(index: str) -> tuple[str, str] | None:
+    """The host of an index URL holding credentials (`user:password@`, as pip takes them) and the
+    Authorization header that sends them; None for an index without."""
+    with contextlib.suppress(ValueError):
+        parts = urllib.parse.urlsplit(index)
+        user, at, host = parts.netloc.rpartition("@")
+        if at:
+            name, _, password = user.partition(":")
+            pair = f"{urllib.parse.unquote(name)}:{urllib.parse.unquote(password)}"
+            return host, "Basic " + base64.b64encode(pair.encode()).decode()
+    return None
+
+
+def _open(url: str, *, credentials: tuple[str, str] | None, timeout: float, accept: str | None = None) -> Any:
+    """Open a URL of the index without the credentials in it (urllib would take `user:password@host` for
+    the host's name, and a message would show them): they go as HTTP basic authentication, as pip sends
+    them, to the index's host alone, and not on to where it redirects."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    request = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(netloc=host)))
+    if accept is not None:
+        request.add_header("Accept", accept)
+    if credentials is not None and credentials[0] == host:
+        request.add_unredirected_header("Authorization", credentials[1])
+    return urllib.request.urlopen(request, timeout=timeout)
 
 
 class _Links(html.parser.HTMLParser):
@@ -98,15 +148,16 @@ class _Links(html.parser.HTMLParser):
 def _project_files(index: str) -> dict[str, tuple[str, str | None]]:
     """Map each file of the project on the index to (url, sha256)."""
     page = index.rstrip("/") + f"/{PROJECT}/"
+    shown = redact_url(page)  # every message: a password in the index's URL is never shown
     try:
-        request = urllib.request.Request(page, headers={"Accept": f"{_JSON}, text/html;q=0.1"})
-        with urllib.request.urlopen(request, timeout=60) as response:
+        accept = f"{_JSON}, text/html;q=0.1"
+        with _open(page, credentials=_credentials(index), timeout=60, accept=accept) as response:
             body = response.read()
             kind = response.headers.get("Content-Type", "")
             base = response.geturl()
-    except (urllib.error.URLError, OSError, ValueError) as error:  # ValueError: a URL that is not one
+    except _UNREACHABLE as error:
         reason = getattr(error, "reason", error)
-        raise ReleaseError(f"cannot reach the package index at {page}: {reason}") from None
+        raise ReleaseError(f"cannot reach the package index at {shown}: {reason}") from None
     files: dict[str, tuple[str, str | None]] = {}
     if _JSON in kind:
         try:
@@ -114,7 +165,7 @@ def _project_files(index: str) -> dict[str, tuple[str, str | None]]:
                 url = urllib.parse.urljoin(base, entry["url"])
                 files[entry["filename"]] = (url, entry.get("hashes", {}).get("sha256"))
         except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise ReleaseError(f"the package index at {page} answered JSON that is not its API's: {error}") from None
+            raise ReleaseError(f"the package index at {shown} answered JSON that is not its API's: {error}") from None
         return files
     parser = _Links()
     parser.feed(body.decode("utf-8", "replace"))
@@ -133,10 +184,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _check_version(version: str) -> None:
+    if not _VERSION.fullmatch(version):
+        raise ReleaseError(f"not a release version: {version!r}")
+
+
 def fetch_sdist(version: str) -> Sdist:
     """Return vLLM's sdist for `version`, downloaded once into the cache and checked by sha256."""
-    if not _VERSION.match(version):
-        raise ReleaseError(f"not a release version: {version!r}")
+    _check_version(version)
     filename = f"{PROJECT}-{version}.tar.gz"
     directory = cache_dir() / "sdists"
     target = directory / filename
@@ -145,7 +200,8 @@ def fetch_sdist(version: str) -> Sdist:
         expected = sidecar.read_text().strip()
         if _sha256(target) == expected:
             return Sdist(version, target, expected)
-    files = _project_files(index_url())
+    index = index_url()
+    files = _project_files(index)
     if filename not in files:
         raise ReleaseError(f"no release {version} of {PROJECT} on the package index (no {filename})")
     url, expected_hash = files[filename]
@@ -158,7 +214,10 @@ def fetch_sdist(version: str) -> Sdist:
             return Sdist(version, target, expected_hash)
         digest = hashlib.sha256()
         try:
-            with replacing(target, durable=False) as out, urllib.request.urlopen(url, timeout=600) as response:
+            with (
+                replacing(target, durable=False) as out,
+                _open(url, credentials=_credentials(index), timeout=600) as response,
+            ):
                 for chunk in _download(response, filename):
                     digest.update(chunk)
                     out.write(chunk)
@@ -166,7 +225,7 @@ def fetch_sdist(version: str) -> Sdist:
                     raise ReleaseError(
                         f"{filename}: sha256 {digest.hexdigest()} does not match the index's {expected_hash}"
                     )
-        except (urllib.error.URLError, OSError, ValueError) as error:  # ValueError: a URL that is not one
+        except _UNREACHABLE as error:
             raise ReleaseError(f"cannot download {filename}: {getattr(error, 'reason', error)}") from None
         sidecar.write_text(expected_hash + "\n")
     return Sdist(version, target, expected_hash)
@@ -177,7 +236,7 @@ def _sdist_version(filename: str) -> tuple[Version, str] | None:
     if not (filename.startswith(f"{PROJECT}-") and filename.endswith(".tar.gz")):
         return None
     text = filename[len(PROJECT) + 1 : -len(".tar.gz")]
-    if not _VERSION.match(text):
+    if not _VERSION.fullmatch(text):
         return None
     try:
         version = Version(text)
@@ -262,7 +321,7 @@ def _write_release(sdist: Sdist, tag: str, out: IO[bytes], marks: Iterator[int])
     The tarball is read once, as a stream: each file goes out as a blob as it comes (a gzip tarball read
     out of order is decompressed again from its start for every member), then the commit names them.
     """
-    files: list[tuple[str, str, int]] = []  # path, mode, mark
+    files: list[tuple[bytes, str, int]] = []  # quoted path, mode, mark
     newest = 0
     try:
         with tarfile.open(sdist.path, "r|gz") as archive:
@@ -270,6 +329,9 @@ def _write_release(sdist: Sdist, tag: str, out: IO[bytes], marks: Iterator[int])
                 path = member.name.split("/", 1)[1] if "/" in member.name else ""
                 if not path.startswith(f"{PROJECT}/") or not (member.isfile() or member.issym()):
                     continue
+                quoted = _quoted_path(path)
+                if quoted is None:
+                    raise ReleaseError(f"{sdist.path.name} holds a file git cannot store: {member.name!r}")
                 if member.issym():
                     data, mode = member.linkname.encode(), "120000"
                 else:
@@ -278,7 +340,7 @@ def _write_release(sdist: Sdist, tag: str, out: IO[bytes], marks: Iterator[int])
                     mode = "100755" if member.mode & 0o111 else "100644"
                 mark = next(marks)
                 out.write(f"blob\nmark :{mark}\ndata {len(data)}\n".encode() + data + b"\n")
-                files.append((path, mode, mark))
+                files.append((quoted, mode, mark))
                 newest = max(newest, int(member.mtime))
     except (tarfile.TarError, OSError, EOFError) as error:
         raise ReleaseError(f"cannot read {sdist.path.name}: {error}") from None
@@ -289,7 +351,24 @@ def _write_release(sdist: Sdist, tag: str, out: IO[bytes], marks: Iterator[int])
     who = f"vLLM release <release@{PROJECT}> {newest} +0000"
     out.write(f"commit refs/tags/{tag}\nauthor {who}\ncommitter {who}\ndata {len(message)}\n".encode())
     out.write(message + b"deleteall\n")
-    out.write(b"".join(f"M {mode} :{mark} {path}\n".encode() for path, mode, mark in sorted(files)))
+    out.write(b"".join(f"M {mode} :{mark} ".encode() + path + b"\n" for path, mode, mark in sorted(files)))
+
+
+# fast-import's C-style quoting of a path: the characters it escapes by name, any other control byte in octal.
+_ESCAPES = {ord("\\"): b"\\\\", ord('"'): b'\\"', ord("\n"): b"\\n", ord("\t"): b"\\t", ord("\r"): b"\\r"}
+
+
+def _quoted_path(path: str) -> bytes | None:
+    """A path as a fast-import command takes it, always quoted (a name holding a newline would otherwise end
+    the command, and the rest of the name be read as commands: a crafted sdist could move a release's tag);
+    None for a path that is no tree's (a NUL byte, an empty, `.` or `..` part)."""
+    data = path.encode("utf-8", "surrogateescape")  # as tarfile decoded it
+    if b"\0" in data or {"", ".", ".."} & set(path.split("/")):
+        return None
+    escaped = (
+        _ESCAPES.get(byte) or (b"\\%03o" % byte if byte < 0x20 or byte == 0x7F else bytes([byte])) for byte in data
+    )
+    return b'"' + b"".join(escaped) + b'"'
 
 
 def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
@@ -298,27 +377,52 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
     The releases it lacks are written by one `git fast-import`, which stores each distinct file once
     (releases share most of theirs), reading every tarball once as it downloads the next.
     """
+    for version in versions:  # each becomes a tag, a file name, a line of fast-import's stream
+        _check_version(version)
     target = repo or cache_dir() / "releases" / f"{PROJECT}.git"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f".{target.name}.lock")):
+        if os.path.lexists(target) and not target.is_dir():  # a file, a dangling symlink, a loop of them
+            raise _damaged(target, "it is not a folder")
         if not (target / "HEAD").exists():
-            subprocess.run(["git", "init", "--quiet", "--bare", str(target)], check=True)
+            _release_git(target.parent, "init", "--quiet", "--bare", str(target), repo=target)
             _mark_whole(target)
-        elif config_value(target, _WHOLE) is None:
+        listed = _tags(target)
+        if config_value(target, _WHOLE) is None:
             _undeltify(target)
-        listed = set(
-            subprocess.run(
-                ["git", "for-each-ref", "--format=%(refname)", "refs/tags/"],
-                cwd=target,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.split()
-        )
         missing = [v for v in dict.fromkeys(versions) if f"refs/tags/{release_tag(v)}" not in listed]
         if missing:
             _import(target, missing)
+            moved = {ref for ref, sha in _tags(target).items() if ref in listed and listed[ref] != sha}
+            for ref in sorted(moved):  # never so (fast-import is not forced, paths are quoted): yet never kept
+                _release_git(target, "update-ref", ref, listed[ref], repo=target)
+            if moved:
+                raise ReleaseError(f"the import of {', '.join(missing)} into {target} moved {', '.join(sorted(moved))}")
     return target
+
+
+def _tags(target: Path) -> dict[str, str]:
+    """The repository's tags, by ref name, each with the object it names."""
+    listing = _release_git(target, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/", repo=target)
+    return dict(line.split(" ", 1) for line in listing.splitlines() if " " in line)
+
+
+def _release_git(cwd: Path, *args: str, repo: Path) -> str:
+    """Run git on the release repository; git failing there is a ReleaseError naming it and the remedy."""
+    try:
+        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+    except OSError as error:  # no git, or a folder that cannot be entered
+        raise _damaged(repo, error.strerror or str(error)) from None
+    if result.returncode != 0:
+        said = [line.strip() for line in result.stderr.decode(errors="replace").splitlines() if line.strip()]
+        complaint = next((line for line in said if line.startswith(("fatal: ", "error: "))), said[-1] if said else "")
+        raise _damaged(repo, complaint.removeprefix("fatal: ").removeprefix("error: ") or f"git {args[0]} failed")
+    return result.stdout.decode(errors="replace")
+
+
+def _damaged(repo: Path, what: str) -> ReleaseError:
+    remedy = damage_hint(repo) or " (remove it: it is built again)"
+    return ReleaseError(f"cannot use the release repository {repo}: {what}{remedy}")
 
 
 # Objects are stored whole, never as deltas. fast-import makes a blob a delta of the blob written before it,
@@ -373,8 +477,9 @@ def _import(target: Path, versions: list[str]) -> None:
             raise
         if process.wait() != 0:
             errors.seek(0)
+            said = errors.read().decode(errors="replace").strip()[-300:]
             raise ReleaseError(
-                f"cannot build the git repository for {', '.join(versions)}: {errors.read().decode()[-300:]}"
+                f"cannot build the release repository {target} for {', '.join(versions)}: {said}{damage_hint(target)}"
             )
 
 

@@ -139,6 +139,12 @@ def test_unreachable_url_is_an_error(isolated_cache: Path, tmp_path: Path) -> No
         resolve(f"file://{tmp_path}/nothing-here", "HEAD")
 
 
+def test_a_url_whose_bytes_are_not_utf8_is_an_error_about_the_url(isolated_cache: Path, tmp_path: Path) -> None:
+    """A URL given in bytes that are not UTF-8 (a shell's $'\\xff') names its clone's folder by its bytes."""
+    with pytest.raises(RepositoryError, match="cannot clone"):
+        resolve(f"file://{tmp_path}/" + os.fsdecode(b"\xff"), "HEAD")
+
+
 def test_a_reader_that_met_a_missing_object_is_never_used_again(git_repo: GitRepo) -> None:
     """cat-file answers every request: after one it could not serve, the answers still in the pipe must
     not pass for the next request's."""
@@ -204,3 +210,78 @@ def test_scratch_folders_of_killed_clones_are_removed(git_repo: GitRepo, isolate
         (scratch / "repo.git").mkdir(parents=True)
     resolve(f"file://{git_repo.path}", "v1")
     assert not dead.exists() and alive.exists()
+
+
+def scramble(repo: Path, oid: str) -> None:
+    """Scramble the deflated data of one object of a repository's pack, its entry's header (type, size) kept:
+    git still says what type the object is, and cannot read it."""
+    git(repo, "repack", "-a", "-d", "-q")
+    (index,) = (repo / ".git" / "objects" / "pack").glob("*.idx")
+    rows = [line.split() for line in git(repo, "verify-pack", "-v", str(index)).splitlines()]
+    (offset,) = [int(row[4]) for row in rows if row and row[0] == oid]
+    pack = index.with_suffix(".pack")
+    data = bytearray(pack.read_bytes())
+    for at in range(offset + 6, offset + 12):
+        data[at] ^= 0x5A
+    pack.chmod(0o644)
+    pack.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("revision", ["v1", "main", "full id"])
+def test_a_damaged_commit_is_said_damaged_naming_the_repository(tagged: tuple[GitRepo, str], revision: str) -> None:
+    """A commit git cannot inflate is "missing or damaged", not "a commit, not a commit" (its pack entry's
+    header still says commit)."""
+    repo, sha = tagged
+    scramble(repo.path, sha)
+    assert git(repo.path, "cat-file", "-t", sha) == "commit"
+    name = sha if revision == "full id" else revision
+    with pytest.raises(RepositoryError) as raised:
+        resolve(str(repo.path), name)
+    assert str(raised.value).startswith(
+        f"cannot read {name!r} in {repo.path}: an object it needs is missing or damaged"
+    )
+    assert "not a commit" not in str(raised.value)
+
+
+def test_a_full_id_of_no_object_is_an_unknown_revision(tagged: tuple[GitRepo, str]) -> None:
+    """git takes a full id as it is, without looking it up: one of nothing here is unknown, not damaged."""
+    repo, _ = tagged
+    with pytest.raises(RevisionError, match="unknown revision '1234567890"):
+        resolve(str(repo.path), "1234567890" * 4)
+
+
+def test_a_repository_path_that_is_a_symlink_loop_or_dangles_says_so(tmp_path: Path) -> None:
+    """Path.exists() is False for both: neither is "the path does not exist"."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(RepositoryError, match="it cannot be read: Too many levels of symbolic links"):
+        resolve(str(tmp_path / "a"), "HEAD")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    with pytest.raises(RepositoryError, match=f"it is a symlink to {tmp_path / 'gone'}, which does not exist"):
+        resolve(str(tmp_path / "dangling"), "HEAD")
+
+
+def test_a_damaged_cached_clone_names_itself_and_the_remedy(git_repo: GitRepo, isolated_cache: Path) -> None:
+    """A clone in the cache that git cannot read says which, and that clearing the clones mends it."""
+    git_repo.commit({"pkg/a.py": "x = 1\n"}, tag="v1")
+    url = f"file://{git_repo.path}"
+    resolve(url, "v1")
+    (clone,) = (isolated_cache / "extractor" / "repos").iterdir()
+    for path in (clone / "objects").rglob("*"):
+        if path.is_file() and path.parent.name != "info":
+            path.chmod(0o644)
+            path.write_bytes(b"garbage")
+    with pytest.raises(RepositoryError) as raised:
+        resolve(url, "v1")
+    assert str(clone) in str(raised.value)
+    assert str(raised.value).endswith("remove it, or run `extractor cache clear clones`; it is made again)")
+
+
+def test_credentials_in_a_repository_url_are_never_shown_nor_named_in_the_cache(isolated_cache: Path) -> None:
+    """As pip shows an index's: `user:****@`, in the message and nowhere in the clone's folder name."""
+    with pytest.raises(RepositoryError, match=r"cannot clone http://user:\*\*\*\*@127\.0\.0\.1:9/x\.git") as raised:
+        resolve("http://user:s3cret@127.0.0.1:9/x.git", "HEAD")
+    assert "s3cret" not in str(raised.value)
+    from extractor.git import _clone_dir
+
+    assert "s3cret" not in str(_clone_dir("http://user:s3cret@127.0.0.1:9/x.git"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.server
 import io
@@ -20,7 +21,7 @@ from extractor.catalog import release_commit
 from extractor.errors import ReleaseError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.release import commit_id, fetch_sdist, index_url, release_repo
-from tests.conftest import git
+from tests.conftest import cli, git
 
 
 def make_sdist(version: str) -> bytes:
@@ -44,6 +45,7 @@ class Index:
 
     def __init__(self, files: dict[str, bytes], *, html: bool = False, wrong_hash: bool = False) -> None:
         self.files, self.html, self.wrong_hash, self.hits = files, html, wrong_hash, 0
+        self.authorizations: list[str | None] = []  # each request's Authorization header
         index = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -52,6 +54,7 @@ class Index:
 
             def do_GET(self) -> None:
                 index.hits += 1
+                index.authorizations.append(self.headers.get("Authorization"))
                 if self.path == "/simple/vllm/":
                     body, kind = index.page()
                 elif self.path.startswith("/files/") and self.path[7:] in index.files:
@@ -392,3 +395,171 @@ def test_a_package_index_that_is_no_url_is_said_not_taken_for_a_bug(
     monkeypatch.setenv("PIP_INDEX_URL", index)
     with pytest.raises(ReleaseError, match="cannot reach the package index at "):
         fetch_sdist("0.99.1")
+
+
+def test_a_blank_index_setting_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch, isolated_cache: Path) -> None:
+    """PIP_INDEX_URL of blanks alone (an IndexError once) is one line naming the setting; an empty one is no
+    setting, as pip takes it: pip's configuration, else its default, is used."""
+    monkeypatch.setenv("PIP_INDEX_URL", "   ")
+    with pytest.raises(ReleaseError, match=r"^PIP_INDEX_URL is blank \('   '\): set it to the package index's simple"):
+        index_url()
+    result = cli("--release", "9.9.0", "--output", "-")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("extractor: error: PIP_INDEX_URL is blank") and result.stderr.count("\n") == 1
+    from pip._internal.models.index import PyPI
+
+    monkeypatch.setenv("PIP_INDEX_URL", "")
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    assert index_url() == PyPI.simple_url
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        pytest.param("http://user:s3cret@127.0.0.1:9/simple", id="refused connection"),
+        pytest.param("http://user:s3cret@127.0.0.1:x/simple", id="a port that is no number"),
+        pytest.param("http://us%3Aer:s3cret@[::1/simple", id="no URL"),
+    ],
+)
+def test_an_index_url_password_is_never_shown(
+    index: str, monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+) -> None:
+    """A message naming the index shows its password as pip does (`user:****@`): never the secret itself."""
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    with pytest.raises(ReleaseError, match="cannot reach the package index at ") as raised:
+        fetch_sdist("9.9.0")
+    assert "s3cret" not in str(raised.value)
+    assert ":****@" in str(raised.value)
+
+
+def test_index_credentials_go_as_basic_auth_not_in_the_url(serve, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """As pip sends them: `user:password@` of the index URL is an Authorization header to its host (urllib
+    would take `user:password@127.0.0.1` for the host's name)."""
+    index = serve()
+    monkeypatch.setenv("PIP_INDEX_URL", index.url.replace("http://", "http://us%40er:pa%3Ass@"))
+    sdist = fetch_sdist("9.9.0")
+    assert sdist.path.read_bytes() == index.files["vllm-9.9.0.tar.gz"]
+    expected = "Basic " + base64.b64encode(b"us@er:pa:ss").decode()
+    assert index.authorizations == [expected, expected]  # the project page, then the download
+
+
+def damage(repo: Path, how: str) -> None:
+    """Damage a release repository as a full disk, a stray command or a bad sector might."""
+    if how == "garbage HEAD":
+        (repo / "HEAD").write_text("garbage\n")
+    elif how == "a regular file":
+        shutil.rmtree(repo)
+        repo.write_text("not a repository\n")
+    else:  # the deflated data of every object of a pack, past each entry's header, scrambled
+        git(repo, "repack", "-a", "-d", "-q")
+        (pack,) = (repo / "objects" / "pack").glob("*.pack")
+        (index,) = (repo / "objects" / "pack").glob("*.idx")
+        offsets = [
+            int(line.split()[4])
+            for line in git(repo, "verify-pack", "-v", str(index)).splitlines()
+            if line.count(" ") >= 4 and len(line.split()[0]) == 40
+        ]
+        data = bytearray(pack.read_bytes())
+        for offset in offsets:
+            for at in range(offset + 6, offset + 12):
+                data[at] ^= 0x5A
+        pack.chmod(0o644)
+        pack.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["garbage HEAD", "a regular file", "a corrupt pack"])
+def test_a_damaged_release_repository_is_one_line_naming_it_and_the_remedy(
+    serve,
+    isolated_cache: Path,
+    how: str,  # type: ignore[no-untyped-def]
+) -> None:
+    """Whatever git says of the cached release repository (a CalledProcessError, a raw `fatal:` line, an
+    inflate error naming nothing, once), the error names the repository and how to be rid of it."""
+    serve()
+    release_commit("9.9.0")
+    repo = isolated_cache / "extractor" / "releases" / "vllm.git"
+    damage(repo, how)
+    result = cli("--release", "9.9.0", "--output", "-", "--no-cache")
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr.startswith("extractor: error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert str(repo) in result.stderr and "remove it, or run `extractor cache clear releases`" in result.stderr
+    assert "a bug" not in result.stderr
+
+
+def crafted_sdist(version: str, names: list[str]) -> bytes:
+    """An sdist whose `vllm/` package holds files of the given names (each holding its own name)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name in ["vllm/_version.py", *names]:
+            data = name.encode()
+            info = tarfile.TarInfo(f"vllm-{version}/{name}")
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+# A name that, written as it is into fast-import's stream, ends the release's commit and starts one that moves
+# the tag of an earlier release forward (a fast-forward: fast-import does so unforced), to a tree of its own.
+INJECTION = (
+    "vllm/evil.py\ncommit refs/tags/v9.8.0\ncommitter x <x@x> 0 +0000\ndata 0\nfrom refs/tags/v9.8.0^0\n"
+    "M 100644 :1 vllm/pwned.py"
+)
+ODD_NAMES = [
+    "vllm/new\nline.py",
+    'vllm/"quoted".py',
+    "vllm/back\\slash.py",
+    "vllm/tab\t.py",
+    "vllm/é\x7f.py",
+]
+
+
+@pytest.mark.parametrize("names", [ODD_NAMES, [INJECTION]], ids=["odd names", "commands in a name"])
+def test_sdist_file_names_are_quoted_into_fast_import_and_no_tag_moves(
+    names: list[str], isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every name is stored as the sdist holds it (a newline, a quote, a backslash, a tab, DEL, UTF-8), and a
+    crafted name is a file's name, never commands that re-point an existing release's tag."""
+    index = Index({"vllm-9.8.0.tar.gz": make_sdist("9.8.0"), "vllm-9.9.0.tar.gz": crafted_sdist("9.9.0", names)})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    target = tmp_path / "r.git"
+    try:
+        release_repo(["9.8.0"], repo=target)
+        before = git(target, "rev-parse", "v9.8.0")
+        release_repo(["9.9.0"], repo=target)
+    finally:
+        index.server.shutdown()
+    assert git(target, "rev-parse", "v9.8.0") == before
+    listed = subprocess.run(["git", "ls-tree", "-r", "-z", "--name-only", "v9.9.0"], cwd=target, capture_output=True)
+    assert sorted(listed.stdout.decode().split("\0")[:-1]) == sorted(["vllm/_version.py", *names])
+    for name in names:  # each file holds its own name: the names are those of its blobs too
+        assert git(target, "cat-file", "blob", f"v9.9.0:{name}") == name
+
+
+@pytest.mark.parametrize("name", ["vllm/../escape.py", "vllm//twice.py", "vllm/./here.py"])
+def test_an_sdist_name_git_cannot_store_is_refused(
+    name: str, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A path with an empty, `.` or `..` part would make a tree git itself calls broken (fsck: hasDotdot)."""
+    index = Index({"vllm-9.9.0.tar.gz": crafted_sdist("9.9.0", [name])})
+    monkeypatch.setenv("PIP_INDEX_URL", index.url)
+    try:
+        with pytest.raises(ReleaseError, match=r"holds a file git cannot store: 'vllm-9\.9\.0/vllm/"):
+            release_repo(["9.9.0"], repo=tmp_path / "r.git")
+    finally:
+        index.server.shutdown()
+    assert not git(tmp_path / "r.git", "tag")
+
+
+def test_a_version_with_a_trailing_newline_is_no_release_version(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`$` matches before a final newline: versions are fullmatched, wherever one is checked."""
+    from extractor.release import release_versions
+
+    index = serve()
+    with pytest.raises(ReleaseError, match=r"not a release version: '9\.9\.0\\n'"):
+        fetch_sdist("9.9.0\n")
+    with pytest.raises(ReleaseError, match=r"not a release version: '9\.9\.0\\n'"):
+        release_repo(["9.9.0\n"], repo=tmp_path / "r.git")
+    index.files = {"vllm-9.8.0\n.tar.gz": b"x", "vllm-9.9.0.tar.gz": b"x"}
+    assert release_versions() == ["9.9.0"]
+    result = cli("--release", "9.9.0\n", "--output", "-")
+    assert (result.returncode, result.stderr) == (2, "extractor: error: not a release version: '9.9.0\\n'\n")
