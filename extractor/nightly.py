@@ -13,21 +13,31 @@ import orjson
 from filelock import FileLock
 
 from extractor.atomic import read_whole
-from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog
+from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog, present
 from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
-from extractor.history import roll
+from extractor.history import HISTORY, HISTORY_MANIFEST, roll
 from extractor.models import IndexEntry, NightlyIndex
 from extractor.published import INDEX, read_index
-from extractor.write import MANIFEST, RECORDS, atomic_write, check_folder, default_root, dumps_model, write_catalog
+from extractor.write import (
+    MANIFEST,
+    RECORDS,
+    atomic_write,
+    check_folder,
+    default_root,
+    dumps_model,
+    page_bytes,
+    write_catalog,
+)
 
 __all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]
 
 LOCK = ".nightly.lock"
-_SHA_DIR = re.compile(r"^[0-9a-f]{7,40}(-[\w.+=-]+)?$")
-_TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")  # see atomic._temporary
+# Always fullmatch()ed: `$` would let a name ending in a newline pass for a catalog's folder or a temporary file.
+_SHA_DIR = re.compile(r"[0-9a-f]{7,40}(-[\w.+=-]+)?")
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{32}\.tmp", re.DOTALL)  # see atomic._temporary
 # What a run writes in a catalog's folder (analysis.py's files named here: it is imported only when used).
 _RUN_FILES = frozenset({RECORDS, MANIFEST, "diff.json", "diff.md", "analysis.jsonl", "needs-analysis.jsonl"})
 
@@ -75,11 +85,12 @@ def nightly(
     root = output or default_root(options.repo_name or commit.repo_name)
     if site is not None and not site.parts:
         site = root / "site"
-    _check_inputs(root, site, analysis)
-    # Nothing is written before the branch resolves; an up-to-date index needs no lock either.
+    # Nothing is written before the branch resolves; an up-to-date index needs no lock either (nor a root
+    # that can be written: it may be a read-only copy).
     if root.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
         log(f"{commit.sha[:12]} is already published; nothing to do")
         return NightlyResult(commit.sha, published=False)
+    _check_inputs(root, site, analysis)
     made = not root.exists()
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -96,13 +107,19 @@ def nightly(
 
 
 def _check_inputs(root: Path, site: Path | None, analysis: Path | None) -> None:
-    """Refuse, before anything is written, what would make the run fail after it wrote: a root or a site
-    that cannot be a folder, fresh analysis that cannot be read."""
+    """Refuse, before anything is written, what would make the run fail after it wrote: a root that cannot
+    be a folder, a site that cannot go where it is asked to (see `check_output`), fresh analysis that cannot
+    be read; and a published file read back that is a symlink leading nowhere, which its reader (here, or
+    in published.py and history.py) would take for none, and start afresh over."""
     from extractor.analysis import read_analysis
 
     check_folder(root)
+    for name in (INDEX, HISTORY, HISTORY_MANIFEST):
+        present(root / name)
     if site is not None:
-        check_folder(site)
+        from extractor.site import check_output
+
+        check_output(site)
     if analysis is not None:
         read_analysis(analysis)
 
@@ -156,7 +173,7 @@ def _publish(
     log: Callable[[str], None],
     analysis: Path | None = None,
 ) -> None:
-    indexed = (root / INDEX).exists()
+    indexed = present(root / INDEX)
     index = read_index(root)
     directory = _folder(root, commit.sha, options)
     made = not directory.exists()
@@ -200,7 +217,7 @@ def _publish_into(
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
         atomic_write(directory / "diff.json", render_json(diff))
-        atomic_write(directory / "diff.md", render_markdown(diff).encode())
+        atomic_write(directory / "diff.md", page_bytes(render_markdown(diff)))
         summary = diff.summary
         changes = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count and kind != "unchanged")
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
@@ -232,7 +249,7 @@ def _publish_into(
     # The index no longer names them, so removing them now can leave nothing dangling.
     for old in dropped:
         folder = _folder(root, old.sha, options)
-        if _SHA_DIR.match(folder.name):
+        if _SHA_DIR.fullmatch(folder.name):
             shutil.rmtree(folder, ignore_errors=True)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
@@ -250,10 +267,10 @@ def _clean(root: Path, named: set[str], options: ExtractOptions, *, folders: boo
     index, folders stay: they may be catalogs a lost index named.
     """
     removed = 0
-    catalogs = [folder for folder in root.iterdir() if _SHA_DIR.match(folder.name) and folder.is_dir()]
+    catalogs = [folder for folder in root.iterdir() if _SHA_DIR.fullmatch(folder.name) and folder.is_dir()]
     for place in (root, *catalogs):
         for stale in place.glob(".*.tmp"):
-            if _TEMPORARY.match(stale.name):
+            if _TEMPORARY.fullmatch(stale.name):
                 with contextlib.suppress(OSError):
                     stale.unlink()
                     removed += 1
@@ -307,6 +324,7 @@ def carry_analysis(
         read_analysis,
     )
     from extractor.diff import ChangeKind
+    from extractor.site_inputs import read_diff
 
     step = time.monotonic()
     known: dict[str, AnalysisEntry] = {}
@@ -314,16 +332,16 @@ def carry_analysis(
     if previous is not None:
         sources.insert(0, previous / ANALYSIS)
     for path in sources:
-        if path.exists():
+        if present(path):
             known.update(read_analysis(path))
     if fresh is not None:
         # Fresh analysis speaks of the records as they are now: stamp it so (carry_forward does).
         known.update({key: entry.model_copy(update={"basis": None}) for key, entry in read_analysis(fresh).items()})
     if diff is not None:
         reworded = [c.id for c in diff.changes if c.kind is ChangeKind.REWORDED]
-    elif (directory / "diff.json").exists():  # merging fresh analysis into a catalog published earlier
-        changes = orjson.loads(read_whole(directory / "diff.json"))["changes"]
-        reworded = [c["id"] for c in changes if c["kind"] == ChangeKind.REWORDED.value]
+    elif present(directory / "diff.json"):  # merging fresh analysis into a catalog published earlier
+        changes = read_diff(directory / "diff.json").changes
+        reworded = [c.id for c in changes if c.kind == ChangeKind.REWORDED.value]
     else:
         reworded = []
     carried = carry_forward(known, catalog.lines, reworded=reworded)

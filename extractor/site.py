@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import gc
 import os
 import shutil
@@ -23,16 +24,16 @@ from markupsafe import Markup
 
 from extractor.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
 from extractor.atomic import read_whole
-from extractor.catalog import LoadedCatalog
+from extractor.catalog import LoadedCatalog, present
 from extractor.errors import ExtractorError
 from extractor.explain import condition_in_words
 from extractor.listing import first_words
 from extractor.markdown import is_web_address
 from extractor.models import CatalogLine, Record
 from extractor.site_inputs import HistoryEvent, PublishedDiff
-from extractor.write import why_not
+from extractor.write import check_folder, why_not
 
-__all__ = ["MARKER", "SiteSummary", "build_site", "render_site", "write_site"]
+__all__ = ["MARKER", "SiteSummary", "build_site", "check_output", "render_site", "write_site"]
 
 MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
 BUILT = ".extractor-site-files"  # what the build made: the rest of a site's folder is a person's, kept
@@ -71,8 +72,8 @@ class _Highlighter:
         for line in catalog:
             record = line.record
             texts = by_file.setdefault(record.filePath, {})
-            for offset, text in enumerate(record.sourceCode.split("\n")):
-                texts.setdefault(record.sourceCodeStart + offset, text)
+            for number, text in zip(_numbers(record), record.sourceCode.split("\n"), strict=True):
+                texts.setdefault(number, text)
         for path, texts in by_file.items():
             numbers = sorted(texts)
             start = 0
@@ -85,12 +86,20 @@ class _Highlighter:
                     start = i
 
     def window(self, record: Record, marked: range) -> Markup:
-        """The record's source window as HTML, a span per line carrying its number, the marked lines flagged."""
+        """The record's source window as HTML, a span per line carrying its number, the marked lines flagged.
+
+        Its lines are those its `sourceCode` holds, numbered from `sourceCodeStart` (as `add` took them):
+        a record whose `sourceCodeEnd` says otherwise (the model does not tie them) is shown as it is."""
         out = []
-        for n in range(record.sourceCodeStart, record.sourceCodeEnd + 1):
+        for n in _numbers(record):
             css = "line raise" if n in marked else "line"
             out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n)]}</span>')
         return Markup("".join(out))
+
+
+def _numbers(record: Record) -> range:
+    """The numbers of the lines of a record's source window: one per line its `sourceCode` holds."""
+    return range(record.sourceCodeStart, record.sourceCodeStart + record.sourceCode.count("\n") + 1)
 
 
 @cache
@@ -448,16 +457,12 @@ def _made_for(old: Path, output: Path, staging: Path) -> bool:
 def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     """Have `fill` write a site into a new directory beside `output`, then swap it in; return what it returned.
 
-    `output` may be missing, empty, a site built here (it holds MARKER), or a symlink to one. A symlink
-    (and with `link`, a missing `output`) is switched atomically to the new directory; a directory is
-    replaced by two renames, between which it is missing for an instant but never half written.
+    `output` may be missing, empty, a site built here (it holds MARKER), or a symlink to one (see
+    `check_output`). A symlink (and with `link`, a missing `output`) is switched atomically to the new
+    directory; a directory is replaced by two renames, between which it is missing for an instant but never
+    half written.
     """
-    if output.is_symlink():
-        target = output.resolve()
-        if not (target / MARKER).exists():
-            raise ExtractorError(f"{output} points at {target}, which is not a site built by extractor")
-    elif output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / MARKER).exists())):
-        raise ExtractorError(f"{output} exists and is not a site built by extractor: not replacing it")
+    check_output(output)
     parent = output.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -503,6 +508,28 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
         raise
 
 
+def check_output(output: Path) -> None:
+    """Refuse, before any work, an `output` a site cannot be swapped into: a file or a symlink that leads
+    nowhere at its path or above it (see `check_folder`); a folder with something in it, or a symlink to a
+    folder, that is not a site built here; a folder the new site cannot be written beside (the nearest one
+    there is, where what is missing of the way would be made), or a site there that cannot be moved away."""
+    check_folder(output)
+    if output.is_symlink():
+        target = output.resolve()
+        if not (target / MARKER).exists():
+            raise ExtractorError(f"{output} points at {target}, which is not a site built by extractor")
+    elif output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / MARKER).exists())):
+        raise ExtractorError(f"{output} exists and is not a site built by extractor: not replacing it")
+    beside = next(folder for folder in output.absolute().parents if folder.exists())
+    # A folder moved into another one gets its `..` entry rewritten: the old site is written too.
+    moved = output.is_dir() and not output.is_symlink()
+    for folder in (beside, output) if moved else (beside,):
+        if not os.access(folder, os.W_OK | os.X_OK):
+            readonly = os.statvfs(folder).f_flag & os.ST_RDONLY
+            why = os.strerror(errno.EROFS if readonly else errno.EACCES)
+            raise ExtractorError(f"cannot write {output}: {folder}: {why}")
+
+
 def _carry_over(old: Path, staging: Path) -> None:
     """Carry into the new site what a person put in the old one (a CNAME, a `.git` of a pages branch, notes):
     whatever the old build did not make (BUILT lists what it made; a site built before it kept that list:
@@ -511,7 +538,7 @@ def _carry_over(old: Path, staging: Path) -> None:
     made = {str(path.relative_to(staging)) for path in staging.rglob("*") if not path.is_dir()}
     if old.is_dir() and (old / MARKER).exists():
         listed = old / BUILT
-        built = set(read_whole(listed).decode(errors="replace").splitlines()) if listed.exists() else None
+        built = set(read_whole(listed).decode(errors="replace").splitlines()) if present(listed) else None
         folders = {str(parent) for name in built or () for parent in Path(name).parents}
         tops = {name.partition("/")[0] for name in made}
         for path in sorted(old.rglob("*"), key=lambda p: len(p.parts)):
@@ -570,10 +597,7 @@ def _shares(lines: Sequence[CatalogLine], count: int) -> list[list[CatalogLine]]
     for line in lines:
         by_file.setdefault(line.record.filePath, []).append(line)
     # A page's work: rendering it, and highlighting its window (lines a file's windows share count once).
-    work = {
-        path: sum(_PAGE_WORK + line.record.sourceCodeEnd - line.record.sourceCodeStart + 1 for line in group)
-        for path, group in by_file.items()
-    }
+    work = {path: sum(_PAGE_WORK + len(_numbers(line.record)) for line in group) for path, group in by_file.items()}
     shares: list[list[CatalogLine]] = [[] for _ in range(count)]
     loads = [0] * count
     for path in sorted(by_file, key=lambda p: (-work[p], p)):

@@ -4,15 +4,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
-from extractor.atomic import read_whole
-from extractor.catalog import LoadedCatalog, load_catalog, open_catalog
+from extractor.catalog import LoadedCatalog, load_catalog, open_catalog, present, read_document
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
-from extractor.history import HISTORY, read_written
+from extractor.history import HISTORY, HISTORY_MANIFEST, read_written
 from extractor.models import EventKind, LineageEvent, Record, Scope
 from extractor.published import INDEX, catalog_folder, is_root, latest_catalog, read_index
 from extractor.write import RECORDS
@@ -23,6 +23,7 @@ __all__ = [
     "SiteInputs",
     "catalog_folder",
     "open_site_inputs",
+    "read_diff",
     "read_history",
     "read_published_diffs",
 ]
@@ -36,6 +37,11 @@ class _DiffSide(BaseModel):
     records: int
 
 
+# The records each kind of change carries (diff.render_json): a page shows them, so a change without one
+# is no diff the nightly job wrote.
+_SIDES = {"added": ("new",), "removed": ("old",), **dict.fromkeys(("reworded", "moved", "modified"), ("old", "new"))}
+
+
 class _DiffChange(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
@@ -44,6 +50,13 @@ class _DiffChange(BaseModel):
     old: Record | None
     new: Record | None
     fields: list[str] = []
+
+    @model_validator(mode="after")
+    def _has_its_records(self) -> Self:
+        for side in _SIDES.get(self.kind, ()):
+            if getattr(self, side) is None:
+                raise ValueError(f"a {self.kind} change without its {side} record")
+        return self
 
 
 class _DiffDocument(BaseModel):
@@ -95,15 +108,19 @@ def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -
     diffs = []
     for entry in entries:
         folder = catalog_folder(root, entry.sha, scope)
-        if folder is None or not (folder / "diff.json").exists():
+        if folder is None or not present(folder / "diff.json"):
             continue
-        diff_path = folder / "diff.json"
-        try:
-            document = _DiffDocument.model_validate_json(read_whole(diff_path))
-        except (ValidationError, OSError) as error:
-            raise CatalogError(f"{diff_path}: not a valid diff: {str(error).splitlines()[0]}") from None
-        diffs.append(PublishedDiff(entry.sha, entry.committedAt, document))
+        diffs.append(PublishedDiff(entry.sha, entry.committedAt, read_diff(folder / "diff.json")))
     return diffs
+
+
+def read_diff(path: Path) -> _DiffDocument:
+    """Read a diff.json the nightly job published (see diff.render_json), validated: what is wrong names the
+    file and the field."""
+    document = read_document(path, _DiffDocument, "diff")
+    if document is None:
+        raise CatalogError(f"no diff at {path}")
+    return document
 
 
 def open_site_inputs(
@@ -120,6 +137,8 @@ def open_site_inputs(
     path = Path(spec)
     directory: Path | None = None
     diffs: list[PublishedDiff] = []
+    if path.is_dir():  # (is_root takes an index.json that leads nowhere for none, and the folder for no catalog)
+        present(path / INDEX)
     if is_root(path):
         directory = latest_catalog(path, options.scope)
         catalog = load_catalog(directory)
@@ -128,12 +147,12 @@ def open_site_inputs(
         catalog = open_catalog(spec, repo=repo, options=options)
         if path.is_dir() and (path / RECORDS).exists():
             directory = path
-            if (path.parent / INDEX).exists() and catalog.manifest is not None:
+            if present(path.parent / INDEX) and catalog.manifest is not None:
                 scope = catalog.manifest.scope
                 diffs = read_published_diffs(path.parent, scope=scope, upto=catalog.manifest.sha)
-    if analysis is None and directory is not None and (directory / ANALYSIS).exists():
+    if analysis is None and directory is not None and present(directory / ANALYSIS):
         analysis = directory / ANALYSIS
-    if history is None and directory is not None and (directory.parent / HISTORY).exists():
+    if history is None and directory is not None and present(directory.parent / HISTORY):
         history = directory.parent / HISTORY  # the nightly job's rolling history, beside its index
     return SiteInputs(
         catalog=catalog,
@@ -157,6 +176,7 @@ def _event_detail(event: LineageEvent) -> str:
 def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
     """Read history.jsonl (or the directory holding it), as the history command writes it, into the events of
     each id a check ever had. Dates come from history.json beside it, when there is one."""
+    present((path if path.is_dir() else path.parent) / HISTORY_MANIFEST)  # (read_written takes a link for none)
     lineages, manifest = read_written(path)
     dates = {revision.revision: revision.committedAt for revision in manifest.revisions} if manifest else {}
     history: dict[str, list[HistoryEvent]] = {}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from extractor.cli import main
 from extractor.extract import ExtractOptions
 from extractor.models import Manifest, Scope
 from extractor.write import MANIFEST, RECORDS, records_digest
-from tests.conftest import GitRepo, copy_scans, git
+from tests.conftest import GitRepo, cli, copy_scans, git
 
 V1 = 'def f(n):\n    if n:\n        raise ValueError("first check")\n'
 V2 = V1 + 'def g(n):\n    raise ValueError(f"second check {n}")\n'
@@ -365,3 +367,124 @@ def test_a_night_that_fails_leaves_what_was_published_as_it_was(bare: Path, tmp_
     before = set(snapshot(out))
     assert run(base) == 2
     assert set(snapshot(out)) == before
+
+
+@contextlib.contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """Make `folder` one nobody can write into: by its mode, or as root (whom a mode does not stop) by the
+    immutable attribute; skip where neither holds."""
+    folder.mkdir(exist_ok=True)
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        pytest.skip("as root only an immutable folder cannot be written, and chattr +i does not work here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def lsnapshot(output: Path) -> dict[str, int]:
+    """What `snapshot` says, symlinks taken as themselves (one round a loop has no target to stat)."""
+    return {str(p.relative_to(output)): p.lstat().st_mtime_ns for p in sorted(output.rglob("*"))}
+
+
+@pytest.mark.parametrize("target", ["a folder of the user's", "a link to a folder of the user's", "a read-only folder"])
+def test_a_site_that_cannot_go_where_asked_is_refused_before_the_night_publishes(
+    bare: Path, tmp_path: Path, target: str
+) -> None:
+    """`--site` is checked as the site step checks it, before anything is published: a night that would fail
+    there leaves the published state (index, history, catalogs) as it was, and the user's folder too."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    readonly = tmp_path / "readonly"
+    if target == "a folder of the user's":
+        site, message = mine, f"{mine} exists and is not a site built by extractor: not replacing it"
+    elif target == "a link to a folder of the user's":
+        site = tmp_path / "link"
+        site.symlink_to(mine)
+        message = f"{site} points at {mine.resolve()}, which is not a site built by extractor"
+    else:
+        site, message = readonly / "site", f"cannot write {readonly / 'site'}: {readonly}: Permission denied"
+    move(bare, "v2")
+    before = snapshot(out)
+    with read_only(readonly) if target == "a read-only folder" else contextlib.nullcontext():
+        result = cli(*base, "--site", str(site))
+    assert (result.returncode, result.stderr) == (2, f"extractor: error: {message}\n")
+    assert snapshot(out) == before
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+def test_an_up_to_date_root_that_cannot_be_written_is_still_nothing_to_do(bare: Path, tmp_path: Path) -> None:
+    """The site target's checks come after the no-op test: a published copy that cannot be written (a
+    read-only mount) whose index and site are current needs no write, so it is not refused."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet", "--site"]
+    assert main(base) == 0
+    with read_only(out):
+        assert main(base) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "to"),
+    [
+        ("index.json", "index.json"),
+        ("index.json", "gone.json"),
+        ("history.json", "history.json"),
+        ("history.jsonl", "history.jsonl"),
+    ],
+)
+def test_a_published_file_that_leads_nowhere_is_one_error_line_not_a_fresh_start(
+    bare: Path, tmp_path: Path, name: str, to: str
+) -> None:
+    """A symlink that leads nowhere (round a loop, or to nothing) where the index or the rolling history is
+    read back is refused as a folder or a FIFO there is, not taken for no index (or history) yet."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    (out / name).unlink()
+    (out / name).symlink_to(to)
+    move(bare, "v2")
+    before = lsnapshot(out)
+    result = cli(*base)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"extractor: error: cannot read {out / name}: it is a symlink to {to}, which leads nowhere\n",
+    )
+    assert lsnapshot(out) == before
+
+
+@pytest.mark.parametrize("damage", ["a cut diff.json", "an analysis.jsonl that leads nowhere"])
+def test_fresh_analysis_merged_into_a_published_catalog_says_what_beside_it_cannot_be_read(
+    bare: Path, tmp_path: Path, damage: str
+) -> None:
+    """Merging analysis into the catalog published already reads its diff.json (the reworded records) and
+    its analysis.jsonl back: one that cannot be read is one line naming it, never read as none."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    second = move(bare, "v2")
+    assert main(base) == 0
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_text("")
+    if damage == "a cut diff.json":
+        path = out / second / "diff.json"
+        path.write_text('{"old": ')
+        message = f"{path}: not a valid diff: the document: Invalid JSON"
+    else:
+        path = out / second / "analysis.jsonl"
+        path.unlink()
+        path.symlink_to("analysis.jsonl")
+        message = f"cannot read {path}: it is a symlink to analysis.jsonl, which leads nowhere"
+    result = cli(*base, "--analysis", str(fresh))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"extractor: error: {message}")

@@ -845,3 +845,99 @@ def test_every_reader_takes_a_nightly_root_for_its_latest_catalog(published: dic
     matched = cli("match", "--catalog", root, text, cwd=tmp_path)
     assert matched.returncode in (0, 1) and matched.stdout == cli("match", "--catalog", latest, text).stdout
     assert cli("diff", root, latest, cwd=tmp_path).returncode == 0  # the same catalog: no difference
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"sourceCodeStart": -3}, id="a negative first line"),
+        pytest.param({"sourceCode": ""}, id="no source code"),
+        pytest.param({"sourceCodeEnd": 1000}, id="an end past its source code"),
+    ],
+)
+def test_a_record_whose_window_disagrees_with_its_bounds_is_read_by_every_reader_and_shown_as_it_holds(
+    published: dict[str, Any], tmp_path: Path, change: dict[str, Any]
+) -> None:
+    """The model ties neither a window's first line to 1 nor its text to its bounds: what match, explain and
+    diff read, the site shows too, a line per line of its sourceCode numbered from its sourceCodeStart."""
+    line = by_message(lines_of(published["v1"]), "is smaller than")
+    data = line.model_dump(mode="json", by_alias=True)
+    data["record"].update(change)
+    catalog = tmp_path / "records.jsonl"  # alone, as `--output -` writes it: no manifest to seal it
+    catalog.write_text(json.dumps(data) + "\n")
+    site = tmp_path / "site"
+    build("--catalog", str(catalog), "--output", str(site))
+    page = (site / "errors" / f"{line.record.id}.html").read_text()
+    record = CatalogLine.model_validate(data).record
+    numbers = [int(n) for n in re.findall(r'data-n="(-?\d+)"', page)]
+    assert numbers == list(range(record.sourceCodeStart, record.sourceCodeStart + len(record.sourceCode.split("\n"))))
+    for reader in (
+        ["explain", "--catalog", str(catalog), line.record.id],
+        ["diff", str(catalog), str(catalog)],
+        ["match", "--catalog", str(catalog), "ValueError: max_len is smaller than max_num_seqs: 1 < 2."],
+    ):
+        result = cli(*reader)
+        assert result.returncode == 0 and result.stderr == "", (reader, result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("kind", "side"), [("reworded", "old"), ("reworded", "new"), ("modified", "new"), ("added", "new")]
+)
+def test_a_published_diff_without_a_record_its_kind_shows_is_one_error_line_naming_it(
+    published: dict[str, Any], tmp_path: Path, kind: str, side: str
+) -> None:
+    """A page shows both records of a reworded, moved or modified change, and the one of an added or
+    removed change: diff.json without it is refused where it is read, naming the file and the change."""
+    root = shutil.copytree(published["root"], tmp_path / "pub", symlinks=True)
+    diff = folder(root, published["shas"]["v2"]) / "diff.json"
+    document = json.loads(diff.read_text())
+    (number,) = [i for i, change in enumerate(document["changes"]) if change["kind"] == kind]
+    document["changes"][number][side] = None
+    diff.write_text(json.dumps(document))
+    result = cli("site", "--catalog", str(root), "--output", str(tmp_path / "site"))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"extractor: error: {diff}: not a valid diff: changes.{number}: Value error, a {kind} change without its "
+        f"{side} record\n"
+    )
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("name", ["index.json", "history.jsonl", "history.json", "analysis.jsonl", "diff.json"])
+def test_a_file_the_site_reads_back_that_leads_nowhere_is_one_error_line_not_left_out(
+    published: dict[str, Any], tmp_path: Path, name: str
+) -> None:
+    """A symlink that leads nowhere (here, round a loop) where a nightly root's index, history, or a catalog's
+    analysis or diff goes is no missing file: the site would be built without what it holds, saying nothing."""
+    root = shutil.copytree(published["root"], tmp_path / "pub", symlinks=True)
+    place = root if name.startswith(("index", "history")) else folder(root, published["shas"]["v2"])
+    (place / name).unlink()
+    (place / name).symlink_to(name)
+    result = cli("site", "--catalog", str(root), "--output", str(tmp_path / "site"))
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == f"extractor: error: cannot read {place / name}: it is a symlink to {name}, which leads nowhere\n"
+    )
+    assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("alone", [False, True], ids=["a catalog folder", "its records.jsonl"])
+def test_a_manifest_that_leads_nowhere_is_one_error_line_for_every_reader(
+    published: dict[str, Any], tmp_path: Path, alone: bool
+) -> None:
+    """A manifest.json that is a symlink leading nowhere is no missing manifest: not a catalog whose run did
+    not finish, nor records.jsonl alone, whose checksum there is then none to check."""
+    catalog = shutil.copytree(published["v2"], tmp_path / "catalog")
+    (catalog / "manifest.json").unlink()
+    (catalog / "manifest.json").symlink_to("manifest.json")
+    given = catalog / "records.jsonl" if alone else catalog
+    manifest = catalog / "manifest.json"
+    message = f"extractor: error: cannot read {manifest}: it is a symlink to manifest.json, which leads nowhere\n"
+    for reader in (
+        ["site", "--catalog", str(given), "--output", str(tmp_path / "site")],
+        ["list", "--catalog", str(given)],
+    ):
+        result = cli(*reader)
+        assert (result.returncode, result.stderr) == (2, message)
+    assert not (tmp_path / "site").exists()
