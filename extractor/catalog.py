@@ -6,10 +6,10 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from extractor._version import __version__
 from extractor.atomic import read_whole
@@ -36,6 +36,8 @@ __all__ = [
     "load_catalog",
     "looks_like_path",
     "open_catalog",
+    "present",
+    "read_document",
     "release_commit",
 ]
 
@@ -133,15 +135,36 @@ def load_catalog(path: Path) -> LoadedCatalog:
     return LoadedCatalog(tuple(lines), manifest, sha, revision)
 
 
-def _read_manifest(path: Path) -> Manifest | None:
-    if not path.exists():
+_Document = TypeVar("_Document", bound=BaseModel)
+
+
+def present(path: Path) -> bool:
+    """Whether there is something at `path`, a file to read back: False where nothing is. A symlink that
+    leads nowhere (to nothing, or round a loop of links) is an error naming it, never taken for no file
+    (`Path.exists` says False for both, and a reader would start afresh, or read nothing, without a word)."""
+    if path.exists():
+        return True
+    if path.is_symlink():
+        raise CatalogError(f"cannot read {path}: it is {leading_nowhere(path)}")
+    return False
+
+
+def read_document(path: Path, model: type[_Document], what: str, *, advice: str = "") -> _Document | None:
+    """A JSON document read back (a manifest, a nightly index, a diff), validated: None where there is none
+    (a symlink that leads nowhere is no "none": see `present`); what is wrong names the file, then the
+    field, then `advice`."""
+    if not present(path):
         return None
     try:
-        return Manifest.model_validate_json(read_whole(path))
+        return model.model_validate_json(read_whole(path))
     except OSError as error:
         raise CatalogError(f"cannot read {path}: {error.strerror or error}") from None
     except ValidationError as error:
-        raise CatalogError(f"{path}: not a valid manifest: {first_problem(error)}") from None
+        raise CatalogError(f"{path}: not a valid {what}: {first_problem(error)}{advice}") from None
+
+
+def _read_manifest(path: Path) -> Manifest | None:
+    return read_document(path, Manifest, "manifest")
 
 
 def first_problem(error: ValidationError) -> str:
@@ -193,7 +216,9 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
         return LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, spec)
     path = _expand(spec)
-    if path.is_file() or (path / RECORDS).is_file():
+    # A catalog's file, or a folder holding one, however it fails to be read (a FIFO, a folder in its place:
+    # load_catalog says which), is read as one, never taken for no catalog at all.
+    if (path.exists() and not path.is_dir()) or os.path.lexists(path / RECORDS):
         return load_catalog(path)
     # Something is there by that name (a folder, a dangling symlink, a loop of them): never a revision to clone.
     there = path.is_dir() or os.path.lexists(path)

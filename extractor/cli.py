@@ -774,12 +774,12 @@ def _lineages_of(args: argparse.Namespace) -> _Followed | None:
     """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
     if not args.history:
         return None
-    from extractor.catalog import looks_like_path
+    from extractor.catalog import looks_like_path, present
     from extractor.git import is_url
     from extractor.history import build_history, followed, list_revisions, read_written
 
     path = Path(args.history)
-    if path.exists():
+    if present(path):  # (a symlink that leads nowhere is an error, not revisions to follow)
         lineages, manifest = read_written(path)
         return _Followed(lineages, manifest.revisions[0].revision if manifest and manifest.revisions else None)
     spec = args.history
@@ -988,11 +988,12 @@ def _run_site(argv: Sequence[str]) -> int:
     import time
 
     from extractor.listing import counted
-    from extractor.site import build_site
+    from extractor.site import build_site, check_output
     from extractor.site_inputs import open_site_inputs
 
     output = _folder(args.output, "site")
     assert output is not None  # (a required option)
+    check_output(output)  # before the catalog is read (or extracted): a folder that is no site is refused at once
     started = time.monotonic()
     inputs = open_site_inputs(
         args.catalog,

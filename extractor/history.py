@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.atomic import read_whole
-from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem
+from extractor.catalog import RELEASE_PREFIX, LoadedCatalog, first_problem, present, read_document
 from extractor.diff import (
     ChangeKind,
     Check,
@@ -658,7 +658,7 @@ def read_history(directory: Path, *, options: ExtractOptions | None = None) -> H
     """Read DIR/history.jsonl and DIR/history.json back; None where there is none or it is not whole
     (the manifest, written last, counts the lines)."""
     lines_path, manifest_path = directory / HISTORY, directory / HISTORY_MANIFEST
-    if not manifest_path.exists():
+    if not present(manifest_path):
         return None
     try:
         manifest = HistoryManifest.model_validate_json(read_whole(manifest_path))
@@ -706,14 +706,9 @@ def read_written(path: Path) -> tuple[list[Lineage], HistoryManifest | None]:
     counts means the history was cut or altered."""
     lineages = load_lineages(path)
     manifest_path = (path if path.is_dir() else path.parent) / HISTORY_MANIFEST
-    if not manifest_path.exists():
+    manifest = read_document(manifest_path, HistoryManifest, "history manifest")
+    if manifest is None:
         return lineages, None
-    try:
-        manifest = HistoryManifest.model_validate_json(read_whole(manifest_path))
-    except OSError as error:
-        raise CatalogError(f"cannot read {manifest_path}: {error.strerror or error}") from None
-    except ValidationError as error:
-        raise CatalogError(f"{manifest_path}: not a valid history manifest: {first_problem(error)}") from None
     if manifest.lineages != len(lineages):
         raise CatalogError(
             f"{path} holds {len(lineages)} lineages but {manifest_path} counts {manifest.lineages}: "

@@ -1109,6 +1109,47 @@ def test_a_path_that_leads_out_of_the_repository_is_refused(
     assert_one_line_error(result, f"{option} {path} leads out of the repository")
 
 
+def test_a_file_read_back_that_leads_nowhere_or_is_no_file_is_said_so_by_every_reader(
+    place: Path, git_repo: GitRepo
+) -> None:
+    """A symlink loop where a history's manifest or a nightly root's index is read back is an error naming
+    it, never taken for none (a history without dates, a folder that is no root); a catalog's records.jsonl
+    that is a folder or a FIFO is a catalog that cannot be read, never "no catalog at" the path."""
+    repo = ["--repo", str(git_repo.path)]
+    assert cli("history", "v1", *repo, "--output", "h", "-q", cwd=place).returncode == 0
+    (place / "h" / "history.json").unlink()
+    (place / "h" / "history.json").symlink_to("history.json")
+    for command in (["explain", "--catalog", "v1", "x"], ["match", "--catalog", "v1", "ValueError: x"]):
+        result = cli(*command, *repo, "--history", "h", cwd=place)
+        assert_one_line_error(result, "h/history.json: it is a symlink")
+
+    root = place / "root"
+    root.mkdir()
+    (root / "index.json").symlink_to("index.json")
+    for command in (["list", "--catalog", "root"], ["site", "--catalog", "root", "--output", "site"]):
+        assert_one_line_error(cli(*command, cwd=place), "root/index.json: it is a symlink")
+
+    assert cli("--sha", "v1", *repo, "--output", "out", "-q", cwd=place).returncode == 0
+    (catalog,) = (place / "out").iterdir()
+    (catalog / "records.jsonl").unlink()
+    (catalog / "records.jsonl").mkdir()
+    assert_one_line_error(cli("list", "--catalog", str(catalog), cwd=place), "cannot read catalog")
+    (catalog / "records.jsonl").rmdir()
+    os.mkfifo(catalog / "records.jsonl")
+    for spec in (catalog, catalog / "records.jsonl"):
+        assert_one_line_error(cli("list", "--catalog", str(spec), cwd=place), "cannot read catalog", "FIFO")
+
+
+def test_site_refuses_an_output_that_is_no_site_before_reading_the_catalog(place: Path, git_repo: GitRepo) -> None:
+    """A folder of the user's at --output is refused before the catalog is extracted: a revision that
+    does not even exist is not looked up."""
+    (place / "mine").mkdir()
+    (place / "mine" / "notes.txt").write_text("mine")
+    result = cli("site", "--catalog", "no-such-revision", "--repo", str(git_repo.path), "--output", "mine", cwd=place)
+    assert_one_line_error(result, "mine exists and is not a site built by extractor")
+    assert (place / "mine" / "notes.txt").read_text() == "mine"
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
