@@ -12,7 +12,7 @@ from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
 from extractor.catalog import LoadedCatalog, load_catalog, open_catalog, present, read_document
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
-from extractor.history import HISTORY, HISTORY_MANIFEST, read_written
+from extractor.history import HISTORY, read_written
 from extractor.models import EventKind, LineageEvent, Record, Scope
 from extractor.published import INDEX, catalog_folder, is_root, latest_catalog, read_index
 from extractor.write import RECORDS
@@ -137,8 +137,6 @@ def open_site_inputs(
     path = Path(spec)
     directory: Path | None = None
     diffs: list[PublishedDiff] = []
-    if path.is_dir():  # (is_root takes an index.json that leads nowhere for none, and the folder for no catalog)
-        present(path / INDEX)
     if is_root(path):
         directory = latest_catalog(path, options.scope)
         catalog = load_catalog(directory)
@@ -176,7 +174,6 @@ def _event_detail(event: LineageEvent) -> str:
 def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
     """Read history.jsonl (or the directory holding it), as the history command writes it, into the events of
     each id a check ever had. Dates come from history.json beside it, when there is one."""
-    present((path if path.is_dir() else path.parent) / HISTORY_MANIFEST)  # (read_written takes a link for none)
     lineages, manifest = read_written(path)
     dates = {revision.revision: revision.committedAt for revision in manifest.revisions} if manifest else {}
     history: dict[str, list[HistoryEvent]] = {}
