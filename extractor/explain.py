@@ -1,6 +1,7 @@
 # Explain: one record as a page: message, where, the condition in words, the fields and flags, related errors.
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -9,7 +10,7 @@ from extractor import markdown
 from extractor.errors import ExtractorError
 from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
-from extractor.progress import shown as escaped
+from extractor.progress import one_line, shown
 from extractor.similarity import WITHIN_FUNCTION, similarity
 from extractor.write import dumps_document
 
@@ -45,8 +46,8 @@ def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str |
     """The one owner the named keys share, None if none; several is an error that lists them."""
     found = sorted({owner for key in named for owner in owners[key]})
     if len(found) > 1:  # shown as typed: the slugs a slug prefix names, the ids an id prefix names
-        shown = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
-        raise ExtractorError(f"{query!r} is the start of {len(found)} records' ids or slugs ({shown}); say more")
+        listed = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+        raise ExtractorError(f"{query!r} is the start of {len(found)} records' ids or slugs ({listed}); say more")
     return found[0] if found else None
 
 
@@ -113,8 +114,8 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
             continue
         where = [f"{s.filePath}:{s.lineNumber}" for s in template.places() if set(s.releases) & set(run)]
         span = run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}"
-        shown = ", ".join(where) if len(where) <= 3 else f"{where[0]}, ... {where[-1]} ({len(where)} places)"
-        parts.append(f"raised in {span} at {shown}")
+        places = ", ".join(where) if len(where) <= 3 else f"{where[0]}, ... {where[-1]} ({len(where)} places)"
+        parts.append(f"raised in {span} at {places}")
         if label:
             parts.append(f"{_fate(template, run[-1], label, templates)} in {label}")
         run = []
@@ -159,9 +160,9 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
 
 def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, str]] | None:
     templates = index.matcher.templates
-    shown = {f"{t.places()[-1].slug} [{t.places()[-1].id}]": t for t in templates}
+    named = {f"{t.places()[-1].slug} [{t.places()[-1].id}]": t for t in templates}
     names: dict[str, list[str]] = {}
-    for name, template in shown.items():
+    for name, template in named.items():
         for site in template.places():
             for key in (site.id, site.slug):
                 owners = names.setdefault(key, [])
@@ -169,7 +170,7 @@ def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, s
                     owners.append(name)
     owner = _unique(_by_name(names, query), names, query)
     if owner is not None:
-        return shown[owner], {}
+        return named[owner], {}
     matches = index.matcher.match(query).matches
     return (matches[0].template, matches[0].values) if matches else None
 
@@ -203,6 +204,11 @@ def _how_set(field: FieldRef, *, cell: Callable[[str], str] = str, code: Callabl
     if field.via:
         return f"{cell(field.via)} (JSON key {code(field.key or '')})"
     return cell(field.reason or "")
+
+
+def _one_line(path: str) -> str:
+    """A file's path on the line of text that shows it: a line break in its name shown as `\\n`."""
+    return one_line(path, limit=sys.maxsize)
 
 
 def _cell(text: str) -> str:
@@ -246,7 +252,7 @@ def render(explanation: Explanation, *, format: str) -> str:
         return dumps_document(document).decode()
     resolved = [f for f in line.extraction.fields if f.resolved]
     unresolved = [f for f in line.extraction.fields if not f.resolved]
-    where = f"{record.filePath}:{record.lineNumber}"
+    where = f"{record.filePath}:{record.lineNumber}"  # (Markdown: a link's text, on one line)
     if format == "markdown":
         out = [
             f"# {markdown.text(record.errorClass)}: {markdown.text(record.slug)}",
@@ -287,11 +293,11 @@ def render(explanation: Explanation, *, format: str) -> str:
                 f"{markdown.text(_short(r, 100))}"
                 for r in explanation.related
             ]
-        return escaped("\n".join(out) + "\n")
+        return shown("\n".join(out) + "\n")
     out = [
         f"{record.errorClass}: {record.errorMessage}",
         "",
-        f"Thrown at  {where}  ({line.extraction.function})",
+        f"Thrown at  {_one_line(where)}  ({line.extraction.function})",
         f"           {record.githubUrl}",
         f"When       {condition_in_words(line)}",
     ]
@@ -313,5 +319,7 @@ def render(explanation: Explanation, *, format: str) -> str:
         out += ["", "Also read  " + ", ".join(f"{f.expression} ({f.reason})" for f in unresolved)]
     if explanation.related:
         out += ["", "Related errors"]
-        out += [f"  {r.record.filePath}:{r.record.lineNumber}  {_short(r, 90)}" for r in explanation.related]
+        out += [
+            f"  {_one_line(f'{r.record.filePath}:{r.record.lineNumber}')}  {_short(r, 90)}" for r in explanation.related
+        ]
     return "\n".join(out) + "\n"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ import orjson
 from extractor import markdown
 from extractor.models import CatalogLine
 from extractor.options import scope_path
-from extractor.progress import shown
+from extractor.progress import one_line, shown
 from extractor.suggest import close_to
 from extractor.write import dumps_document
 
@@ -87,9 +88,9 @@ def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
         keys = ("id", "slug", "errorClass", "filePath", "lineNumber", "errorMessage")
         return "".join(orjson.dumps({key: getattr(line.record, key) for key in keys}).decode() + "\n" for line in lines)
     rows = [
-        (f"{r.filePath}:{r.lineNumber}", r.errorClass, r.slug, first_words(r.errorMessage))
+        (one_line(f"{r.filePath}:{r.lineNumber}", limit=sys.maxsize), r.errorClass, r.slug, first_words(r.errorMessage))
         for r in (line.record for line in lines)
-    ]
+    ]  # (a file's name may hold a line break: shown as `\n`, the row stays one line)
     header = ("file:line", "class", "slug", "message")
     if format == "markdown":
         cells = ((markdown.code(a), markdown.text(b), markdown.code(c), markdown.text(d)) for a, b, c, d in rows)

@@ -1150,6 +1150,19 @@ def test_site_refuses_an_output_that_is_no_site_before_reading_the_catalog(place
     assert (place / "mine" / "notes.txt").read_text() == "mine"
 
 
+def test_a_file_name_with_a_line_break_stays_on_its_row_in_text_for_people(git_repo: GitRepo, tmp_path: Path) -> None:
+    """list's table and explain's page show a path on the line that names it: a line break in a file's
+    name (git keeps it as it is) is shown as `\\n`, not a row broken in two."""
+    git_repo.commit({"vllm/config/a\nb.py": "raise ValueError('broken name')\n"}, tag="v1")
+    repo = ["--repo", str(git_repo.path)]
+    listed = cli("list", "--catalog", "v1", *repo, cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1].startswith("vllm/config/a\\nb.py:1  ValueError")
+    assert len(listed.stdout.splitlines()) == 2
+    explained = cli("explain", "--catalog", "v1", *repo, "broken-name", cwd=tmp_path)
+    assert "Thrown at  vllm/config/a\\nb.py:1  (<module>)" in explained.stdout.splitlines()
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
