@@ -97,8 +97,9 @@ def atomic_write_all(files: Sequence[tuple[Path, Content]]) -> None:
     for path, _ in files:
         if path.is_dir():
             raise ExtractorError(f"cannot write {path}: a directory is in the way")
-    # A symlink is written through, as the shell's `>` writes (the file it names replaced, the link kept).
-    files = [(Path(os.path.realpath(path)) if path.is_symlink() else path, data) for path, data in files]
+    # A symlink is written through, as the shell's `>` writes (the file it names replaced, the link kept);
+    # and as there, into a folder that is there: the folders a link names are not made (a stale link's).
+    files = [(_through(path) if path.is_symlink() else path, data) for path, data in files]
     try:
         replace_files(files)
     except OSError as error:  # named by the file it was about (not by its temporary twin), else the folder
@@ -106,6 +107,14 @@ def atomic_write_all(files: Sequence[tuple[Path, Content]]) -> None:
         about = next((path for path, _ in files if named == path.name or named.startswith(f".{path.name}.")), None)
         where = about or (files[0][0] if len(files) == 1 else files[0][0].parent)
         raise ExtractorError(f"cannot write {where}: {why_not(about or files[0][0], error)}") from None
+
+
+def _through(link: Path) -> Path:
+    """The file a symlink to be written leads to, in a folder that is there."""
+    target = Path(os.path.realpath(link))
+    if not target.parent.is_dir():
+        raise ExtractorError(f"cannot write {link}: it is a symlink to {target}, in no folder that exists")
+    return target
 
 
 def why_not(path: Path, error: OSError) -> str:

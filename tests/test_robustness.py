@@ -793,20 +793,23 @@ def test_listing_an_empty_catalog_says_it_holds_no_record(tmp_path: Path) -> Non
         (["history", "v1", "--output", "afile"], "afile is a file, where a folder goes"),
         (["diff", "v1", "v1", "--output", "afile/d.json"], "afile is a file, where a folder goes"),
         (["site", "--catalog", "v1", "--output", "afile/site"], "afile is a file, where a folder goes"),
+        (["diff", "v1", "v1", "--output", "stale.json"], "stale.json: it is a symlink to "),
     ],
-    ids=["extraction", "dangling", "history", "diff", "site"],
+    ids=["extraction", "dangling", "history", "diff", "site", "a link into no folder"],
 )
 def test_a_file_where_a_folder_goes_is_named(git_repo: GitRepo, tmp_path: Path, args: list[str], where: str) -> None:
-    """The system's "File exists" or "Not a directory" for a path under a file says which file is in the way."""
+    """The system's "File exists" or "Not a directory" for a path under a file says which file is in the way;
+    a symlink written through leads into a folder that is there, as the shell's `>` needs."""
     git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n"}, tag="v1")
     work = tmp_path / "work"
     work.mkdir()
     (work / "afile").write_text("mine")
     (work / "dangling").symlink_to("nowhere")
+    (work / "stale.json").symlink_to("gone/deep/diff.json")  # written through as `>` would: the folders not made
     result = cli(*args, "--repo", str(git_repo.path), "--quiet", cwd=work)
     assert (result.returncode, result.stderr.count("\n")) == (2, 1), result.stderr
     assert result.stderr.startswith("extractor: error: cannot write ") and where in result.stderr
-    assert sorted(p.name for p in work.iterdir()) == ["afile", "dangling"]
+    assert sorted(p.name for p in work.iterdir()) == ["afile", "dangling", "stale.json"]
 
 
 def test_match_with_standard_input_closed_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
