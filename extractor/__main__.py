@@ -1,4 +1,10 @@
 # Entry point for `python -m extractor`.
-from extractor.cli import run
+import sys
+
+try:
+    from extractor.cli import run
+except KeyboardInterrupt:  # a Ctrl-C before the command line is ready to take it: still its one line
+    print("extractor: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 run()

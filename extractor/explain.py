@@ -144,6 +144,8 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
         (spec,) = expand_specs(specs)
         return find_in(open_catalog(spec, repo=repo, options=options), query)
     index = match_index(specs, repo=repo, options=options)
+    if len(index.specs) == 1:  # the same catalog named twice (a folder, and its records.jsonl): it alone
+        return find_in(open_catalog(index.specs[0], repo=repo, options=options), query)
     found = _find_template(index, query)
     if found is None:
         return None

@@ -53,7 +53,27 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     global _received
     if _received is None:
         _received = signum
+    if _importing(frame):
+        # A module is being imported: its compiled part may not survive an exception raised inside it (a
+        # Ctrl-C during orjson's import crashed the interpreter). The signal comes again shortly, and the
+        # interrupt is raised once the import is done.
+        later = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
+        later.daemon = True
+        later.start()
+        return
     raise Interrupted(signum)
+
+
+_AGAIN = 0.01  # seconds after which a signal that landed inside an import is sent again
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether the frame is (or is called from) the import system's: a module's import is under way."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextlib.contextmanager

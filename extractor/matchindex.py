@@ -137,6 +137,7 @@ def match_index(
             progress(f"catalog {done} of {len(expanded)}: {expanded[number]}")
         loaded[number] = open_catalog(expanded[number], repo=repo, options=options)
     catalogs: list[tuple[str, str, LoadedCatalog]] = []
+    kept: list[str] = []  # the spec each catalog kept was opened from
     opened: set[tuple[str, str, str]] = set()
     for number, spec in enumerate(expanded):
         catalog = loaded[number]
@@ -147,8 +148,9 @@ def match_index(
                 continue
             opened.add(held)
         catalogs.append((label, _origin(spec), catalog))
+        kept.append(spec)
     labels = tuple(label for label, _, _ in catalogs)
-    index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(expanded))
+    index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept))
     if cacheable:
         _write(path, index)
     return index

@@ -56,6 +56,18 @@ def test_an_ambiguous_prefix_lists_what_it_could_mean(catalog: str) -> None:
     assert len(shown) == 2 and all(slug.startswith("speculative-decoding") for slug in shown)  # as typed: slugs
 
 
+def test_the_same_catalog_named_twice_is_explained_as_one(catalog: str, tmp_path: Path) -> None:
+    """A folder and its own records.jsonl, the folder spelled another way, or a copy: one catalog (match
+    keeps one of them), explained as when named once; it raised "max() arg is an empty sequence"."""
+    import shutil
+
+    once = explain(catalog, "speculative-decoding-needs")
+    copy = shutil.copytree(catalog, tmp_path / "copy")
+    for other in (f"{catalog}/records.jsonl", f"{catalog}/.", str(copy)):
+        twice = cli("explain", "--catalog", catalog, "--catalog", other, "speculative-decoding-needs")
+        assert (twice.returncode, twice.stdout, twice.stderr) == (0, once.stdout, ""), other
+
+
 def test_markdown_related_errors_are_never_cut_inside_a_placeholder(catalog: str) -> None:
     by_line = records(catalog)
     markdown = explain(catalog, by_line[5]["id"], "--format", "markdown").stdout

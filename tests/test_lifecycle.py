@@ -225,3 +225,27 @@ run()
     manifest = orjson.loads((records.parent / "manifest.json").read_bytes())
     assert manifest["recordsSha256"] == hashlib.sha256(records.read_bytes()).hexdigest()
     assert sorted(path.name for path in records.parent.iterdir()) == ["manifest.json", "records.jsonl"]
+
+
+def test_a_stop_signal_inside_an_import_is_raised_once_the_import_is_done(tmp_path: Path) -> None:
+    """A module's compiled part may not survive an exception raised inside its import (a Ctrl-C during
+    orjson's crashed the interpreter, exit 139): a signal that lands while a module is imported is raised
+    once the import is done, as an interrupt, and the run still ends as interrupted."""
+    (tmp_path / "slow_module.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nfinished = True\n"
+    )
+    script = """
+import sys, time
+from extractor.lifecycle import Interrupted, interruption, signals_as_interrupts
+sys.path.insert(0, sys.argv[1])
+try:
+    with signals_as_interrupts():
+        import slow_module
+        print("imported whole:", slow_module.finished, flush=True)
+        time.sleep(5)  # the interrupt comes here, after the import
+        print("never interrupted", flush=True)
+except Interrupted as interrupt:
+    print("interrupted after it:", interrupt.signum, interruption(interrupt), flush=True)
+"""
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.stdout.splitlines() == ["imported whole: True", f"interrupted after it: {signal.SIGINT} 130"]
