@@ -51,29 +51,32 @@ def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str |
     return found[0] if found else None
 
 
-def find(lines: Sequence[CatalogLine], query: str) -> Explanation | None:
-    """Look a record up by id, slug, a unique prefix of either, then as a rendered message (through `match`)."""
+def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Explanation | None:
+    """Look a record up by id, slug, a unique prefix of either, then as a rendered message (through `match`);
+    `origin` names the catalog's file in what is wrong with one of its lines."""
     return _find(
         [line.record.id for line in lines],
         [line.record.slug for line in lines],
         lambda: map(Row.of, lines),
         lines.__getitem__,
         query,
+        origin,
     )
 
 
-def find_in(catalog: LoadedCatalog, query: str) -> Explanation | None:
+def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
     """`find` in a catalog; one this run extracted is searched as data, and only the lines shown (the
     record and its related ones) are validated."""
     data = catalog.data
     if data is None:
-        return find(catalog.lines, query)
+        return find(catalog.lines, query, origin=origin)
     return _find(
         [line["record"]["id"] for line in data],
         [line["record"]["slug"] for line in data],
         lambda: map(Row.of_data, data),
         catalog.line,
         query,
+        origin,
     )
 
 
@@ -83,6 +86,7 @@ def _find(
     rows: Callable[[], Iterable[Row]],
     line: Callable[[int], CatalogLine],
     query: str,
+    origin: str,
 ) -> Explanation | None:
     position = {id_: index for index, id_ in enumerate(ids)}
     names: dict[str, list[str]] = {}
@@ -92,7 +96,7 @@ def _find(
     found_id = _unique(_by_name(names, query), names, query)
     values: dict[str, str] = {}
     if found_id is None or found_id not in position:
-        matches = Matcher(templates_of_rows(rows())).match(query).matches
+        matches = Matcher(templates_of_rows(rows(), origin=origin)).match(query).matches
         if not matches:
             return None
         found_id, values = matches[0].site.id, matches[0].values
@@ -138,14 +142,15 @@ def _fate(template: Template, last: str, label: str, templates: Sequence[Templat
 def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation | None:
     """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised."""
     from extractor.catalog import open_catalog
-    from extractor.matchindex import expand_specs, match_index
+    from extractor.matchindex import expand_specs, match_index, origin
 
     if len(expand_specs(specs)) == 1:
         (spec,) = expand_specs(specs)
-        return find_in(open_catalog(spec, repo=repo, options=options), query)
+        return find_in(open_catalog(spec, repo=repo, options=options), query, origin=origin(spec))
     index = match_index(specs, repo=repo, options=options)
     if len(index.specs) == 1:  # the same catalog named twice (a folder, and its records.jsonl): it alone
-        return find_in(open_catalog(index.specs[0], repo=repo, options=options), query)
+        (spec,) = index.specs
+        return find_in(open_catalog(spec, repo=repo, options=options), query, origin=origin(spec))
     found = _find_template(index, query)
     if found is None:
         return None

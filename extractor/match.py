@@ -13,6 +13,7 @@ import ahocorasick
 import re2
 
 from extractor.errors import CatalogError
+from extractor.progress import warn
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
     from extractor.models import CatalogLine
@@ -298,16 +299,21 @@ def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str
 def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "") -> list[Template]:
     """`templates_of`, over what it reads of each line."""
     by_key: dict[tuple[str, str], Template] = {}
+    too_large: set[tuple[str, str]] = set()
     for number, row in enumerate(rows, start=1):
         key = (row.errorClass, row.messagePattern)
         template = by_key.get(key)
+        if key in too_large:
+            continue
         if template is None:
             held = row.placeholders
             groups = tuple((group, expression) for group, expression, _, _ in held)
             template = Template(row.errorClass, row.errorMessage, row.messagePattern, groups, row.messageSource, [])
             template.texts = tuple(row.errorMessage[start:end] for _, _, start, end in held)
             template.touching = tuple(bool(k) and held[k - 1][3] == p[2] for k, p in enumerate(held))
-            _check(template, where=f"{origin or 'catalog'}:{number}")
+            if not _check(template, where=f"{origin or 'catalog'}:{number}"):
+                too_large.add(key)
+                continue
             by_key[key] = template
         if release and template.releases[-1:] != [release]:
             template.releases.append(release)
@@ -315,7 +321,10 @@ def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "
     return list(by_key.values())
 
 
-def _check(template: Template, *, where: str) -> None:
+def _check(template: Template, *, where: str) -> bool:
+    """Refuse a template whose pattern is no pattern a catalog holds; False (said in a warning) for one
+    that is, but too large for the linear-time matcher's memory (a message of a megabyte in one raise):
+    matching goes on without it, as the catalog is the extractor's own."""
     try:
         compiled = template.regex()
     except re2.error as error:
@@ -324,11 +333,18 @@ def _check(template: Template, *, where: str) -> None:
         except re.error as python_error:
             raise CatalogError(f"{where}: messagePattern does not compile: {python_error}") from None
         detail = error.args[0].decode(errors="replace") if error.args and isinstance(error.args[0], bytes) else error
+        if "pattern too large" in str(detail):
+            warn(
+                f"{where}: a messagePattern of {len(template.messagePattern):,} characters is too large for the "
+                "linear-time matcher: matching goes on without that record"
+            )
+            return False
         raise CatalogError(f"{where}: messagePattern uses what a linear-time matcher cannot run: {detail}") from None
     names = compiled.groupindex  # (made anew at each look: once, or a pattern of N groups costs N²)
     unknown = [group for group, _ in template.groups if group not in names]
     if unknown:
         raise CatalogError(f"{where}: messagePattern has no group named {unknown[0]!r} (a placeholder names it)")
+    return True
 
 
 def literal_pieces(line: CatalogLine) -> list[str]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from extractor.extract import ExtractOptions
 
 
-__all__ = ["MatchIndex", "expand_specs", "match_index"]
+__all__ = ["MatchIndex", "expand_specs", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
 # extraction's code and match.py's: the key holds every module's code (an edit to any makes a new index),
@@ -61,7 +61,7 @@ def _label(spec: str, catalog: LoadedCatalog) -> str:
     return (spec if spec.startswith(RELEASE_PREFIX) else catalog.revision).removeprefix(RELEASE_PREFIX)
 
 
-def _origin(spec: str) -> str:
+def origin(spec: str) -> str:
     """Name what a spec read, for errors about one of its lines."""
     from extractor.write import RECORDS
 
@@ -147,7 +147,7 @@ def match_index(
             if held in opened:
                 continue
             opened.add(held)
-        catalogs.append((label, _origin(spec), catalog))
+        catalogs.append((label, origin(spec), catalog))
         kept.append(spec)
     labels = tuple(label for label, _, _ in catalogs)
     index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept))

@@ -601,6 +601,29 @@ def test_a_line_with_no_end_is_read_in_bounded_memory(monkeypatch: pytest.Monkey
     assert [json.loads(line)["matches"][0]["lineNumber"] for line in result.stdout.splitlines()] == [8]
 
 
+def test_a_pattern_too_large_for_the_matcher_leaves_out_its_record_alone(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A raise of a megabyte-long literal makes a pattern RE2 cannot hold in its memory: the extractor's
+    own catalog is still matched, every other record in it, and that one is said in a warning naming
+    its file and line (explain's too: it named "catalog:1")."""
+    git_repo.commit(
+        {
+            "vllm/config/a.py": f"raise ValueError('{'A' * 1_000_000}')\n",
+            "vllm/config/b.py": "raise ValueError('a normal message that users paste often')\n",
+        },
+        tag="v1",
+    )
+    assert cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", "-q", cwd=tmp_path).returncode == 0
+    (folder,) = (tmp_path / "out").iterdir()
+    said = f"extractor: warning: {folder}/records.jsonl:1: a messagePattern of 1,000,000 characters is too large"
+    pasted = "ValueError: a normal message that users paste often"
+    matched = cli("match", "--catalog", str(folder), pasted)
+    assert matched.returncode == 0 and matched.stderr.startswith(said), matched.stderr
+    assert [m["filePath"] for m in json.loads(matched.stdout)["matches"]] == ["vllm/config/b.py"]
+    explained = cli("explain", "--catalog", str(folder), pasted)
+    assert explained.returncode == 0 and explained.stderr.startswith(said), explained.stderr
+    assert "vllm/config/b.py:1" in explained.stdout
+
+
 def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
     """Text that shares words with templates (`Invalid`, `tokens`) but was never raised: no match, exit 1."""
     texts = [
