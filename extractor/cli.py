@@ -15,7 +15,7 @@ from extractor import lifecycle
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError, OutputError
 from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
-from extractor.progress import one_line, quiet_for_one_run, set_quiet, shown, warn
+from extractor.progress import note, one_line, quiet_for_one_run, set_quiet, shown, warn
 
 if TYPE_CHECKING:
     from extractor.git import Commit
@@ -335,10 +335,10 @@ def _run_extract(argv: Sequence[str]) -> int:
     directory = write_catalog(catalog.pieces, manifest, root / folder)
     if not args.quiet:
         counts = manifest["counts"]
-        print(
-            f"{PROG}: {counts['records']} records from {counts['filesParsed']} of {counts['filesInScope']} files "
+        note(
+            f"{counts['records']} records from {counts['filesParsed']} of {counts['filesInScope']} files "
             f"at {manifest['sha'][:12]} -> {directory}",
-            file=sys.stderr,
+            no_bar=True,
         )
     return ExitCode.OK
 
@@ -948,7 +948,8 @@ def _run_cache(argv: Sequence[str]) -> int:
         return ExitCode.OK
     done = "removed " if args.action == "clear" else ""
     total = _size(sum(part.bytes for part in parts))
-    sys.stdout.write(f"{done}{root} ({total})\n" if not done else f"{done}{total} from {root}\n")
+    shown_root = one_line(str(root), limit=sys.maxsize)  # (text for people: a path's control characters escaped)
+    sys.stdout.write(f"{done}{shown_root} ({total})\n" if not done else f"{done}{total} from {shown_root}\n")
     for part in parts:
         sys.stdout.write(f"  {part.name:<9} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
     return ExitCode.OK
@@ -1006,11 +1007,11 @@ def _run_site(argv: Sequence[str]) -> int:
         inputs.catalog, output=output, analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history
     )
     if not args.quiet:
-        print(
-            f"{PROG}: site of {counted(summary.records, 'record')} and {counted(summary.diffs, 'diff')}, "
+        note(
+            f"site of {counted(summary.records, 'record')} and {counted(summary.diffs, 'diff')}, "
             f"{counted(summary.files, 'file')}, "
             f"{summary.bytes / 1e6:.1f} MB -> {args.output} ({time.monotonic() - started:.2f}s)",
-            file=sys.stderr,
+            no_bar=True,
         )
     return ExitCode.OK
 

@@ -1166,6 +1166,23 @@ def test_a_file_name_with_a_line_break_stays_on_its_row_in_text_for_people(git_r
     assert "Thrown at  vllm/config/a\\nb.py:1  (<module>)" in explained.stdout.splitlines()
 
 
+def test_the_summary_lines_show_an_outputs_control_characters_as_escapes(place: Path, git_repo: GitRepo) -> None:
+    """extract's and site's last line on stderr name the --output given: an ESC, a BEL or a line break in
+    it is shown as its escape, the line one line (as every other line on stderr)."""
+    output = "o\x1b]0;title\x07\nx"
+    repo = ["--repo", str(git_repo.path)]
+    for command in (
+        [*repo, "--sha", "v1", "--output", output],
+        ["site", "--catalog", "v1", *repo, "--output", output + "s"],
+    ):
+        result = cli(*command, cwd=place)
+        assert result.returncode == 0 and result.stderr.count("\n") == 1, result.stderr
+        assert "-> o\\x1b]0;title\\x07\\nx" in result.stderr and "\x1b" not in result.stderr
+    assert cli("cache", "info", env={"XDG_CACHE_HOME": str(place / output)}).stdout.startswith(
+        f"{place}/o\\x1b]0;title\\x07\\nx/extractor ("
+    )
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
