@@ -28,7 +28,10 @@ class ExtractOptions:
     flags_from: str = "vllm/engine/arg_utils.py"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", tuple(scope_path(path) for path in self.paths))
+        # What is in scope is a set: the paths and the classes sorted (and each once), so that the same scope
+        # given in another order is the same scope (one folder, one cache key, one nightly history).
+        object.__setattr__(self, "paths", tuple(sorted({scope_path(path) for path in self.paths})))
+        object.__setattr__(self, "exceptions", tuple(sorted(set(self.exceptions))))
         object.__setattr__(self, "config_from", tuple(scope_path(path) for path in self.config_from))
         object.__setattr__(self, "flags_from", self.flags_from.strip("/"))
 

@@ -737,6 +737,22 @@ def test_list_reads_a_file_filter_as_a_path_prefix_is_read(git_repo: GitRepo, tm
         assert result.returncode == 0 and "vllm/config/x.py:1" in result.stdout, spec
 
 
+def test_the_same_scope_in_another_order_is_the_same_scope(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Paths and classes are sets: given in another order, one folder (the second run reuses the first's
+    catalog), one scope in the manifest, and diff sees no difference of scopes."""
+    git_repo.commit({"a/x.py": "raise ValueError('a')\n", "b/y.py": "raise TypeError('b')\n"}, tag="v1")
+    common = ["--sha", "v1", "--repo", str(git_repo.path), "--output", "out", "--quiet"]
+    one = ["--path", "a", "--path", "b", "--exception", "ValueError", "--exception", "TypeError"]
+    other = ["--path", "b/", "--path", "./a", "--exception", "TypeError", "--exception", "ValueError"]
+    assert run(*common, *one, cwd=tmp_path).returncode == 0
+    assert run(*common, *other, cwd=tmp_path).returncode == 0
+    (folder,) = (tmp_path / "out").iterdir()
+    scope = orjson.loads((folder / "manifest.json").read_bytes())["scope"]
+    assert (scope["paths"], scope["exceptions"]) == (["a", "b"], ["TypeError", "ValueError"])
+    result = run("diff", str(folder), "v1", "--repo", str(git_repo.path), *other, cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+
+
 def test_diff_of_catalogs_of_two_scopes_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
     git_repo.commit({"vllm/config/x.py": "raise ValueError('a')\nraise TypeError('b')\n"}, tag="v1")
     repo = ["--repo", str(git_repo.path)]

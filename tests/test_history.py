@@ -144,9 +144,11 @@ def test_default_folder_names_the_scope() -> None:
     assert name(("vllm/config",)) == "history"
     assert name(("vllm/config", "vllm/config.py")) == "history"
     assert name(("vllm",), ("*",)) == "history-vllm-all"
+    # A scope is a set: in any order, the same folder.
     assert (
         name(("vllm/config", "vllm/engine"), ("ValueError", "TypeError"))
-        == "history-vllm.config+vllm.engine-ValueError+TypeError"
+        == name(("vllm/engine", "vllm/config"), ("TypeError", "ValueError"))
+        == "history-vllm.config+vllm.engine-TypeError+ValueError"
     )
     other = ExtractOptions(paths=following(("vllm/config",)), context=3, config_from=following(("vllm/config",)))
     assert folder_name(other).startswith("history-vllm.config-ValueError-")
