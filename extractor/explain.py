@@ -182,11 +182,12 @@ def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, s
     return (matches[0].template, matches[0].values) if matches else None
 
 
-def condition_in_words(line: CatalogLine) -> str:
-    """Say when a raise runs: `raised when a and not b`, from its condition chain."""
+def condition_in_words(line: CatalogLine, *, code: Callable[[str], str] = "`{}`".format) -> str:
+    """Say when a raise runs: `raised when a and not b`, from its condition chain; `code` sets a test's
+    source into the text (markdown.code for a page: a span that nothing in the test can end)."""
     parts = []
     for condition in line.extraction.conditions:
-        test = f"`{condition.test}`"
+        test = code(condition.test)
         kind = condition.kind
         if kind in (ConditionKind.IF, ConditionKind.ELIF, ConditionKind.WHILE, ConditionKind.MATCH_CASE):
             parts.append(f"not {test}" if condition.negated else test)
@@ -195,7 +196,7 @@ def condition_in_words(line: CatalogLine) -> str:
         elif kind is ConditionKind.EXCEPT:
             parts.append(f"handling {test}" if condition.test else "handling any exception")
         elif kind is ConditionKind.WITH:
-            parts.append(f"inside `with {condition.test}`")
+            parts.append(f"inside {code(f'with {condition.test}')}")
         elif kind is ConditionKind.TRY:
             parts.append("inside a try block")
         elif kind is ConditionKind.FINALLY:
@@ -219,8 +220,20 @@ def _one_line(path: str) -> str:
 
 
 def _cell(text: str) -> str:
-    """Words set into a Markdown table's cell as they are, but for the pipe that would end the cell."""
-    return text.replace("|", "\\|")
+    """Words set into a Markdown table's cell, or a page's line, as they are: nothing they hold (a pipe, a
+    line break, HTML, a link) ends the cell or becomes markup."""
+    return markdown.text(text)
+
+
+# What a docstring's sentence may not bring into a page's table: what ends the cell, HTML, links (its own
+# Markdown, `code` and *emphasis*, is kept: the docstring's author wrote it).
+_PROSE = str.maketrans({char: "\\" + char for char in "\\|<>&[]"})
+
+
+def _prose(text: str) -> str:
+    """A docstring's sentence set into a Markdown table's cell: on one line, its code spans and emphasis
+    kept; a pipe, HTML and links shown as typed."""
+    return " ".join(text.translate(_PROSE).splitlines())
 
 
 def _first_sentence(text: str | None) -> str:
@@ -267,7 +280,7 @@ def render(explanation: Explanation, *, format: str) -> str:
             *markdown.fence(record.errorMessage),
             "",
             f"Thrown at {markdown.link(where, record.githubUrl)} in {markdown.code(line.extraction.function)}, "
-            f"{condition_in_words(line)}.",  # (Markdown already: the conditions are code spans)
+            f"{condition_in_words(line, code=markdown.code)}.",
         ]
         if explanation.history:
             out += ["", f"Releases: {markdown.text(explanation.history)}."]
@@ -288,11 +301,12 @@ def render(explanation: Explanation, *, format: str) -> str:
                     _how_set(f, cell=_cell, code=markdown.code),
                     markdown.code(f.default) if f.default else "",
                     ", ".join(markdown.code(c) for c in f.constraints),
-                    _cell(_first_sentence(f.doc)),
+                    _prose(_first_sentence(f.doc)),
                 ]
                 out.append("| " + " | ".join(cells) + " |")
         if unresolved:
-            out += ["", "Also read: " + ", ".join(f"{markdown.code(f.expression)} ({f.reason})" for f in unresolved)]
+            reads = (f"{markdown.code(f.expression)} ({_cell(f.reason or '')})" for f in unresolved)
+            out += ["", "Also read: " + ", ".join(reads)]
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -66,6 +67,36 @@ def test_the_same_catalog_named_twice_is_explained_as_one(catalog: str, tmp_path
     for other in (f"{catalog}/records.jsonl", f"{catalog}/.", str(copy)):
         twice = cli("explain", "--catalog", catalog, "--catalog", other, "speculative-decoding-needs")
         assert (twice.returncode, twice.stdout, twice.stderr) == (0, once.stdout, ""), other
+
+
+def test_a_doctored_catalogs_text_stays_text_in_markdown(catalog: str, tmp_path: Path) -> None:
+    """A condition's test, a field's flags, reason and doc, read from a catalog edited by hand (or another
+    tool's), cannot end their code span or table cell, nor bring HTML or a link into the page."""
+    import hashlib
+
+    hostile = "x`\n\n[link](javascript:alert(1)) <img src=x onerror=alert(2)> | cell"
+    lines = [json.loads(line) for line in Path(catalog, "records.jsonl").read_text().splitlines()]
+    doctored = next(line for line in lines if line["record"]["lineNumber"] == 3)
+    doctored["extraction"]["conditions"][0]["test"] = hostile
+    doctored["extraction"]["fields"] = [
+        {"expression": "self.a", "class": "C", "field": "a", "resolved": True, "flags": [hostile], "doc": hostile},
+        {"expression": "self.b", "resolved": False, "reason": hostile},
+    ]
+    folder = tmp_path / "doctored"
+    folder.mkdir()
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    (folder / "records.jsonl").write_bytes(data)
+    manifest = json.loads(Path(catalog, "manifest.json").read_text())
+    manifest["recordsSha256"] = hashlib.sha256(data).hexdigest()
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    page = explain(str(folder), doctored["record"]["id"], "--format", "markdown")
+    assert page.returncode == 0, page.stderr
+    outside = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", page.stdout)  # the page, its code spans left out
+    assert not re.search(r"(?<!\\)<img|(?<!\\)\]\(javascript:", outside), outside  # (escaped, shown as typed)
+    (row,) = [line for line in page.stdout.splitlines() if line.startswith("| `C.a` |")]
+    assert row.count(" | ") == 4  # five cells, the hostile text's pipes escaped, on one line
+    thrown = next(line for line in page.stdout.splitlines() if line.startswith("Thrown at"))
+    assert thrown.endswith(f"raised when ``{hostile.replace(chr(10), ' ').replace('|', chr(92) + '|')}``.")
 
 
 def test_markdown_related_errors_are_never_cut_inside_a_placeholder(catalog: str) -> None:
