@@ -173,10 +173,11 @@ def _add_catalog(parser: argparse.ArgumentParser) -> None:
 
 
 def _at_least(minimum: int, text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    # ASCII digits alone: int() takes other scripts' digits (`١٢`), a sign, spaces and underscores too.
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    value = int(text)
     if value < minimum:
         raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
     return value
@@ -759,7 +760,7 @@ def _warn_if_unordered(revisions: Sequence[Revision]) -> None:
     if later is not None:
         warn(
             "revisions are followed in the order given, oldest first expected: "
-            f"{versions[later - 1]} comes before {versions[later]}"
+            f"{revisions[later - 1].label} comes before {revisions[later].label}"
         )
 
 

@@ -200,6 +200,8 @@ def _date(epoch: int) -> str:
 
 
 def _range(repo: str, spec: str) -> list[Revision]:
+    if "..." in spec:  # git's symmetric difference: no line of commits to follow
+        raise RevisionError(f"{spec}: A...B is no range to follow: say A..B (A, then the commits after it up to B)")
     low, _, high = spec.partition("..")
     start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
     listed = _git(start.git_dir, "log", "--first-parent", "--reverse", "--format=%H %ct", f"{start.sha}..{end.sha}")

@@ -37,8 +37,10 @@ def quiet_for_one_run() -> Iterator[None]:
 
 
 # What a terminal would take for a line break or a command (ESC starts colours and cursor moves): control
-# characters, and Unicode's line and paragraph separators. A tab is left as it is.
-_UNSHOWN = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+# characters, and Unicode's line and paragraph separators; and the marks that reorder what follows them
+# (bidirectional overrides and isolates: a line could show other text than it holds). A tab is left as it is.
+_BIDI = "\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSHOWN = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 LINE_LIMIT = 2000  # characters: a 100 KB argument echoed back is not read, only scrolled past
 
 
@@ -54,7 +56,7 @@ def one_line(text: str, *, limit: int = LINE_LIMIT) -> str:
 
 # What a terminal would take for a command in text meant for people (ESC, BEL, a carriage return that
 # overwrites the line): control characters but the line break and the tab.
-_COMMANDS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_COMMANDS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
 
 
 def shown(text: str) -> str:

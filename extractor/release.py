@@ -47,7 +47,7 @@ _JSON = "application/vnd.pypi.simple.v1+json"
 # the name too long to create, and the error blamed the cache).
 # Always fullmatch()ed: `$` would let a trailing newline through (`--release $'0.28.0\n'`), into a file name
 # and a tag.
-_VERSION = re.compile(r"(?=.{1,64}\Z)\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d+)?")
+_VERSION = re.compile(r"(?=.{1,64}\Z)\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d+)?", re.ASCII)  # (ASCII digits)
 # What asking the index can raise: ValueError for a URL that is no URL, HTTPException for one whose port is no
 # number (InvalidURL) or a reply that is no HTTP.
 _UNREACHABLE = (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)

@@ -39,7 +39,8 @@ def visit(
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
-        return Unparsed(f"syntax error: {error.msg} (line {error.lineno})", error.lineno)
+        where = f" (line {error.lineno})" if error.lineno is not None else ""  # (a NUL byte has no line)
+        return Unparsed(f"syntax error: {error.msg}{where}", error.lineno)
     except (ValueError, RecursionError, MemoryError) as error:
         return Unparsed(f"cannot parse: {type(error).__name__}: {error}")
     visitor = Visitor(lines, options, lines_with_raise(source, lines), templates)

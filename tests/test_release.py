@@ -563,3 +563,6 @@ def test_a_version_with_a_trailing_newline_is_no_release_version(serve, tmp_path
     assert release_versions() == ["9.9.0"]
     result = cli("--release", "9.9.0\n", "--output", "-")
     assert (result.returncode, result.stderr) == (2, "extractor: error: not a release version: '9.9.0\\n'\n")
+    # Nor do other scripts' digits make one (`\\d` takes a fullwidth nine): ASCII digits alone.
+    result = cli("--release", "\uff19.9.0", "--output", "-")
+    assert (result.returncode, result.stderr) == (2, "extractor: error: not a release version: '\uff19.9.0'\n")

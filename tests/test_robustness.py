@@ -1183,6 +1183,43 @@ def test_the_summary_lines_show_an_outputs_control_characters_as_escapes(place: 
     )
 
 
+@pytest.mark.parametrize("option", ["--context", "--jobs"])
+@pytest.mark.parametrize("value", ["\u0661\u0662", "\uff11", "1_0", " 5"])
+def test_a_number_is_written_in_ascii_digits(git_repo: GitRepo, tmp_path: Path, option: str, value: str) -> None:
+    """int() takes Arabic-Indic and fullwidth digits, underscores and spaces: an option's number does not."""
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", option, value, "--output", "out", cwd=tmp_path)
+    assert_one_line_error(result, f"argument {option}: expected a whole number, got {value!r}")
+
+
+def test_a_file_with_a_nul_byte_is_skipped_for_it_without_a_line(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Python names no line for a NUL byte: the skip's reason says so, not "(line None)"."""
+    git_repo.commit({"vllm/config/nul.py": b"raise ValueError('a \x00 byte')\n"}, tag="v1")
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", "-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (manifest,) = (tmp_path / "out").glob("*/manifest.json")
+    (skipped,) = json.loads(manifest.read_text())["skippedFiles"]
+    assert skipped["reason"] == "syntax error: source code string cannot contain null bytes"
+
+
+def test_a_range_of_three_dots_is_refused_as_such(place: Path, git_repo: GitRepo) -> None:
+    """git's symmetric difference (A...B) is no line of commits: said, not "unknown revision '.B'"."""
+    result = cli("history", "v1...v1", "--repo", str(git_repo.path), cwd=place)
+    assert_one_line_error(result, "v1...v1: A...B is no range to follow: say A..B")
+
+
+def test_marks_that_reorder_text_are_shown_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A right-to-left override (U+202E) in a message or an argument could show a line other than it holds:
+    escaped on stderr and in text for people, kept as it is in JSON."""
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('abc \u202edef')\n"}, tag="v1")
+    repo = ["--repo", str(git_repo.path)]
+    listed = cli("list", "--catalog", "v1", *repo, cwd=tmp_path)
+    assert "\u202e" not in listed.stdout and "abc \\u202edef" in listed.stdout
+    as_json = cli("list", "--catalog", "v1", *repo, "--format", "json", cwd=tmp_path)
+    assert "abc \u202edef" in json.loads(as_json.stdout)["errorMessage"]
+    refused = cli("list", "--catalog", "./no\u202ewhere", cwd=tmp_path)
+    assert_one_line_error(refused, "no\\u202ewhere")
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
