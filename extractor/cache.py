@@ -17,6 +17,7 @@ import orjson
 
 from extractor._version import __version__, code_digest
 from extractor.atomic import replace_bytes, sha256_of
+from extractor.progress import warn
 
 if TYPE_CHECKING:
     from extractor.manifest import ManifestData
@@ -77,6 +78,18 @@ def _modified(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+_said: set[Path] = set()  # the caches said to be unusable, each once a process
+
+
+def _unusable(path: Path, error: Exception) -> None:
+    """Say, once, that a cache cannot be used (a folder in its place, a file where its folder goes, a
+    read-only disk): the run goes on without it, only slower."""
+    if path not in _said:
+        _said.add(path)
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        warn(f"cannot use the cache at {path} ({reason}): going on without it")
 
 
 def wait_for_writes() -> None:
@@ -162,9 +175,11 @@ class ScanCache:
                     self.path.replace(self.path.with_suffix(".corrupt"))
                 try:
                     self._db = self._open()
-                except (sqlite3.DatabaseError, OSError):
+                except (sqlite3.DatabaseError, OSError) as error:
+                    _unusable(self.path, error)
                     return None
-            except OSError:
+            except OSError as error:
+                _unusable(self.path, error)
                 return None
         return self._db
 

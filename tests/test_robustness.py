@@ -1220,6 +1220,17 @@ def test_marks_that_reorder_text_are_shown_as_escapes(git_repo: GitRepo, tmp_pat
     assert_one_line_error(refused, "no\\u202ewhere")
 
 
+def test_a_cache_that_cannot_be_used_is_said_once_and_the_run_goes_on(place: Path, git_repo: GitRepo) -> None:
+    """A file where the user cache's folder goes: the extraction is made without the cache (only slower),
+    and a warning names the path, once."""
+    (place / "afile").write_text("mine")
+    args = ["--repo", str(git_repo.path), "--sha", "v1", "--output", "out"]
+    result = cli(*args, cwd=place, env={"XDG_CACHE_HOME": str(place / "afile")})
+    assert result.returncode == 0 and len(list((place / "out").glob("*/records.jsonl"))) == 1
+    warning = f"extractor: warning: cannot use the cache at {place}/afile/extractor/scan.sqlite3 (Not a directory)"
+    assert result.stderr.startswith(warning) and result.stderr.count("warning") == 1, result.stderr
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
