@@ -1198,7 +1198,11 @@ def test_a_file_with_a_nul_byte_is_skipped_for_it_without_a_line(git_repo: GitRe
     assert result.returncode == 0, result.stderr
     (manifest,) = (tmp_path / "out").glob("*/manifest.json")
     (skipped,) = json.loads(manifest.read_text())["skippedFiles"]
-    assert skipped["reason"] == "syntax error: source code string cannot contain null bytes"
+    # (a SyntaxError without a line, or a ValueError, as Python's patch releases differ)
+    assert skipped["reason"] in (
+        "syntax error: source code string cannot contain null bytes",
+        "cannot parse: ValueError: source code string cannot contain null bytes",
+    )
 
 
 def test_a_range_of_three_dots_is_refused_as_such(place: Path, git_repo: GitRepo) -> None:
