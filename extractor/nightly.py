@@ -13,13 +13,13 @@ import orjson
 from filelock import FileLock
 
 from extractor.atomic import read_whole
-from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog, present
+from extractor.catalog import LoadedCatalog, folder_name, is_complete, load_catalog, present, read_document
 from extractor.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions, extract_commit
 from extractor.git import Commit, is_url, open_repo, resolve
 from extractor.history import HISTORY, HISTORY_MANIFEST, roll
-from extractor.models import IndexEntry, NightlyIndex
+from extractor.models import IndexEntry, Manifest, NightlyIndex
 from extractor.published import INDEX, read_index
 from extractor.write import (
     MANIFEST,
@@ -51,8 +51,18 @@ class NightlyResult:
 
 
 def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
-    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
-    return root / folder_name(sha=sha, revision=sha, scope=options.scope_data)
+    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default);
+    one published before scopes were sorted (its paths or classes named in the order given) is found by
+    the scope its manifest holds."""
+    named = root / folder_name(sha=sha, revision=sha, scope=options.scope_data)
+    if named.exists() or (len(options.paths) < 2 and len(options.exceptions) < 2):
+        return named
+    for other in sorted(root.glob(f"{sha}-*")):
+        with contextlib.suppress(CatalogError):
+            manifest = read_document(other / MANIFEST, Manifest, "manifest")
+            if manifest is not None and manifest.scope == options.scope:
+                return other
+    return named
 
 
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
