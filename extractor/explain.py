@@ -1,6 +1,7 @@
 # Explain: one record as a page: message, where, the condition in words, the fields and flags, related errors.
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -219,21 +220,22 @@ def _one_line(path: str) -> str:
     return one_line(path, limit=sys.maxsize)
 
 
-def _cell(text: str) -> str:
-    """Words set into a Markdown table's cell, or a page's line, as they are: nothing they hold (a pipe, a
-    line break, HTML, a link) ends the cell or becomes markup."""
-    return markdown.text(text)
-
-
 # What a docstring's sentence may not bring into a page's table: what ends the cell, HTML, links (its own
-# Markdown, `code` and *emphasis*, is kept: the docstring's author wrote it).
+# Markdown, `code` and *emphasis*, is kept: the docstring's author wrote it). Inside its code spans, where a
+# backslash is shown as typed, only the pipe that a table would read.
 _PROSE = str.maketrans({char: "\\" + char for char in "\\|<>&[]"})
+_SPANS = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 
 
 def _prose(text: str) -> str:
     """A docstring's sentence set into a Markdown table's cell: on one line, its code spans and emphasis
     kept; a pipe, HTML and links shown as typed."""
-    return " ".join(text.translate(_PROSE).splitlines())
+    out, position = [], 0
+    for span in _SPANS.finditer(text):
+        out += [text[position : span.start()].translate(_PROSE), span[0].replace("|", "\\|")]
+        position = span.end()
+    out.append(text[position:].translate(_PROSE))
+    return " ".join("".join(out).splitlines())
 
 
 def _first_sentence(text: str | None) -> str:
@@ -279,8 +281,8 @@ def render(explanation: Explanation, *, format: str) -> str:
             "",
             *markdown.fence(record.errorMessage),
             "",
-            f"Thrown at {markdown.link(where, record.githubUrl)} in {markdown.code(line.extraction.function)}, "
-            f"{condition_in_words(line, code=markdown.code)}.",
+            f"Thrown at {markdown.link(where, record.githubUrl)} in {markdown.inline_code(line.extraction.function)}, "
+            f"{condition_in_words(line, code=markdown.inline_code)}.",
         ]
         if explanation.history:
             out += ["", f"Releases: {markdown.text(explanation.history)}."]
@@ -298,14 +300,14 @@ def render(explanation: Explanation, *, format: str) -> str:
             for f in resolved:
                 cells = [
                     markdown.code(f"{f.class_}.{f.field}"),
-                    _how_set(f, cell=_cell, code=markdown.code),
+                    _how_set(f, cell=markdown.text, code=markdown.code),
                     markdown.code(f.default) if f.default else "",
                     ", ".join(markdown.code(c) for c in f.constraints),
                     _prose(_first_sentence(f.doc)),
                 ]
                 out.append("| " + " | ".join(cells) + " |")
         if unresolved:
-            reads = (f"{markdown.code(f.expression)} ({_cell(f.reason or '')})" for f in unresolved)
+            reads = (f"{markdown.inline_code(f.expression)} ({markdown.text(f.reason or '')})" for f in unresolved)
             out += ["", "Also read: " + ", ".join(reads)]
         if explanation.related:
             out += ["", "## Related errors", ""]

@@ -8,7 +8,7 @@ import os
 import re
 from urllib.parse import quote
 
-__all__ = ["code", "fence", "image", "is_web_address", "link", "text"]
+__all__ = ["code", "fence", "image", "inline_code", "is_web_address", "link", "text"]
 
 _SYNTAX = "|*_`<>[]~&"
 _TICKS = re.compile(r"`+")
@@ -31,12 +31,19 @@ def text(value: str) -> str:
     return value
 
 
-def code(value: str) -> str:
-    """An inline code span holding `value` (backticks in it included), fit for a table cell."""
+def code(value: str, *, cell: bool = True) -> str:
+    """An inline code span holding `value` (backticks in it included), fit for a table cell (its pipes
+    escaped, which a table reads inside code too); with `cell` false, for a line of text, as it is."""
     value = _one_line(value)
     ticks = _ticks(value, 1)
     pad = " " if value.startswith("`") or value.endswith("`") else ""
-    return f"{ticks}{pad}{value}{pad}{ticks}".replace("|", "\\|")
+    span = f"{ticks}{pad}{value}{pad}{ticks}"
+    return span.replace("|", "\\|") if cell else span
+
+
+def inline_code(value: str) -> str:
+    """`code` for a line of text, outside any table: its pipes as they are."""
+    return code(value, cell=False)
 
 
 def fence(value: str, language: str = "text") -> list[str]:

@@ -96,7 +96,25 @@ def test_a_doctored_catalogs_text_stays_text_in_markdown(catalog: str, tmp_path:
     (row,) = [line for line in page.stdout.splitlines() if line.startswith("| `C.a` |")]
     assert row.count(" | ") == 4  # five cells, the hostile text's pipes escaped, on one line
     thrown = next(line for line in page.stdout.splitlines() if line.startswith("Thrown at"))
-    assert thrown.endswith(f"raised when ``{hostile.replace(chr(10), ' ').replace('|', chr(92) + '|')}``.")
+    assert thrown.endswith(f"raised when ``{hostile.replace(chr(10), ' ')}``.")  # (a sentence: its pipe as typed)
+
+
+def test_markdown_shows_code_as_written_in_a_sentence_and_in_a_docstrings_spans(catalog: str) -> None:
+    """A condition's `int | float` in the page's sentence, and a docstring's own code span (`dict[str, int]`,
+    `a < b`) in its table cell, are shown as written: a backslash inside code is shown, never read as an
+    escape; only the pipe a table reads is escaped in a cell."""
+    from extractor.explain import _prose, condition_in_words
+    from extractor.markdown import inline_code
+    from extractor.models import CatalogLine
+
+    assert inline_code("isinstance(x, int | float)") == "`isinstance(x, int | float)`"
+    assert _prose("Maps `dict[str, int]` or `a < b | c` to [x] <b>") == (
+        "Maps `dict[str, int]` or `a < b \\| c` to \\[x\\] \\<b\\>"
+    )
+    data = json.loads(Path(catalog, "records.jsonl").read_text().splitlines()[0])
+    data["extraction"]["conditions"] = [{"kind": "if", "test": "isinstance(x, int | float)", "line": 1}]
+    line = CatalogLine.model_validate(data)
+    assert condition_in_words(line, code=inline_code) == "raised when `isinstance(x, int | float)`"
 
 
 def test_markdown_related_errors_are_never_cut_inside_a_placeholder(catalog: str) -> None:
