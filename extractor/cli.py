@@ -175,9 +175,12 @@ def _add_catalog(parser: argparse.ArgumentParser) -> None:
 def _at_least(minimum: int, text: str) -> int:
     # ASCII digits alone: int() takes other scripts' digits (`١٢`), a sign, spaces and underscores too.
     digits = text.removeprefix("-")
-    if not (digits.isascii() and digits.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
-    value = int(text)
+    try:
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError(text)
+        value = int(text)
+    except ValueError:  # (int() also refuses more than 4,300 digits)
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {one_line(repr(text), limit=80)}") from None
     if value < minimum:
         raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
     return value
@@ -501,21 +504,22 @@ def _stdin_lines() -> Iterator[str]:
     stream = io.BufferedReader(_Prefixed(head, sys.stdin.buffer))
     if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
         text = io.TextIOWrapper(stream, encoding="utf-16", errors="replace", newline="")
-        yield from _bounded(text.readline, MAX_LINE, "\n")
+        yield from _bounded(text.readline, MAX_LINE, ("\n", "\r"))  # (newline="": a line may end in \r alone)
         return
-    for raw in _bounded(stream.readline, 4 * MAX_LINE, b"\n"):  # (bytes: UTF-8 takes up to 4 a character)
+    for raw in _bounded(stream.readline, 4 * MAX_LINE, (b"\n",)):  # (bytes: UTF-8 takes up to 4 a character)
         yield raw.decode("utf-8", "replace")
 
 
-def _bounded(readline: Callable[[int], AnyStr], limit: int, newline: AnyStr) -> Iterator[AnyStr]:
+def _bounded(readline: Callable[[int], AnyStr], limit: int, ends: tuple[AnyStr, ...]) -> Iterator[AnyStr]:
     """The lines `readline` gives, each cut to its first and last `limit` characters (or bytes), all that
-    match reads of a line: a line with no end (`< /dev/zero`) costs bounded memory, not all there is."""
+    match reads of a line (the last kept with its line break, which match strips): a line with no end
+    (`< /dev/zero`) costs bounded memory, not all there is. `ends` are what `readline` ends a line with."""
     while line := readline(limit):
-        if len(line) == limit and not line.endswith(newline):
+        if len(line) == limit and not line.endswith(ends):
             tail = line[:0]
             while more := readline(limit):
-                tail = (tail + more)[-limit:]
-                if more.endswith(newline):
+                tail = (tail + more)[-(limit + 2) :]
+                if more.endswith(ends):
                     break
             line += tail
         yield line
@@ -776,7 +780,7 @@ def _lineages_of(args: argparse.Namespace) -> _Followed | None:
     if not args.history:
         return None
     from extractor.catalog import looks_like_path, present
-    from extractor.git import is_url
+    from extractor.git import is_url, shown_repo
     from extractor.history import build_history, followed, list_revisions, read_written
 
     path = Path(args.history)
@@ -790,7 +794,7 @@ def _lineages_of(args: argparse.Namespace) -> _Followed | None:
     try:
         revisions = list_revisions([spec], repo=args.repo)
     except ExtractorError as error:
-        raise ExtractorError(f"no history at {spec}, nor revisions of {args.repo}: {error}") from None
+        raise ExtractorError(f"no history at {spec}, nor revisions of {shown_repo(args.repo)}: {error}") from None
     history = build_history(revisions, options=options)
     return _Followed(history.lineages, history.revisions[0].revision if history.revisions else None)
 

@@ -27,7 +27,7 @@ from extractor.diff import (
 from extractor.errors import CatalogError, RevisionError, ScopeError
 from extractor.extract import ExtractOptions, ScannedRevision, analyzed_at, carrying_results, scan_revision
 from extractor.fields import from_self
-from extractor.git import Commit, decode_name, open_repo, resolve
+from extractor.git import Commit, decode_name, open_repo, resolve, shown_repo
 from extractor.git import _git as _git_bytes
 from extractor.models import (
     EventKind,
@@ -229,7 +229,7 @@ def _tags(repo: str, pattern: str) -> list[Revision]:
     tags = _git(git_dir, "tag", "--list", "--sort=v:refname", pattern).split()
     tags = [tag for tag in tags if fnmatch.fnmatchcase(tag, pattern)]
     if not tags:
-        raise RevisionError(f"no tag matches {pattern!r} in {repo}")
+        raise RevisionError(f"no tag matches {pattern!r} in {shown_repo(repo)}")
     return [Revision(tag, resolve(repo, tag)) for tag in tags]
 
 

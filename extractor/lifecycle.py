@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import NoReturn
@@ -49,22 +50,28 @@ _received: int | None = None  # the first stop signal received while signals_as_
 _depth = 0
 
 
+_AGAIN = 0.01  # seconds after which a signal that landed inside an import is sent again
+_PATIENCE = 1.0  # seconds an interrupt waits for imports to end (one that blocks is interrupted all the same)
+_deferred: float | None = None  # when an interrupt was first put off, while it is
+_again: threading.Timer | None = None  # the signal to be sent again, until it is
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    global _received
+    global _received, _deferred, _again
     if _received is None:
         _received = signum
-    if _importing(frame):
+    now = time.monotonic()
+    if _importing(frame) and now - (_deferred if _deferred is not None else now) < _PATIENCE:
         # A module is being imported: its compiled part may not survive an exception raised inside it (a
         # Ctrl-C during orjson's import crashed the interpreter). The signal comes again shortly, and the
-        # interrupt is raised once the import is done.
-        later = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
-        later.daemon = True
-        later.start()
+        # interrupt is raised once the import is done (or, one that blocks, after a second all the same).
+        _deferred = now if _deferred is None else _deferred
+        _again = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
+        _again.daemon = True
+        _again.start()
         return
+    _deferred = None
     raise Interrupted(signum)
-
-
-_AGAIN = 0.01  # seconds after which a signal that landed inside an import is sent again
 
 
 def _importing(frame: FrameType | None) -> bool:
@@ -105,6 +112,8 @@ def signals_as_interrupts() -> Iterator[None]:
         yield
     finally:
         _depth -= 1
+        if _depth == 0 and _again is not None:  # a signal put off is not sent to the handlers restored here
+            _again.cancel()
         sys.unraisablehook = unraisable
         for number, handler in previous.items():
             signal.signal(number, handler)

@@ -249,3 +249,24 @@ except Interrupted as interrupt:
 """
     result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert result.stdout.splitlines() == ["imported whole: True", f"interrupted after it: {signal.SIGINT} 130"]
+
+
+def test_an_import_that_blocks_is_interrupted_after_a_second_all_the_same(tmp_path: Path) -> None:
+    """An interrupt waits for an import to end, but not for one that blocks (module code waiting on a
+    lock or on I/O): after about a second it is raised inside it."""
+    (tmp_path / "blocking_module.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(30)\nfinished = True\n"
+    )
+    script = """
+import sys, time
+from extractor.lifecycle import Interrupted, signals_as_interrupts
+sys.path.insert(0, sys.argv[1])
+started = time.monotonic()
+try:
+    with signals_as_interrupts():
+        import blocking_module
+except Interrupted:
+    print("interrupted inside the import after", round(time.monotonic() - started), "s", flush=True)
+"""
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.stdout.splitlines() == ["interrupted inside the import after 1 s"], result.stderr

@@ -1191,6 +1191,21 @@ def test_a_number_is_written_in_ascii_digits(git_repo: GitRepo, tmp_path: Path, 
     assert_one_line_error(result, f"argument {option}: expected a whole number, got {value!r}")
 
 
+def test_a_number_of_more_digits_than_int_takes_is_a_usage_error(tmp_path: Path) -> None:
+    result = cli("--jobs", "1" * 5000, cwd=tmp_path)
+    assert_one_line_error(result, "argument --jobs: expected a whole number, got '1111")
+    assert "_positive" not in result.stderr
+
+
+def test_a_urls_password_is_never_shown_where_revisions_are_looked_up(place: Path, git_repo: GitRepo) -> None:
+    """`--history 'v*'` of a repository URL that cannot be reached: its password is shown as ****."""
+    assert cli("--repo", str(git_repo.path), "--sha", "v1", "--output", "out", "-q", cwd=place).returncode == 0
+    (catalog,) = (place / "out").iterdir()
+    url = "http://user:s3cret@127.0.0.1:9/x.git"
+    result = cli("match", "--catalog", str(catalog), "--history", "v*", "--repo", url, "ValueError: x", cwd=place)
+    assert result.returncode == 2 and "s3cret" not in result.stderr and "user:****@" in result.stderr
+
+
 def test_a_file_with_a_nul_byte_is_skipped_for_it_without_a_line(git_repo: GitRepo, tmp_path: Path) -> None:
     """Python names no line for a NUL byte: the skip's reason says so, not "(line None)"."""
     git_repo.commit({"vllm/config/nul.py": b"raise ValueError('a \x00 byte')\n"}, tag="v1")
