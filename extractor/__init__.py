@@ -1,6 +1,8 @@
 # extractor: mine a codebase, pinned to a git revision, for its raise sites and write a schema-v2 catalog.
 from __future__ import annotations
 
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 from extractor._version import __version__
@@ -52,3 +54,29 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(home), name)
+
+
+class _Package(types.ModuleType):
+    """The package, whose `extract` and `scan` are the functions, not the modules of the same name: the
+    import system binds a submodule to its package's attribute once loaded, and `from extractor import
+    extract` would then give the module (reach the modules as `extractor.extract.` no more, but through
+    `from extractor.extract import ...` or sys.modules)."""
+
+    @property
+    def extract(self) -> Any:
+        return __getattr__("extract")
+
+    @extract.setter
+    def extract(self, module: object) -> None:  # the submodule, bound as it loads: it stays in sys.modules
+        pass
+
+    @property
+    def scan(self) -> Any:
+        return __getattr__("scan")
+
+    @scan.setter
+    def scan(self, module: object) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package

@@ -442,9 +442,10 @@ def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRe
 def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     """The scope of a revision to come is listed once and kept for when it is extracted (a revision is
     the next but one, then the next, then the one extracted); outside a history nothing is kept."""
+    import importlib
     from collections import Counter
 
-    from extractor import extract
+    extract = importlib.import_module("extractor.extract")  # (the module: extractor.extract is the function)
 
     listed: Counter[str] = Counter()
     real = extract._list_scope

@@ -164,3 +164,22 @@ def test_the_cache_key_covers_all_the_code_a_scan_runs() -> None:
             reached.add(module)
             todo += graph[module]
     assert sorted(_PRODUCERS) == sorted(f"{module}.py" for module in reached)
+
+
+def test_the_packages_extract_and_scan_are_the_functions_whatever_was_imported() -> None:
+    """`extract` and `scan` name both a function the package exports and a module of it: once the module
+    was imported (the command line does), `from extractor import extract` gave the module."""
+    import subprocess
+    import sys
+
+    script = """
+import extractor.extract, extractor.scan
+import extractor
+from extractor import extract, scan
+from extractor.extract import extract as defined
+assert extract is defined and extractor.extract is defined, extract
+assert callable(scan) and scan.__module__ == "extractor.scan", scan
+print("functions")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout == "functions\n", result.stderr

@@ -40,12 +40,14 @@ def test_a_library_extraction_never_changes_the_interpreter(
     """Not after extract() returns, and not while it runs either (seen from the scan in this process):
     the collector, the switch interval, the hook for ignored exceptions and the signal handlers are the
     caller's."""
-    import extractor.scan
+    import importlib
+
+    scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
 
     git_repo.commit(BIG, tag="v1")
     before = _interpreter()
     seen: list[tuple[object, ...]] = []
-    real = extractor.scan.scan_many
+    real = scan_module.scan_many
     main = os.getpid()
 
     def spy(*args: Any, **kwargs: Any) -> Any:
@@ -53,7 +55,7 @@ def test_a_library_extraction_never_changes_the_interpreter(
             seen.append(_interpreter())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(extractor.scan, "scan_many", spy)
+    monkeypatch.setattr(scan_module, "scan_many", spy)
     options = ExtractOptions(paths=("pkg",), jobs=2, cache=cache)
     first = extract(repo=str(git_repo.path), revision="v1", options=options)
     again = extract(repo=str(git_repo.path), revision="v1", options=options)  # a stored catalog, with the cache
@@ -66,12 +68,13 @@ def test_a_library_extraction_never_changes_the_interpreter(
 
 _TRICKS = """
 import gc, sys
-import extractor.scan
-real = extractor.scan.scan_many
+import importlib
+scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+real = scan_module.scan_many
 def spy(*args, **kwargs):
     print("collector", gc.isenabled(), file=sys.__stderr__)
     return real(*args, **kwargs)
-extractor.scan.scan_many = spy
+scan_module.scan_many = spy
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -114,14 +117,15 @@ def test_a_command_line_keeps_only_the_last_extractions_leftovers() -> None:
 _PROBES = {
     # A worker process's scan: Ctrl-C reaches the whole process group (workers leave it to the main process).
     "worker": """
-import extractor.scan
-real = extractor.scan.scan_many
+import importlib
+scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+real = scan_module.scan_many
 def probe(*args, **kwargs):
     if os.getpid() != MAIN:
         os.killpg(0, signal.SIGINT)
         time.sleep(1)
     return real(*args, **kwargs)
-extractor.scan.scan_many = probe
+scan_module.scan_many = probe
 """,
     # The background thread that stores the whole catalog in the cache, halfway through writing it, while
     # the main process waits to write the catalog.
