@@ -17,6 +17,7 @@ from typing import NoReturn
 import platformdirs
 
 from extractor.errors import RepositoryError, RevisionError
+from extractor.housekeeping import remove_orphans
 
 __all__ = [
     "Blob",
@@ -270,16 +271,7 @@ def _sweep_clones(folder: Path) -> None:
     A scratch folder is named after the process that clones into it; one of a process still alive
     (another run cloning now) is left alone.
     """
-    for scratch in folder.glob(".clone-*"):
-        pid = scratch.name.split("-")[1]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(scratch, ignore_errors=True)
-        except OSError:  # alive, another user's
-            continue
+    remove_orphans(folder, ".clone-")
 
 
 # What git (through curl or ssh) says when the host cannot be reached at all.

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PARTS", "CachePart", "clear", "usage"]
+__all__ = ["PARTS", "CachePart", "clear", "remove_orphans", "usage"]
 
 
 @dataclass(frozen=True)
@@ -120,3 +120,18 @@ def clear(root: Path, names: Sequence[str]) -> list[CachePart]:
     if failed:  # what is left would be read again: said (the first refusal, naming its path), never "removed"
         raise failed[0]
     return removed
+
+
+def remove_orphans(folder: Path, prefix: str, *, keep: Path | None = None) -> None:
+    """Remove the scratch folders `folder/<prefix><pid>-...` whose process is gone (killed while it wrote
+    there); a process's still alive (another run, now), another user's, and `keep`, are left alone."""
+    for scratch in folder.glob(f"{prefix}*"):
+        pid = scratch.name.removeprefix(prefix).split("-")[0]
+        if not pid.isdigit() or not scratch.is_dir() or scratch.is_symlink() or scratch == keep:
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(scratch, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue

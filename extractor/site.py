@@ -27,6 +27,7 @@ from extractor.atomic import read_whole
 from extractor.catalog import LoadedCatalog, present
 from extractor.errors import ExtractorError
 from extractor.explain import condition_in_words
+from extractor.housekeeping import remove_orphans
 from extractor.listing import first_words
 from extractor.markdown import is_web_address
 from extractor.models import CatalogLine, Record
@@ -464,9 +465,12 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     """
     check_output(output)
     parent = output.absolute().parent
+    # A build killed midway left its folder: named after its process, it goes once that process is gone
+    # (never the one the site's link names).
+    remove_orphans(parent, f".{output.name}.", keep=output.resolve() if output.is_symlink() else None)
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.{os.getpid()}-", dir=parent))
     except OSError as error:
         raise ExtractorError(f"cannot write {output}: {why_not(output / MARKER, error)}") from None
     try:

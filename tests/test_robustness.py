@@ -1250,6 +1250,28 @@ def test_a_cache_that_cannot_be_used_is_said_once_and_the_run_goes_on(place: Pat
     assert result.stderr.startswith(warning) and result.stderr.count("warning") == 1, result.stderr
 
 
+def test_a_site_build_killed_midway_leaves_a_folder_the_next_build_removes(place: Path, git_repo: GitRepo) -> None:
+    """A site is built in a folder beside its output named after its process: one whose process is gone (a
+    build killed with -9) is removed by the next build; a live process's, and the site a link names, stay."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    repo = ["--repo", str(git_repo.path)]
+    for link in (False, True):
+        work = place / f"link-{link}"
+        work.mkdir()
+        if link:  # a site published through a link, as nightly makes it: its folder is a build's folder too
+            (work / f".site.{gone.pid}-published").mkdir()
+            (work / f".site.{gone.pid}-published" / ".extractor-site").write_text("")
+            (work / "site").symlink_to(f".site.{gone.pid}-published")
+        killed, running = work / f".site.{gone.pid}-abcd1234", work / f".site.{os.getpid()}-efgh5678"
+        for folder in (killed, running):
+            folder.mkdir()
+            (folder / "index.html").write_text("half a site")
+        assert cli("site", "--catalog", "v1", *repo, "--output", str(work / "site"), "-q", cwd=place).returncode == 0
+        assert not killed.exists() and running.exists()
+        assert (work / "site" / "index.html").read_text() != "half a site"
+
+
 def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo: GitRepo, tmp_path: Path) -> None:
     """A catalog's message holding a terminal's commands (ESC ] sets the title, ESC [2J clears the screen)
     is shown with them escaped in every page for people (list's table, explain's page, text or Markdown,
