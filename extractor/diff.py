@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -260,6 +261,10 @@ class Known(NamedTuple):
     new_left: list[Check]
 
 
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_GENERIC = 12  # characters of its own under which a template is any raise of its class (match's CATCH_ALL)
+
+
 def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None = None) -> list[Pair]:
     """Pair two catalogs' checks: same id, then same template elsewhere, then similar wording; sorted by
     kind then location, unchanged ones included. `known` spares grouping the checks of unchanged files:
@@ -282,7 +287,12 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None 
     moved = []
     for check in old_left:
         candidates = by_template.get((check.error_class, check.message), [])
-        match = next((c for c in candidates if c.path != check.path), None)
+        # A template with next to no words of its own (a bare `raise NotImplementedError`, `{e}`) says
+        # nothing of where it went: only its function, moved with it, does.
+        generic = len(_PLACEHOLDER.sub("", check.message).strip()) < _GENERIC
+        match = next(
+            (c for c in candidates if c.path != check.path and (not generic or c.function == check.function)), None
+        )
         if match is not None:
             candidates.remove(match)
             moved.append(Pair(ChangeKind.MOVED, check, match, tuple(_differing(check, match))))

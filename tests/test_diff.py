@@ -429,3 +429,36 @@ def test_diff_output_writes_through_a_symlink_and_never_over_its_input(repo: Git
         refused = cli("diff", str(folder / "records.jsonl"), str(folder), "--output", str(target))
         assert refused.returncode == 2 and "is a file of the catalog" in refused.stderr
     assert (folder / "records.jsonl").read_bytes() == before
+
+
+def test_a_template_of_no_words_moves_only_with_its_function(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Two bare `raise NotImplementedError` in other files and functions are a removal and an addition, not
+    a move (the only thing they share is their class); one whose function moved with it to another file
+    moved, and so does a worded one."""
+    git_repo.commit(
+        {
+            "vllm/config/a.py": "def send(x):\n    raise NotImplementedError\n\n\n"
+            "def kept(x):\n    raise NotImplementedError\n",
+            "vllm/config/b.py": "def check(x):\n    raise ValueError('a check that has words of its own')\n",
+        },
+        tag="v1",
+    )
+    git_repo.commit(
+        {
+            "vllm/config/a.py": None,
+            "vllm/config/b.py": None,
+            "vllm/config/c.py": "class Op:\n    def forward(self):\n        raise NotImplementedError\n",
+            "vllm/config/d.py": "def kept(x):\n    raise NotImplementedError\n\n\ndef other(x):\n"
+            "    raise ValueError('a check that has words of its own')\n",
+        },
+        tag="v2",
+    )
+    result = cli("diff", "v1", "v2", "--repo", str(git_repo.path), "--exception", "*")
+    changes = json.loads(result.stdout)["changes"]
+    where = {
+        kind: [(c["old"], c["new"]) for c in changes if c["kind"] == kind] for kind in ("moved", "removed", "added")
+    }
+    moved = sorted((old["filePath"], old["lineNumber"], new["filePath"]) for old, new in where["moved"])
+    assert moved == [("vllm/config/a.py", 6, "vllm/config/d.py"), ("vllm/config/b.py", 2, "vllm/config/d.py")]
+    assert [(old["filePath"], old["lineNumber"]) for old, _ in where["removed"]] == [("vllm/config/a.py", 2)]
+    assert [new["filePath"] for _, new in where["added"]] == ["vllm/config/c.py"]
