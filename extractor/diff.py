@@ -196,6 +196,8 @@ class CatalogDiff:
 def _differing(old: Check, new: Check) -> list[str]:
     """Name what differs between two checks, ignoring columns, the source window and the pinned SHA."""
     fields = []
+    if old.error_class != new.error_class:
+        fields.append("errorClass")
     if old.path != new.path:
         fields.append("filePath")
     if old.line != new.line:
@@ -278,6 +280,23 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None 
     paired = {id(check) for pair in same for check in pair}
     old_left = [check for check in known.old_left if id(check) not in paired]
     new_left = [check for check in known.new_left if id(check) not in paired]
+
+    # The same words raised in the same function as another class (ValueError, now a subclass of it):
+    # modified, its class among what changed, one to one in the order they come.
+    by_place: dict[tuple[str, str, str], list[Check]] = {}
+    for check in new_left:
+        by_place.setdefault((check.path, check.function, check.message), []).append(check)
+    reclassed = []
+    for check in old_left:
+        candidates = by_place.get((check.path, check.function, check.message), [])
+        match = next((c for c in candidates if c.error_class != check.error_class), None)
+        if match is not None:
+            candidates.remove(match)
+            reclassed.append(Pair(ChangeKind.MODIFIED, check, match, tuple(_differing(check, match))))
+    pairs += reclassed
+    paired = {id(check) for pair in reclassed for check in (pair.old, pair.new)}
+    old_left = [check for check in old_left if id(check) not in paired]
+    new_left = [check for check in new_left if id(check) not in paired]
 
     # Same class and template in another file: a module split or renamed.
     by_template: dict[tuple[str, str], list[Check]] = {}

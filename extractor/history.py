@@ -263,6 +263,7 @@ class _Thread:
         return str(self.last["errorMessage"])
 
     def see(self, check: Check, label: str) -> None:
+        self.error_class = check.error_class  # (a check raised as another class since is modified, not new)
         self.last = {
             "id": check.id,
             "errorMessage": check.message,

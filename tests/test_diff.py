@@ -462,3 +462,29 @@ def test_a_template_of_no_words_moves_only_with_its_function(git_repo: GitRepo, 
     assert moved == [("vllm/config/a.py", 6, "vllm/config/d.py"), ("vllm/config/b.py", 2, "vllm/config/d.py")]
     assert [(old["filePath"], old["lineNumber"]) for old, _ in where["removed"]] == [("vllm/config/a.py", 2)]
     assert [new["filePath"] for _, new in where["added"]] == ["vllm/config/c.py"]
+
+
+def test_the_same_words_raised_as_another_class_in_the_same_function_are_modified(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """`raise ValueError("...")` become `raise VLLMValidationError("...")` (vLLM 0.28.0 did so 29 times):
+    modified, errorClass among what changed, and its history one lineage, now of the new class."""
+    words = "Invalid JSON grammar specification."
+    before = f"def check(x):\n    if x:\n        raise ValueError({words!r})\n"
+    after = (
+        f"class VLLMValidationError(ValueError):\n    pass\n\n\n{before.replace('ValueError(', 'VLLMValidationError(')}"
+    )
+    git_repo.commit({"vllm/config/a.py": before}, tag="v1")
+    git_repo.commit({"vllm/config/a.py": after}, tag="v2")
+    repo = ["--repo", str(git_repo.path), "--exception", "*"]
+    changes = json.loads(cli("diff", "v1", "v2", *repo).stdout)["changes"]
+    assert [(c["kind"], c["fields"], c["new"]["errorClass"]) for c in changes] == [
+        ("modified", ["errorClass", "lineNumber", "errorType"], "VLLMValidationError")
+    ]
+    assert cli("history", "v1..v2", *repo, "--output", str(tmp_path / "h"), "-q").returncode == 0
+    (lineage,) = [json.loads(line) for line in (tmp_path / "h" / "history.jsonl").read_text().splitlines()]
+    assert lineage["errorClass"] == "VLLMValidationError"
+    assert [(e["kind"], e["fields"]) for e in lineage["events"]] == [
+        ("introduced", []),
+        ("modified", ["errorClass", "errorType"]),  # (a history says where it is now, not that it moved within)
+    ]
