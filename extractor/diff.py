@@ -31,6 +31,7 @@ __all__ = [
     "conditions_of_data",
     "diff_catalogs",
     "fields_of_data",
+    "is_generic",
     "pair_checks",
     "similarity",
 ]
@@ -267,6 +268,12 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _GENERIC = 12  # characters of its own under which a template is any raise of its class (match's CATCH_ALL)
 
 
+def is_generic(template: str) -> bool:
+    """Whether a template has next to no words of its own (a bare `raise NotImplementedError`, `{e}`): it
+    says nothing of where a check went or came back, which only its function, moved with it, does."""
+    return len(_PLACEHOLDER.sub("", template).strip()) < _GENERIC
+
+
 def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None = None) -> list[Pair]:
     """Pair two catalogs' checks: same id, then same template elsewhere, then similar wording; sorted by
     kind then location, unchanged ones included. `known` spares grouping the checks of unchanged files:
@@ -306,9 +313,7 @@ def pair_checks(old: Sequence[Check], new: Sequence[Check], known: Known | None 
     moved = []
     for check in old_left:
         candidates = by_template.get((check.error_class, check.message), [])
-        # A template with next to no words of its own (a bare `raise NotImplementedError`, `{e}`) says
-        # nothing of where it went: only its function, moved with it, does.
-        generic = len(_PLACEHOLDER.sub("", check.message).strip()) < _GENERIC
+        generic = is_generic(check.message)
         match = next(
             (c for c in candidates if c.path != check.path and (not generic or c.function == check.function)), None
         )

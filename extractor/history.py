@@ -22,6 +22,7 @@ from extractor.diff import (
     checks_of,
     conditions_of_data,
     fields_of_data,
+    is_generic,
     pair_checks,
 )
 from extractor.errors import CatalogError, RevisionError, ScopeError
@@ -262,6 +263,10 @@ class _Thread:
     def message(self) -> str:
         return str(self.last["errorMessage"])
 
+    @property
+    def function(self) -> str:
+        return str(self.last["function"])
+
     def see(self, check: Check, label: str) -> None:
         self.error_class = check.error_class  # (a check raised as another class since is modified, not new)
         self.last = {
@@ -440,9 +445,17 @@ def advance(
         if pair.kind is ChangeKind.ADDED:
             key = (new.error_class, new.message)
             back = dormant_ids.pop(new.id, None)
-            if back is None and dormant_templates.get(key):
-                back = dormant_templates[key][0]
-                dormant_ids.pop(back.id, None)
+            if back is None:
+                back = next(
+                    (
+                        t
+                        for t in dormant_templates.get(key, ())
+                        if not is_generic(t.message) or t.function == new.function
+                    ),
+                    None,
+                )
+                if back is not None:
+                    dormant_ids.pop(back.id, None)
             if back is not None:
                 dormant_templates[(back.error_class, back.message)].remove(back)
                 back.events.append(_event(EventKind.REINTRODUCED, label, sha, new))

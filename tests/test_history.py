@@ -495,3 +495,18 @@ def test_a_range_whose_start_is_not_an_ancestor_says_so(git_repo: GitRepo, tmp_p
     assert result.returncode == 0
     warning = "extractor: warning: v1..v2: v1 is not an ancestor of v2: the history is v1, then the 1 first-parent"
     assert result.stderr.startswith(warning)
+
+
+def test_a_bare_raise_comes_back_only_in_its_own_function(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A removed `raise NotImplementedError` is not "reintroduced" by another one in another function (the
+    two share only their class); in its own function it is."""
+    bare = "def {}(self):\n    raise NotImplementedError\n"
+    git_repo.commit({"vllm/config/a.py": bare.format("send")}, tag="v1")
+    git_repo.commit({"vllm/config/a.py": "x = 1\n"}, tag="v2")
+    git_repo.commit({"vllm/config/b.py": bare.format("forward")}, tag="v3")
+    git_repo.commit({"vllm/config/b.py": None, "vllm/config/a.py": bare.format("send")}, tag="v4")
+    repo = ["--repo", str(git_repo.path), "--exception", "*"]
+    assert cli("history", "v1", "v2", "v3", "v4", *repo, "--output", str(tmp_path / "h"), "-q").returncode == 0
+    lines = [json.loads(line) for line in (tmp_path / "h" / "history.jsonl").read_text().splitlines()]
+    story = sorted((lineage["function"], [e["kind"] for e in lineage["events"]]) for lineage in lines)
+    assert story == [("forward", ["introduced", "removed"]), ("send", ["introduced", "removed", "reintroduced"])]
