@@ -596,7 +596,8 @@ def _match_text(result: MatchResult, lineages: _Followed | None) -> str:
         site = match.site
         weak = "" if match in result.matches else "weak "
         lines.append(f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({weak}{match.how})")
-        values = ", ".join(f"{k} = {v}" for k, v in match.values.items())
+        # (an expression written over several lines shown on one, its spaces squeezed)
+        values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in match.values.items())
         if values:
             lines.append(f"     {values}")
         releases = match.releases()

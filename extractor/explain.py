@@ -327,7 +327,7 @@ def render(explanation: Explanation, *, format: str) -> str:
     if explanation.history:
         out += [f"Releases   {explanation.history}"]
     if explanation.values:
-        out += ["Values     " + ", ".join(f"{k} = {v}" for k, v in explanation.values.items())]
+        out += ["Values     " + ", ".join(f"{' '.join(k.split())} = {v}" for k, v in explanation.values.items())]
     if resolved:
         out += ["", "Fields"]
         for f in resolved:

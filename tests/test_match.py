@@ -624,6 +624,29 @@ def test_a_pattern_too_large_for_the_matcher_leaves_out_its_record_alone(git_rep
     assert "vllm/config/b.py:1" in explained.stdout
 
 
+def test_text_shows_a_placeholder_written_over_several_lines_on_one(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A placeholder's expression written over several lines is one line of the answer, spaces squeezed."""
+    source = (
+        "def f(a, b):\n"
+        '    raise ValueError("these names are not known here: {}".format(", ".join(\n'
+        "        [a, b]\n"
+        "    )))\n"
+    )
+    git_repo.commit({"vllm/config/a.py": source}, tag="v1")
+    result = cli(
+        "match",
+        "--catalog",
+        "v1",
+        "--repo",
+        str(git_repo.path),
+        "--format",
+        "text",
+        "ValueError: these names are not known here: x, y",
+    )
+    assert result.returncode == 0, result.stderr
+    assert '     ", ".join( [a, b] ) = x, y' in result.stdout.splitlines(), result.stdout
+
+
 def test_a_message_never_raised_gets_no_confident_answer(shapes_repo: GitRepo) -> None:
     """Text that shares words with templates (`Invalid`, `tokens`) but was never raised: no match, exit 1."""
     texts = [
