@@ -221,7 +221,7 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
                 f"{option} {shown} is not UTF-8 (shown with \\x escapes): a file whose name is not UTF-8 is a "
                 "named skip, never a record; name a folder above it"
             )
-        if scope_path(value) == ".." or scope_path(value).startswith("../"):
+        if (normal := scope_path(value)) == ".." or normal.startswith("../"):
             raise ExtractorError(f"{option} {value} leads out of the repository: name a path inside it, from its root")
     analyzed_at()  # SOURCE_DATE_EPOCH, checked before any work rather than when the first record is stamped
     for name in args.exception or ():
@@ -954,7 +954,7 @@ def _run_cache(argv: Sequence[str]) -> int:
         return ExitCode.OK
     done = "removed " if args.action == "clear" else ""
     total = _size(sum(part.bytes for part in parts))
-    shown_root = one_line(str(root), limit=sys.maxsize)  # (text for people: a path's control characters escaped)
+    shown_root = one_line(str(root), limit=None)  # (text for people: a path's control characters escaped)
     sys.stdout.write(f"{done}{shown_root} ({total})\n" if not done else f"{done}{total} from {shown_root}\n")
     for part in parts:
         sys.stdout.write(f"  {part.name:<9} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -11,7 +10,7 @@ from extractor import markdown
 from extractor.errors import ExtractorError
 from extractor.match import Matcher, Row, Template, templates_of_rows
 from extractor.models import CatalogLine, ConditionKind, FieldRef
-from extractor.progress import one_line, shown
+from extractor.progress import one_line
 from extractor.similarity import WITHIN_FUNCTION, similarity
 from extractor.write import dumps_document
 
@@ -215,11 +214,6 @@ def _how_set(field: FieldRef, *, cell: Callable[[str], str] = str, code: Callabl
     return cell(field.reason or "")
 
 
-def _one_line(path: str) -> str:
-    """A file's path on the line of text that shows it: a line break in its name shown as `\\n`."""
-    return one_line(path, limit=sys.maxsize)
-
-
 # What a docstring's sentence may not bring into a page's table: what ends the cell, HTML, links (its own
 # Markdown, `code` and *emphasis*, is kept: the docstring's author wrote it). Inside its code spans, where a
 # backslash is shown as typed, only the pipe that a table would read.
@@ -316,11 +310,11 @@ def render(explanation: Explanation, *, format: str) -> str:
                 f"{markdown.text(_short(r, 100))}"
                 for r in explanation.related
             ]
-        return shown("\n".join(out) + "\n")
+        return "\n".join(out) + "\n"
     out = [
         f"{record.errorClass}: {record.errorMessage}",
         "",
-        f"Thrown at  {_one_line(where)}  ({line.extraction.function})",
+        f"Thrown at  {one_line(where, limit=None)}  ({line.extraction.function})",  # (a line break in a name: \\n)
         f"           {record.githubUrl}",
         f"When       {condition_in_words(line)}",
     ]
@@ -343,6 +337,7 @@ def render(explanation: Explanation, *, format: str) -> str:
     if explanation.related:
         out += ["", "Related errors"]
         out += [
-            f"  {_one_line(f'{r.record.filePath}:{r.record.lineNumber}')}  {_short(r, 90)}" for r in explanation.related
+            f"  {one_line(f'{r.record.filePath}:{r.record.lineNumber}', limit=None)}  {_short(r, 90)}"
+            for r in explanation.related
         ]
     return "\n".join(out) + "\n"

@@ -26,6 +26,7 @@ __all__ = [
     "GitError",
     "cache_dir",
     "close_readers",
+    "complaint",
     "config_value",
     "damage_hint",
     "list_blobs",
@@ -136,7 +137,7 @@ def _git(git_dir: Path, *args: str, input: bytes | None = None) -> bytes:
             env=_environment(),
         )
     except subprocess.CalledProcessError as error:
-        raise GitError(git_dir, args[2] if args[0] == "-c" else args[0], _complaint(error.stderr)) from None
+        raise GitError(git_dir, args[2] if args[0] == "-c" else args[0], complaint(error.stderr)) from None
     return result.stdout
 
 
@@ -162,7 +163,7 @@ def damage_hint(git_dir: Path) -> str:
     return ""
 
 
-def _complaint(stderr: bytes | None) -> str | None:
+def complaint(stderr: bytes | None) -> str | None:
     """What git said went wrong: its first fatal or error line (the lines after it are advice, such as
     "Please make sure you have the correct access rights / and the repository exists."), else its last."""
     lines = [line.strip() for line in decode_name(stderr or b"").splitlines() if line.strip()]
@@ -254,7 +255,7 @@ def _clone(url: str, target: Path) -> None:
             env=_environment(),
         )
         if result.returncode != 0:
-            reason = _complaint(result.stderr) or "git clone failed"
+            reason = complaint(result.stderr) or "git clone failed"
             raise RepositoryError(f"cannot clone {redact_url(url)}: {reason}{_offline_hint(reason)}")
         try:
             os.rename(scratch / "repo.git", target)
@@ -363,11 +364,11 @@ def _not_a_commit(handle: Path, repo: str, revision: str) -> NoReturn:
             )
         # A commit that does not peel to one: git could not read it. Its own words say which object.
         _value(handle, "rev-parse", "--verify", "--end-of-options", f"{oid}^{{commit}}")
-        complaint = "git cannot read it"
+        said = "git cannot read it"
     except GitError as error:
-        complaint = error.complaint
+        said = error.complaint
     raise RepositoryError(
-        f"cannot read {revision!r} in {shown_repo(repo)}: an object it needs is missing or damaged ({complaint})"
+        f"cannot read {revision!r} in {shown_repo(repo)}: an object it needs is missing or damaged ({said})"
         f"{damage_hint(handle)}"
     )
 

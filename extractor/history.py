@@ -445,15 +445,9 @@ def advance(
         if pair.kind is ChangeKind.ADDED:
             key = (new.error_class, new.message)
             back = dormant_ids.pop(new.id, None)
-            if back is None:
-                back = next(
-                    (
-                        t
-                        for t in dormant_templates.get(key, ())
-                        if not is_generic(t.message) or t.function == new.function
-                    ),
-                    None,
-                )
+            if back is None:  # by its template; one of next to no words only in its own function (pair_checks)
+                held = dormant_templates.get(key, ())
+                back = next((t for t in held if not is_generic(t.message) or t.function == new.function), None)
                 if back is not None:
                     dormant_ids.pop(back.id, None)
             if back is not None:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import fnmatch
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ import orjson
 from extractor import markdown
 from extractor.models import CatalogLine
 from extractor.options import scope_path
-from extractor.progress import one_line, shown
+from extractor.progress import one_line
 from extractor.suggest import close_to
 from extractor.write import dumps_document
 
@@ -88,14 +87,14 @@ def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
         keys = ("id", "slug", "errorClass", "filePath", "lineNumber", "errorMessage")
         return "".join(orjson.dumps({key: getattr(line.record, key) for key in keys}).decode() + "\n" for line in lines)
     rows = [
-        (one_line(f"{r.filePath}:{r.lineNumber}", limit=sys.maxsize), r.errorClass, r.slug, first_words(r.errorMessage))
+        (one_line(f"{r.filePath}:{r.lineNumber}", limit=None), r.errorClass, r.slug, first_words(r.errorMessage))
         for r in (line.record for line in lines)
     ]  # (a file's name may hold a line break: shown as `\n`, the row stays one line)
     header = ("file:line", "class", "slug", "message")
     if format == "markdown":
         cells = ((markdown.code(a), markdown.text(b), markdown.code(c), markdown.text(d)) for a, b, c, d in rows)
         table = [header, ("---",) * 4, *cells]
-        return shown("".join("| " + " | ".join(row) + " |\n" for row in table))
+        return "".join("| " + " | ".join(row) + " |\n" for row in table)
     return _aligned([header, *rows])
 
 
@@ -129,7 +128,7 @@ def render_summary(lines: Sequence[CatalogLine], *, format: str) -> str:
         for name, counts in (("file", by_file), ("class", by_class)):
             out += [f"\n| {name} | records |\n| --- | ---: |\n"]
             out += [f"| {markdown.text(key)} | {count} |\n" for key, count in counts]
-        return shown("".join(out))
+        return "".join(out)
     out = [title + "\n"]
     for name, counts in (("by file", by_file), ("by class", by_class)):
         out.append(f"\n{name}:\n")

@@ -302,9 +302,9 @@ def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "
     too_large: set[tuple[str, str]] = set()
     for number, row in enumerate(rows, start=1):
         key = (row.errorClass, row.messagePattern)
-        template = by_key.get(key)
         if key in too_large:
             continue
+        template = by_key.get(key)
         if template is None:
             held = row.placeholders
             groups = tuple((group, expression) for group, expression, _, _ in held)

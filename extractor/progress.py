@@ -44,11 +44,11 @@ _UNSHOWN = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 LINE_LIMIT = 2000  # characters: a 100 KB argument echoed back is not read, only scrolled past
 
 
-def one_line(text: str, *, limit: int = LINE_LIMIT) -> str:
+def one_line(text: str, *, limit: int | None = LINE_LIMIT) -> str:
     """`text` as one line that shows what it holds: each control character escaped as Python writes it
-    (`\\n`, `\\x1b`, ...), and past `limit` characters, its middle left out (saying how much)."""
+    (`\\n`, `\\x1b`, ...), and past `limit` characters (None: none), its middle left out (saying how much)."""
     escaped = _escaped(_UNSHOWN, text)
-    if len(escaped) <= limit:
+    if limit is None or len(escaped) <= limit:
         return escaped
     head, tail = limit * 3 // 4, limit // 4
     return f"{escaped[:head]} ... ({len(escaped) - head - tail} characters left out) ... {escaped[-tail:]}"

@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from extractor.atomic import replace_bytes, replacing
 from extractor.errors import ReleaseError
-from extractor.git import cache_dir, config_value, damage_hint, redact_url
+from extractor.git import cache_dir, complaint, config_value, damage_hint, redact_url
 
 __all__ = [
     "Sdist",
@@ -414,9 +414,7 @@ def _release_git(cwd: Path, *args: str, repo: Path) -> str:
     except OSError as error:  # no git, or a folder that cannot be entered
         raise _damaged(repo, error.strerror or str(error)) from None
     if result.returncode != 0:
-        said = [line.strip() for line in result.stderr.decode(errors="replace").splitlines() if line.strip()]
-        complaint = next((line for line in said if line.startswith(("fatal: ", "error: "))), said[-1] if said else "")
-        raise _damaged(repo, complaint.removeprefix("fatal: ").removeprefix("error: ") or f"git {args[0]} failed")
+        raise _damaged(repo, complaint(result.stderr) or f"git {args[0]} failed")
     return result.stdout.decode(errors="replace")
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from extractor.analysis import ANALYSIS, AnalysisEntry, read_analysis
 from extractor.catalog import LoadedCatalog, load_catalog, open_catalog, present, read_document
+from extractor.diff import ChangeKind
 from extractor.errors import CatalogError
 from extractor.extract import ExtractOptions
 from extractor.history import HISTORY, read_written
@@ -39,7 +40,11 @@ class _DiffSide(BaseModel):
 
 # The records each kind of change carries (diff.render_json): a page shows them, so a change without one
 # is no diff the nightly job wrote.
-_SIDES = {"added": ("new",), "removed": ("old",), **dict.fromkeys(("reworded", "moved", "modified"), ("old", "new"))}
+_SIDES: dict[str, tuple[str, ...]] = {  # (ChangeKind is text: a change read back has its value)
+    ChangeKind.ADDED: ("new",),
+    ChangeKind.REMOVED: ("old",),
+    **dict.fromkeys((ChangeKind.REWORDED, ChangeKind.MOVED, ChangeKind.MODIFIED), ("old", "new")),
+}
 
 
 class _DiffChange(BaseModel):
