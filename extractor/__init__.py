@@ -1,50 +1,89 @@
 # extractor: mine a codebase, pinned to a git revision, for its raise sites and write a schema-v2 catalog.
+"""The public API, each name imported on first use so that light paths (a cached run) never import the parser.
+
+    import extractor
+
+    catalog = extractor.extract(repo="~/src/vllm", revision="v0.28.0", options=extractor.ExtractOptions())
+    old = extractor.open_catalog("release:0.27.0", repo="", options=extractor.ExtractOptions())
+    changes = extractor.diff_catalogs(old, extractor.open_catalog(...))
+    matcher = extractor.Matcher(extractor.templates_of(catalog.lines))
+    history = extractor.build_history(extractor.list_revisions(["release:all"], repo=""), options=...)
+
+Everything else is the package's own and may change: the subpackages hold the stages (util, model, repo,
+scanning, pipeline, catalog, query, publish, cli), lowest first (docs/contributing/architecture.md).
+"""
+
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from extractor._version import __version__
 
 if TYPE_CHECKING:
+    from extractor.catalog.load import LoadedCatalog, load_catalog, open_catalog
     from extractor.errors import ExtractorError
-    from extractor.extract import Catalog, ExtractOptions, extract
-    from extractor.models import CatalogLine, Extraction, Manifest, Record
-    from extractor.scan import ScanOptions, scan
-    from extractor.template import Template, message_template
+    from extractor.model.records import CatalogLine, Extraction, Manifest, Record
+    from extractor.pipeline.extract import Catalog, extract
+    from extractor.pipeline.options import ExtractOptions
+    from extractor.query.diff import CatalogDiff, diff_catalogs
+    from extractor.query.history import History, build_history, list_revisions
+    from extractor.query.match import Matcher, MatchResult, templates_of
+    from extractor.scanning.scan import ScanOptions, scan
+    from extractor.scanning.template import Template, message_template
+
+# name -> the module that defines it
+_HOMES = {
+    "ExtractorError": "extractor.errors",
+    "Catalog": "extractor.pipeline.extract",
+    "ExtractOptions": "extractor.pipeline.options",
+    "extract": "extractor.pipeline.extract",
+    "CatalogLine": "extractor.model.records",
+    "Extraction": "extractor.model.records",
+    "Manifest": "extractor.model.records",
+    "Record": "extractor.model.records",
+    "ScanOptions": "extractor.scanning.scan",
+    "scan": "extractor.scanning.scan",
+    "Template": "extractor.scanning.template",
+    "message_template": "extractor.scanning.template",
+    "LoadedCatalog": "extractor.catalog.load",
+    "load_catalog": "extractor.catalog.load",
+    "open_catalog": "extractor.catalog.load",
+    "CatalogDiff": "extractor.query.diff",
+    "diff_catalogs": "extractor.query.diff",
+    "Matcher": "extractor.query.match",
+    "MatchResult": "extractor.query.match",
+    "templates_of": "extractor.query.match",
+    "History": "extractor.query.history",
+    "build_history": "extractor.query.history",
+    "list_revisions": "extractor.query.history",
+}
 
 __all__ = [
     "Catalog",
+    "CatalogDiff",
     "CatalogLine",
     "ExtractOptions",
     "Extraction",
     "ExtractorError",
+    "History",
+    "LoadedCatalog",
     "Manifest",
+    "MatchResult",
+    "Matcher",
     "Record",
     "ScanOptions",
     "Template",
     "__version__",
+    "build_history",
+    "diff_catalogs",
     "extract",
+    "list_revisions",
+    "load_catalog",
     "message_template",
+    "open_catalog",
     "scan",
+    "templates_of",
 ]
-
-# Public names are imported on first use, so that light paths (a cached run) never import the parser.
-_HOMES = {
-    "ExtractorError": "extractor.errors",
-    "Catalog": "extractor.extract",
-    "ExtractOptions": "extractor.extract",
-    "extract": "extractor.extract",
-    "CatalogLine": "extractor.models",
-    "Extraction": "extractor.models",
-    "Manifest": "extractor.models",
-    "Record": "extractor.models",
-    "ScanOptions": "extractor.scan",
-    "scan": "extractor.scan",
-    "Template": "extractor.template",
-    "message_template": "extractor.template",
-}
 
 
 def __getattr__(name: str) -> Any:
@@ -53,30 +92,10 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'extractor' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(home), name)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # once found, an attribute like any other
+    return value
 
 
-class _Package(types.ModuleType):
-    """The package, whose `extract` and `scan` are the functions, not the modules of the same name: the
-    import system binds a submodule to its package's attribute once loaded, and `from extractor import
-    extract` would then give the module (reach the modules as `extractor.extract.` no more, but through
-    `from extractor.extract import ...` or sys.modules)."""
-
-    @property
-    def extract(self) -> Any:
-        return __getattr__("extract")
-
-    @extract.setter
-    def extract(self, module: object) -> None:  # the submodule, bound as it loads: it stays in sys.modules
-        pass
-
-    @property
-    def scan(self) -> Any:
-        return __getattr__("scan")
-
-    @scan.setter
-    def scan(self, module: object) -> None:
-        pass
-
-
-sys.modules[__name__].__class__ = _Package
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -10,12 +10,15 @@ __version__ = "0.1.0"
 
 
 @functools.cache  # a process's code does not change while it runs: read once, not once per key
-def code_digest(names: tuple[str, ...] | None = None) -> str:
-    """A digest of the package's code: the modules `names`, else every module. Part of the cache keys, so
-    that any edit to the code that made an entry, released or not, makes a new one."""
+def code_digest(folders: tuple[str, ...] = ()) -> str:
+    """A digest of the package's code: every module below the subpackages `folders` (their paths and bytes),
+    else every module of the package, subpackages included. Part of the cache keys, so that any edit to the
+    code that made an entry, released or not, makes a new one."""
     here = Path(__file__).parent
+    roots = [here / folder for folder in folders] or [here]
     digest = hashlib.sha256()
-    for name in names if names is not None else tuple(sorted(p.name for p in here.glob("*.py"))):
+    for path in sorted(path for root in roots for path in root.rglob("*.py")):
+        digest.update(path.relative_to(here).as_posix().encode() + b"\0")
         with contextlib.suppress(OSError):
-            digest.update((here / name).read_bytes())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

@@ -11,18 +11,18 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO, NamedTuple, NoReturn
 
-from extractor import lifecycle
 from extractor._version import __version__
 from extractor.errors import ExitCode, ExtractorError, OutputError
-from extractor.lifecycle import command_line_process, interruption, signals_as_interrupts
-from extractor.progress import note, one_line, quiet_for_one_run, set_quiet, shown, warn
+from extractor.util import lifecycle
+from extractor.util.lifecycle import command_line_process, interruption, signals_as_interrupts
+from extractor.util.progress import note, one_line, quiet_for_one_run, set_quiet, shown, warn
 
 if TYPE_CHECKING:
-    from extractor.git import Commit
-    from extractor.history import Revision
-    from extractor.match import MatchResult
-    from extractor.models import Lineage
-    from extractor.options import ExtractOptions
+    from extractor.model.records import Lineage
+    from extractor.pipeline.options import ExtractOptions
+    from extractor.query.history import Revision
+    from extractor.query.match import MatchResult
+    from extractor.repo.git import Commit
 
 __all__ = ["main"]
 
@@ -205,9 +205,9 @@ def _context(text: str) -> int:
 
 
 def _options(args: argparse.Namespace) -> ExtractOptions:
-    from extractor.extract import analyzed_at
-    from extractor.options import ExtractOptions, scope_path
-    from extractor.write import is_repo_name
+    from extractor.pipeline.extract import analyzed_at
+    from extractor.pipeline.options import ExtractOptions, scope_path
+    from extractor.pipeline.write import is_repo_name
 
     if args.repo_name is not None and not is_repo_name(args.repo_name):
         raise ExtractorError(
@@ -252,7 +252,7 @@ def _options(args: argparse.Namespace) -> ExtractOptions:
 def _latest_of(spec: str, options: ExtractOptions) -> str:
     """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
     folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
-    from extractor.published import is_root, latest_catalog
+    from extractor.catalog.published import is_root, latest_catalog
 
     return str(latest_catalog(Path(spec), options.scope)) if is_root(Path(spec)) else spec
 
@@ -263,7 +263,7 @@ def _catalogs(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:
     (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
     read alike; catalogs named one by one are read in the scope given (a folder written before is read as
     it is). A nightly root stands for its latest catalog."""
-    from extractor.history import followed
+    from extractor.query.history import followed
 
     options = _options(args)
     if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
@@ -277,7 +277,7 @@ def _folder(output: str | None, command: str) -> Path | None:
         raise ExtractorError(f"{command} writes a folder of files: --output - (standard output) cannot hold them")
     if not output:
         return None
-    from extractor.write import check_folder
+    from extractor.pipeline.write import check_folder
 
     check_folder(Path(output))
     return Path(output)
@@ -323,8 +323,8 @@ def _run_extract(argv: Sequence[str]) -> int:
     args = _parse(_extract_parser(), argv)
     options = _options(args)
     commit, pinned = _resolve_starting_workers(args.repo, args.sha, args.release, options)
-    from extractor.extract import extract_commit
-    from extractor.write import default_root, folder_name, write_catalog
+    from extractor.pipeline.extract import extract_commit
+    from extractor.pipeline.write import default_root, folder_name, write_catalog
 
     catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     for warning in catalog.warnings:
@@ -355,20 +355,20 @@ def _resolve_starting_workers(
     the other cores. None are forked if one process scans (`--jobs 1`, or one core), or if the catalog
     is in the cache already (nothing to scan: they would only take a core from this process); with no
     catalog in the cache at all, they are forked before the revision is even resolved."""
-    from extractor.git import cache_dir, resolve
-    from extractor.workers import processes, start_ahead
+    from extractor.pipeline.workers import processes, start_ahead
+    from extractor.repo.git import cache_dir, resolve
 
     workers = processes(options.jobs) - 1
     cache = None
     if options.cache:
-        from extractor.cache import ScanCache
+        from extractor.pipeline.cache import ScanCache
 
         cache = ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
     if workers > 0 and (cache is None or not cache.holds_catalogs()):
         start_ahead(workers)
     pinned = None
     if release is not None:
-        from extractor.catalog import release_commit
+        from extractor.catalog.load import release_commit
 
         commit, pinned = release_commit(release)
     else:
@@ -409,11 +409,11 @@ def _diff_parser() -> argparse.ArgumentParser:
 
 def _run_diff(argv: Sequence[str]) -> int:
     args = _parse(_diff_parser(), argv)
-    from extractor.catalog import LoadedCatalog, open_catalog
-    from extractor.diff import diff_catalogs, render_json, render_markdown
+    from extractor.catalog.load import LoadedCatalog, open_catalog
     from extractor.errors import ScopeError
-    from extractor.history import followed
-    from extractor.write import atomic_write, page_bytes
+    from extractor.pipeline.write import atomic_write, page_bytes
+    from extractor.query.diff import diff_catalogs, render_json, render_markdown
+    from extractor.query.history import followed
 
     root = Path(args.catalog_root) if args.catalog_root else None
     if root is not None and root.exists() and not root.is_dir():
@@ -439,7 +439,7 @@ def _run_diff(argv: Sequence[str]) -> int:
             "or removed"
         )
     if args.output and args.output != "-":
-        from extractor.write import MANIFEST, RECORDS
+        from extractor.pipeline.write import MANIFEST, RECORDS
 
         target = Path(args.output).resolve()
         for spec in (args.old, args.new):
@@ -495,7 +495,7 @@ def _stdin_lines() -> Iterator[str]:
     order mark (what Windows PowerShell's `>` writes) is read as such."""
     import codecs
 
-    from extractor.match import MAX_LINE
+    from extractor.query.match import MAX_LINE
 
     if 0 in lifecycle.closed:
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
@@ -553,8 +553,8 @@ def _run_match(argv: Sequence[str]) -> int:
     args = _parse(_match_parser(), argv)
     import orjson
 
-    from extractor.match import match_lines
-    from extractor.matchindex import match_index
+    from extractor.query.match import match_lines
+    from extractor.query.matchindex import match_index
 
     def progress(line: str) -> None:
         print(f"{PROG} match: {one_line(line)}", file=sys.stderr, flush=True)
@@ -646,7 +646,7 @@ def _nightly_parser() -> argparse.ArgumentParser:
 
 def _run_nightly(argv: Sequence[str]) -> int:
     args = _parse(_nightly_parser(), argv)
-    from extractor.nightly import nightly
+    from extractor.publish.nightly import nightly
 
     def log(line: str) -> None:
         if not args.quiet:
@@ -688,7 +688,7 @@ def _explain_parser() -> argparse.ArgumentParser:
 
 def _run_explain(argv: Sequence[str]) -> int:
     args = _parse(_explain_parser(), argv)
-    from extractor.explain import explain_in, render
+    from extractor.query.explain import explain_in, render
 
     args.query = _pasted(args.query)
     options, specs = _catalogs(args)
@@ -704,7 +704,7 @@ def _run_explain(argv: Sequence[str]) -> int:
 
         page = orjson.dumps({**orjson.loads(page), "history": note}, option=orjson.OPT_INDENT_2).decode() + "\n"
     elif note is not None and args.format == "markdown":
-        from extractor import markdown
+        from extractor.util import markdown
 
         page += f"\n**History**: {markdown.text(note)}\n"
     elif note is not None:
@@ -780,9 +780,9 @@ def _lineages_of(args: argparse.Namespace) -> _Followed | None:
     """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
     if not args.history:
         return None
-    from extractor.catalog import looks_like_path, present
-    from extractor.git import is_url, shown_repo
-    from extractor.history import build_history, followed, list_revisions, read_written
+    from extractor.catalog.load import looks_like_path, present
+    from extractor.query.history import build_history, followed, list_revisions, read_written
+    from extractor.repo.git import is_url, shown_repo
 
     path = Path(args.history)
     if present(path):  # (a symlink that leads nowhere is an error, not revisions to follow)
@@ -804,7 +804,7 @@ def _lineage_note(followed: _Followed | None, record_id: str) -> str | None:
     """The history sentence of a record, when a history was given and holds it."""
     if followed is None:
         return None
-    from extractor.history import find_lineage, lineage_sentence
+    from extractor.query.history import find_lineage, lineage_sentence
 
     found = find_lineage(followed.lineages, record_id)
     return lineage_sentence(found, start=followed.start) if found is not None else None
@@ -812,8 +812,8 @@ def _lineage_note(followed: _Followed | None, record_id: str) -> str | None:
 
 def _run_history(argv: Sequence[str]) -> int:
     args = _parse(_history_parser(), argv)
-    from extractor.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
-    from extractor.write import atomic_write_all, default_root, page_bytes
+    from extractor.pipeline.write import atomic_write_all, default_root, page_bytes
+    from extractor.query.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
 
     specs = [*args.revisions, *(args.more or [])]
     if not specs:
@@ -837,7 +837,7 @@ def _run_history(argv: Sequence[str]) -> int:
             (root / stale).unlink(missing_ok=True)
         copy = lines
     else:
-        from extractor.changelog import render_chart, render_markdown
+        from extractor.query.changelog import render_chart, render_markdown
 
         title = f"History of the checks in {', '.join(options.paths)} ({history.repo})"
         files += [
@@ -883,8 +883,8 @@ def _list_parser() -> argparse.ArgumentParser:
 
 def _run_list(argv: Sequence[str]) -> int:
     args = _parse(_list_parser(), argv)
-    from extractor.catalog import open_catalog
-    from extractor.listing import Filters, misses, render_records, render_summary, select
+    from extractor.catalog.load import open_catalog
+    from extractor.query.listing import Filters, misses, render_records, render_summary, select
 
     options = _options(args)
     catalog = open_catalog(_latest_of(args.catalog, options), repo=args.repo, options=options)
@@ -905,7 +905,7 @@ def _run_list(argv: Sequence[str]) -> int:
 
 
 def _cache_parser() -> argparse.ArgumentParser:
-    from extractor.housekeeping import PARTS
+    from extractor.repo.housekeeping import PARTS
 
     parser = _Parser(
         prog=f"{PROG} cache",
@@ -926,10 +926,10 @@ def _run_cache(argv: Sequence[str]) -> int:
     args = _parse(_cache_parser(), argv)
     if args.action is None:
         _cache_parser().error("say what to do: info (where, how big, how many) or clear [PART ...]")
-    from extractor.git import cache_dir
-    from extractor.housekeeping import PARTS, clear, usage
-    from extractor.suggest import close_to
-    from extractor.write import dumps_document
+    from extractor.pipeline.write import dumps_document
+    from extractor.repo.git import cache_dir
+    from extractor.repo.housekeeping import PARTS, clear, usage
+    from extractor.util.suggest import close_to
 
     for name in args.parts:
         if name not in PARTS:
@@ -994,9 +994,9 @@ def _run_site(argv: Sequence[str]) -> int:
     args = _parse(_site_parser(), argv)
     import time
 
-    from extractor.listing import counted
-    from extractor.site import build_site, check_output
-    from extractor.site_inputs import open_site_inputs
+    from extractor.publish.site import build_site, check_output
+    from extractor.publish.site_inputs import open_site_inputs
+    from extractor.query.listing import counted
 
     output = _folder(args.output, "site")
     assert output is not None  # (a required option)
@@ -1036,7 +1036,7 @@ _SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
 
 def _unknown_command(word: str) -> ExtractorError:
     """Say that a first word is no subcommand (the extraction itself takes options only), and which was meant."""
-    from extractor.suggest import close_to
+    from extractor.util.suggest import close_to
 
     guess = close_to(word, _SUBCOMMANDS)
     if guess is not None:
@@ -1068,8 +1068,8 @@ def run() -> NoReturn:
 
 
 def _finish_writes() -> None:
-    if "extractor.cache" in sys.modules:
-        sys.modules["extractor.cache"].wait_for_writes()
+    if "extractor.pipeline.cache" in sys.modules:
+        sys.modules["extractor.pipeline.cache"].wait_for_writes()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1105,7 +1105,7 @@ def _swallowed(code: int) -> int:
 
 def _os_error(error: OSError) -> str:
     """An operating system's refusal of a path, in words, and where the path is the user cache, what to do."""
-    from extractor.git import cache_dir
+    from extractor.repo.git import cache_dir
 
     path = Path(os.fsdecode(error.filename))
     said = f"cannot use {path}: {error.strerror or error}"

@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from extractor.git import cache_dir  # noqa: E402
-from extractor.release import release_repo  # noqa: E402
+from extractor.repo.git import cache_dir  # noqa: E402
+from extractor.repo.release import release_repo  # noqa: E402
 
 
 def peers(venv: Path) -> tuple[Path, Path]:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.catalog import LoadedCatalog
-from extractor.diff import diff_catalogs
+from extractor.catalog.load import LoadedCatalog
+from extractor.query.diff import diff_catalogs
 from tests.test_diff import synthetic
 
 

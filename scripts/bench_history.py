@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.git import cache_dir
-from extractor.release import fetch_sdist, release_repo, resolve_releases
+from extractor.repo.git import cache_dir
+from extractor.repo.release import fetch_sdist, release_repo, resolve_releases
 
 
 def _cpu() -> float:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.extract import ExtractOptions
-from extractor.match import Matcher, Template
-from extractor.matchindex import match_index
+from extractor.pipeline.extract import ExtractOptions
+from extractor.query.match import Matcher, Template
+from extractor.query.matchindex import match_index
 
 
 def render(template: Template, rng: random.Random) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.schema import render_schemas
+from extractor.model.schema import render_schemas
 
 if __name__ == "__main__":
     for path, data in render_schemas().items():

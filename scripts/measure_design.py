@@ -4,7 +4,7 @@ the package index, built into the release repository as every command does):
 1. parsing: CPython's `ast.parse` against `libcst.parse_module`, and libcst's metadata resolution
    (PositionProvider, ParentNodeProvider; each timed alone, on modules already parsed), over vllm/config
    and the whole vllm/ package (`--scope` picks one);
-2. reading every `.py` blob of the package's tree: `git cat-file --batch` (extractor.git) against GitPython
+2. reading every `.py` blob of the package's tree: `git cat-file --batch` (extractor.repo.git) against GitPython
    (skipped with a message when GitPython is not installed; it is no dependency of the extractor).
 
     python scripts/measure_design.py [--release 0.28.0] [--runs 3] [--part parse|git|all] [--scope vllm]
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import libcst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from extractor.git import Commit, list_blobs, read_blobs, resolve
-from extractor.release import release_repo, release_tag
+from extractor.repo.git import Commit, list_blobs, read_blobs, resolve
+from extractor.repo.release import release_repo, release_tag
 
 
 def median_seconds(work: Callable[[], object], runs: int) -> float:
@@ -100,7 +100,7 @@ def measure_git(commit: Commit, runs: int) -> None:
         size = sum(len(data) for _, data in read_blobs(commit, blobs))
 
     batch_seconds = median_seconds(batch, runs)
-    print(f"git cat-file --batch (extractor.git): {len(blobs)} blobs, {size / 1e6:.1f} MB: {batch_seconds:.2f} s")
+    print(f"git cat-file --batch (extractor.repo.git): {len(blobs)} blobs, {size / 1e6:.1f} MB: {batch_seconds:.2f} s")
     try:
         import git as gitpython  # GitPython
     except ImportError:

@@ -33,10 +33,10 @@ import regex
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.extract import ExtractOptions
-from extractor.match import CATCH_ALL, MIN_SCORE, Template
-from extractor.matchindex import match_index
-from extractor.release import fetch_sdist
+from extractor.pipeline.extract import ExtractOptions
+from extractor.query.match import CATCH_ALL, MIN_SCORE, Template
+from extractor.query.matchindex import match_index
+from extractor.repo.release import fetch_sdist
 
 _DOC_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.{25,}?)\s*$")
 _REGEX_META = re.compile(r"(?<!\\)[.^$*+?{}\[\]|()]|\\[dDsSwWbBAZ0-9]")

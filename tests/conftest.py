@@ -58,8 +58,8 @@ def cli(
     the parser, some 0.7 s of CPU a call."""
     import io
 
-    from extractor.cache import wait_for_writes
     from extractor.cli import main
+    from extractor.pipeline.cache import wait_for_writes
 
     # As a process's: stderr shows what UTF-8 cannot carry (lone surrogates) as escapes, stdout refuses it.
     streams = {
@@ -236,7 +236,7 @@ RELEASES = ["0.27.0", "0.27.1", "0.28.0", "0.33.0"]
 @pytest.fixture(scope="session")
 def vllm_repo() -> Path:
     """A bare repository holding vLLM 0.27.0, 0.27.1, 0.28.0 and 0.33.0 (from their sdists), tagged vX.Y.Z."""
-    from extractor.release import release_repo
+    from extractor.repo.release import release_repo
 
     return release_repo(RELEASES)
 
@@ -259,8 +259,8 @@ def whole_package_cache(vllm_repo: Path) -> Path:
 
     from filelock import FileLock
 
-    from extractor.cache import wait_for_writes
-    from extractor.extract import ExtractOptions, extract
+    from extractor.pipeline.cache import wait_for_writes
+    from extractor.pipeline.extract import ExtractOptions, extract
     from tests.rendering import collector_paused
 
     root = Path(os.environ["XDG_CACHE_HOME"]) / "whole-package"

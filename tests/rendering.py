@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import CodeType, SimpleNamespace
 from typing import Any, SupportsIndex
 
-from extractor.models import Site, SkippedSite
+from extractor.model.records import Site, SkippedSite
 
 _SAFE_BUILTINS = {
     name: getattr(builtins, name)
@@ -474,7 +474,7 @@ def _check_site(
 
 def check_tree(files: dict[str, str]) -> Tally:
     """Scan every file of a codebase (path -> source) with every class in scope and check its records."""
-    from extractor.scan import Scanned, ScanOptions, scan
+    from extractor.scanning.scan import Scanned, ScanOptions, scan
 
     with collector_paused():
         trees = {}

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from extractor.cache import wait_for_writes
-from extractor.extract import ExtractOptions, extract
-from extractor.write import encode_lines
+from extractor.pipeline.cache import wait_for_writes
+from extractor.pipeline.extract import ExtractOptions, extract
+from extractor.pipeline.write import encode_lines
 from tests.conftest import GitRepo
 
 SOURCES = {
@@ -81,7 +81,7 @@ def test_warm_run_reads_the_cache_and_never_parses(
     output(repo, jobs=1)
     import importlib
 
-    scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+    scan_module = importlib.import_module("extractor.scanning.scan")  # (extractor.scanning.scan is the function)
 
     def fail(*args: object, **kwargs: object) -> None:
         raise AssertionError("parsed although cached")
@@ -119,7 +119,9 @@ def test_a_whole_catalog_is_read_back_and_restamped(
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1798761600")
     import importlib
 
-    extract_module = importlib.import_module("extractor.extract")  # (extractor.extract is the function)
+    extract_module = importlib.import_module(
+        "extractor.pipeline.extract"
+    )  # (extractor.pipeline.extract is the function)
 
     monkeypatch.setattr(extract_module, "_extract_commit", lambda *a, **k: pytest.fail("extracted again"))
     again = output(repo, jobs=1)
@@ -136,7 +138,7 @@ def test_cache_key_follows_the_options(repo: GitRepo, isolated_cache: Path) -> N
 
 def test_prefilter_and_skipped_files_agree(repo: GitRepo) -> None:
     """A file the prefilter rules out cannot hold a site; a file that could and fails to parse is named."""
-    from extractor.scan import Scanned, ScanOptions, could_hold, scan
+    from extractor.scanning.scan import Scanned, ScanOptions, could_hold, scan
 
     catalog = extract(repo=str(repo.path), revision="v1", options=ExtractOptions(paths=("pkg",), cache=False))
     assert [s.path for s in catalog.manifest.skippedFiles] == ["pkg/broken.py"]
@@ -162,9 +164,9 @@ def test_an_altered_whole_catalog_is_not_trusted(repo: GitRepo, isolated_cache: 
 def test_only_the_most_recently_used_whole_catalogs_are_kept(
     repo: GitRepo, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import extractor.cache
+    import extractor.pipeline.cache
 
-    monkeypatch.setattr(extractor.cache, "_KEEP_CATALOGS", 2)
+    monkeypatch.setattr(extractor.pipeline.cache, "_KEEP_CATALOGS", 2)
     folder = isolated_cache / "extractor" / "catalogs"
     first = output(repo, jobs=1)
     (oldest,) = folder.iterdir()
@@ -179,7 +181,7 @@ def test_what_was_scanned_before_an_interruption_is_kept(
 ) -> None:
     import importlib
 
-    scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+    scan_module = importlib.import_module("extractor.scanning.scan")  # (extractor.scanning.scan is the function)
 
     files = {f"pkg/m{i}.py": f"raise ValueError('m{i}')\n" + "# padding\n" * 4000 for i in range(8)}
     git_repo.commit(files, tag="v2")
@@ -223,37 +225,39 @@ def test_entries_without_the_facts_now_wanted_are_scanned_with_the_rest(
 ) -> None:
     """Files first scanned for their sites alone, then wanted for their classes too, are scanned again
     in the one parallel pass (not one by one after it)."""
-    import extractor.scheduler
+    import extractor.pipeline.scheduler
 
     output(repo, jobs=2)
-    real = extractor.scheduler._scan_missing
+    real = extractor.pipeline.scheduler._scan_missing
     passes: list[tuple[list[str], int]] = []
 
     def spy(commit: Any, missing: list[Any], *args: Any, **kwargs: Any) -> None:
         passes.append((sorted(blob.path for blob in missing), kwargs["pool"].workers))
         real(commit, missing, *args, **kwargs)
 
-    monkeypatch.setattr(extractor.scheduler, "_scan_missing", spy)
+    monkeypatch.setattr(extractor.pipeline.scheduler, "_scan_missing", spy)
     facts = output(repo, jobs=2, config_from=("pkg",))
     assert passes == [(sorted(SOURCES), 1)]
-    monkeypatch.setattr(extractor.scheduler, "_scan_missing", real)
+    monkeypatch.setattr(extractor.pipeline.scheduler, "_scan_missing", real)
     assert facts == output(repo, jobs=2, config_from=("pkg",), cache=False)
 
 
 def test_a_catalog_still_being_stored_is_found(repo: GitRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib
 
-    import extractor.cache
+    import extractor.pipeline.cache
 
-    extract_module = importlib.import_module("extractor.extract")  # (extractor.extract is the function)
+    extract_module = importlib.import_module(
+        "extractor.pipeline.extract"
+    )  # (extractor.pipeline.extract is the function)
 
-    real = extractor.cache._sealed
+    real = extractor.pipeline.cache._sealed
 
     def slow(pieces: list[bytes]) -> list[bytes]:  # the writing thread is still at it when the second run looks
         time.sleep(0.3)
         return real(pieces)
 
-    monkeypatch.setattr(extractor.cache, "_sealed", slow)
+    monkeypatch.setattr(extractor.pipeline.cache, "_sealed", slow)
     options = ExtractOptions(paths=("pkg",), jobs=1)
     first = extract(repo=str(repo.path), revision="v1", options=options)
     monkeypatch.setattr(extract_module, "_extract_commit", lambda *a, **k: pytest.fail("extracted again"))

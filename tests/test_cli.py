@@ -200,7 +200,7 @@ def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_quiet_lasts_for_its_run_only(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run with --quiet, called as a function, leaves its caller's warnings as they were."""
-    from extractor.progress import warn
+    from extractor.util.progress import warn
 
     assert main(["--repo", str(repo.path), "--sha", "v1", "--output", str(tmp_path / "out"), "--quiet"]) == 0
     capsys.readouterr()
@@ -898,7 +898,7 @@ def test_a_path_in_a_markdown_link_cannot_break_its_row_and_only_web_addresses_a
     """A file path is link text, escaped as any text (a `|` would split a table row, a `]` end the link);
     an address is percent-encoded where it could end the link, and one that is not a web address (a
     doctored catalog's `javascript:`) is no link at all, in diff's, explain's and history's Markdown."""
-    from extractor.markdown import link
+    from extractor.util.markdown import link
 
     assert link("a|b]`c.py:3", "https://h/x (1)|y") == r"[a\|b\]\`c.py:3](https://h/x%20%281%29%7Cy)"
     assert link("a.py:1", "javascript:alert(1)") == "a.py:1"

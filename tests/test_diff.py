@@ -11,10 +11,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extractor import rewording
-from extractor.catalog import LoadedCatalog, open_catalog
+from extractor.catalog.load import LoadedCatalog, open_catalog
 from extractor.cli import main
-from extractor.diff import (
+from extractor.model.records import CatalogLine, Extraction, Record
+from extractor.pipeline.extract import ExtractOptions
+from extractor.query import rewording
+from extractor.query.diff import (
     ACROSS_FUNCTIONS,
     WITHIN_FUNCTION,
     Check,
@@ -23,8 +25,6 @@ from extractor.diff import (
     render_markdown,
     similarity,
 )
-from extractor.extract import ExtractOptions
-from extractor.models import CatalogLine, Extraction, Record
 from tests.conftest import GitRepo, cli
 
 OPTIONS = ExtractOptions(paths=("pkg",))
@@ -372,7 +372,9 @@ def test_numpy_is_imported_only_to_pair_rewordings() -> None:
     both sides, not before: diff, history and nightly runs that reword nothing start without it."""
     code = (
         "import sys\n"
-        "from extractor import cli, diff, history, nightly, site\n"
+        "from extractor import cli\n"
+        "from extractor.publish import nightly, site\n"
+        "from extractor.query import diff, history\n"
         "diff.pair_checks([], [])\n"
         "print('numpy' in sys.modules)\n"
     )
@@ -389,10 +391,10 @@ def test_numpy_is_imported_only_to_pair_rewordings() -> None:
 def test_extracted_catalogs_diff_as_the_same_catalogs_read_from_disk(git_repo: GitRepo, tmp_path: Path) -> None:
     """A diff of catalogs this run extracted pairs their lines as data and validates only those it shows:
     it renders the same bytes as the diff of the same catalogs written and read back (validated)."""
-    from extractor.catalog import load_catalog
-    from extractor.diff import render_json
-    from extractor.extract import extract
-    from extractor.write import write_catalog
+    from extractor.catalog.load import load_catalog
+    from extractor.pipeline.extract import extract
+    from extractor.pipeline.write import write_catalog
+    from extractor.query.diff import render_json
 
     before = "def f(x):\n    if x:\n        raise ValueError(f'the value {x} is too large for this')\n"
     kept = "def g(y):\n    if y:\n        raise ValueError('g needs no y at all here')\n"

@@ -103,9 +103,9 @@ def test_markdown_shows_code_as_written_in_a_sentence_and_in_a_docstrings_spans(
     """A condition's `int | float` in the page's sentence, and a docstring's own code span (`dict[str, int]`,
     `a < b`) in its table cell, are shown as written: a backslash inside code is shown, never read as an
     escape; only the pipe a table reads is escaped in a cell."""
-    from extractor.explain import _prose, condition_in_words
-    from extractor.markdown import inline_code
-    from extractor.models import CatalogLine
+    from extractor.model.records import CatalogLine
+    from extractor.query.explain import _prose, condition_in_words
+    from extractor.util.markdown import inline_code
 
     assert inline_code("isinstance(x, int | float)") == "`isinstance(x, int | float)`"
     assert _prose("Maps `dict[str, int]` or `a < b | c` to [x] <b>") == (
@@ -129,9 +129,9 @@ def test_markdown_related_errors_are_never_cut_inside_a_placeholder(catalog: str
 def test_a_catalog_this_run_extracted_is_searched_as_data_with_the_same_answers(tmp_path: Path) -> None:
     """explain looks a record up in an extraction's lines as data and validates only what it shows: the
     answers are those of the validated lines, by id, slug, prefix, rendered text, and for no match."""
-    from extractor.catalog import LoadedCatalog
-    from extractor.explain import find, find_in
-    from extractor.extract import ExtractOptions, extract
+    from extractor.catalog.load import LoadedCatalog
+    from extractor.pipeline.extract import ExtractOptions, extract
+    from extractor.query.explain import find, find_in
 
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"vllm/config/spec.py": SOURCE}, tag="v1")
@@ -153,8 +153,8 @@ def test_a_catalog_this_run_extracted_is_searched_as_data_with_the_same_answers(
 def test_a_template_is_reworded_only_into_one_that_reads_like_it() -> None:
     """Between two releases, a check gone from a function that raises another, unrelated message of its
     class there is gone, not reworded (as diff and a history say)."""
-    from extractor.explain import _fate
-    from extractor.match import Site, Template
+    from extractor.query.explain import _fate
+    from extractor.query.match import Site, Template
 
     def template(message: str, release: str) -> Template:
         site = Site((release,), "vllm/config/a.py", 3, message[:8], "slug", "", "Config.check")

@@ -9,9 +9,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extractor.chains import chains
-from extractor.extract import ExtractOptions, extract
-from extractor.models import CatalogLine, FieldRef
+from extractor.model.records import CatalogLine, FieldRef
+from extractor.pipeline.extract import ExtractOptions, extract
+from extractor.scanning.chains import chains
 from tests.conftest import GitRepo, cli
 
 CONFIG = '''
@@ -237,16 +237,16 @@ def test_facts_read_what_every_node_gives_reading_fewer(monkeypatch: pytest.Monk
     CLI module is mostly such): what they read is what reading every node of the tree gives."""
     import ast
 
-    import extractor.facts
-    from extractor.scan import _scan_text
-    from extractor.source import ScanOptions, split_lines
+    import extractor.scanning.facts
+    from extractor.scanning.scan import _scan_text
+    from extractor.scanning.source import ScanOptions, split_lines
 
     def facts() -> tuple[object, object]:
         result = _scan_text(HIDDEN, split_lines(HIDDEN), ScanOptions(), facts=True)
         return result.classes, result.flags
 
     pruned = facts()
-    monkeypatch.setattr(extractor.facts, "_walk", lambda node, bare: ast.walk(node))
+    monkeypatch.setattr(extractor.scanning.facts, "_walk", lambda node, bare: ast.walk(node))
     assert pruned == facts()
     (config,) = pruned[0]  # type: ignore[misc]
     assert config.postInit == list("abcdefghijln")  # (a comprehension's target is no assignment)
@@ -295,8 +295,8 @@ def test_explain_markdown_has_a_fields_table_and_nothing_found_exits_1(catalog_d
 
 
 def test_a_renamed_flag_shows_in_diff_as_modified_fields(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from extractor.catalog import open_catalog
-    from extractor.diff import diff_catalogs
+    from extractor.catalog.load import open_catalog
+    from extractor.query.diff import diff_catalogs
 
     repo = GitRepo(tmp_path_factory.mktemp("rename") / "repo")
     repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")

@@ -11,10 +11,10 @@ import jsonschema
 import orjson
 import pytest
 
-from extractor import markdown
-from extractor.extract import ExtractOptions
-from extractor.history import build_history, folder_name, following, lineage_sentence, list_revisions
-from extractor.schema import json_schema
+from extractor.model.schema import json_schema
+from extractor.pipeline.extract import ExtractOptions
+from extractor.query.history import build_history, folder_name, following, lineage_sentence, list_revisions
+from extractor.util import markdown
 from tests.conftest import GitRepo, cli, git
 
 CONFIG = """\
@@ -298,8 +298,8 @@ def test_explain_and_match_say_when_a_check_appeared_and_changed(history_repo: G
 @pytest.mark.release
 def test_history_of_real_releases_counts_what_diff_counts(vllm_repo: Path) -> None:
     """Over vLLM 0.27.0, 0.28.0 and 0.33.0: each step's events are diff's changes, and counts add up."""
-    from extractor.catalog import open_catalog
-    from extractor.diff import diff_catalogs
+    from extractor.catalog.load import open_catalog
+    from extractor.query.diff import diff_catalogs
 
     options = ExtractOptions(paths=following(["vllm/config"]), config_from=following(["vllm/config"]))
     specs = ["release:0.27.0", "release:0.28.0", "release:0.33.0"]
@@ -349,11 +349,11 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
     for one read back from the cache. Revisions here change another file only (the config blob the same),
     the config class (a field gone), and move a file; messages repeat within a file (occurrences)
     and across files (slugs). Pairing them knowing which files are unchanged pairs them as without."""
-    from extractor.diff import Check, pair_checks
-    from extractor.extract import carrying_results, extract_commit, scan_revision
-    from extractor.git import resolve
-    from extractor.history import _Checks, _known
-    from extractor.models import CatalogLine
+    from extractor.model.records import CatalogLine
+    from extractor.pipeline.extract import carrying_results, extract_commit, scan_revision
+    from extractor.query.diff import Check, pair_checks
+    from extractor.query.history import _Checks, _known
+    from extractor.repo.git import resolve
 
     other = 'def f(n):\n    if n:\n        raise ValueError("block_size is too large.")\n'
     git_repo.commit({"pkg/config/cache.py": FIELDS_CONFIG, "pkg/other.py": other}, tag="v1")
@@ -401,10 +401,10 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
 
 def test_a_line_read_as_data_takes_the_models_defaults(history_repo: GitRepo) -> None:
     """diff.Check.of_data reads a line that leaves out what the models default as its model would."""
-    from extractor.diff import Check
-    from extractor.extract import extract_commit
-    from extractor.git import resolve
-    from extractor.models import CatalogLine
+    from extractor.model.records import CatalogLine
+    from extractor.pipeline.extract import extract_commit
+    from extractor.query.diff import Check
+    from extractor.repo.git import resolve
 
     catalog = extract_commit(resolve(str(history_repo.path), "v1"), options=ExtractOptions(paths=("pkg/config.py",)))
     line = orjson.loads(catalog.encoded.splitlines()[0])
@@ -419,11 +419,11 @@ def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRe
     """The nightly's history reads a night's checks from its diff's pairs (`sides`) rather than reading both
     catalogs again: they are the catalogs' checks, in catalog order, for every step of a history that
     rewords, moves, removes and brings back checks."""
-    from extractor.catalog import LoadedCatalog
-    from extractor.diff import checks_of, diff_catalogs
-    from extractor.extract import extract_commit
-    from extractor.git import resolve
-    from extractor.history import sides
+    from extractor.catalog.load import LoadedCatalog
+    from extractor.pipeline.extract import extract_commit
+    from extractor.query.diff import checks_of, diff_catalogs
+    from extractor.query.history import sides
+    from extractor.repo.git import resolve
 
     options = ExtractOptions(paths=following(("pkg/config",)))
     catalogs = []
@@ -445,7 +445,9 @@ def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: 
     import importlib
     from collections import Counter
 
-    extract = importlib.import_module("extractor.extract")  # (the module: extractor.extract is the function)
+    extract = importlib.import_module(
+        "extractor.pipeline.extract"
+    )  # (the module: extractor.pipeline.extract is the function)
 
     listed: Counter[str] = Counter()
     real = extract._list_scope
@@ -470,8 +472,8 @@ def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from extractor.cli import _warn_if_unordered
-    from extractor.git import Commit
-    from extractor.history import Revision
+    from extractor.query.history import Revision
+    from extractor.repo.git import Commit
 
     def revision(version: str) -> Revision:
         commit = Commit(tmp_path, "a" * 40, f"release:{version}", "2026-01-01T00:00:00Z", "o/n")

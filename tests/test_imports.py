@@ -15,67 +15,99 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "extractor"
 
-# The stages, lowest first. A module may import only modules of earlier layers: modules of one layer
-# are peers that know nothing of each other. A new module must be given its place here.
-LAYERS: list[tuple[str, ...]] = [
-    ("_version", "errors", "progress", "suggest", "housekeeping", "similarity", "markdown"),  # no package import
-    ("kinds", "rewording"),  # the scan's enumerations and pieces, without pydantic; pairing rewordings (numpy)
-    ("scanned",),  # the scan's typed values (slotted dataclasses): a worker scans without pydantic
-    ("models", "manifest", "lifecycle", "git"),  # the record models, the manifest as data; signals and exit; git
-    ("atomic",),  # the one way files are written (a temporary beside the target, then a rename)
-    ("source", "chains", "slugs", "resolve", "schema", "facts"),  # what the walk uses
-    ("template",),  # a message expression -> its template (libcst)
-    ("walk",),  # the AST walk of one parsed file: sites, conditions, message resolution
-    ("pieces",),  # incremental rescanning, on top of the walk
-    ("scan",),  # the scan API: one blob's bytes -> its result, as the cache stores it
-    ("workers",),  # the processes that scan beside the main one (the command line forks them first thing)
-    ("records", "cache", "release"),  # catalog lines; per-blob and whole-catalog cache; sdists
-    ("options",),  # what an extraction is asked for, known to the command line before the pipeline
-    ("scheduler", "write"),  # where each blob's result comes from (the cache, or a scan); writing catalogs
-    ("fields",),  # resolving the chains a record reads to config fields (catalog time)
-    ("extract",),  # the pipeline: git -> scan -> records -> fields
-    ("catalog",),  # a catalog from a revision, a release or a directory
-    ("diff", "match", "analysis", "listing", "published"),  # what is read from catalogs
-    ("changelog", "matchindex", "history"),
-    ("explain", "site_lexer", "site_inputs"),
-    ("site",),
-    ("nightly",),
-    ("cli",),
-    ("__main__", "__init__"),
+# The stages, lowest first: a module may import modules of its own stage's earlier layers and of earlier
+# stages, never of a later stage. `""` is the package's own top (its errors and version, below everything;
+# its API and entry point, above everything). Modules of one layer are peers that know nothing of each other.
+# A new module must be given its place here.
+STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
+    ("", [("_version", "errors")]),
+    ("util", [("progress", "suggest", "markdown"), ("lifecycle",), ("atomic",)]),  # signals and exit; files
+    (
+        "model",  # the scan's values without pydantic (a worker scans without it), the published models
+        [("kinds",), ("scanned",), ("records", "manifest"), ("schema",)],
+    ),
+    ("repo", [("housekeeping",), ("git",), ("release",)]),  # the user cache's folders; git; release sdists
+    (
+        "scanning",  # what the walk uses; a message -> its template (libcst); the walk; pieces; the scan API
+        [("source", "chains", "slugs", "resolve", "facts"), ("template",), ("walk",), ("pieces",), ("scan",)],
+    ),
+    (
+        "pipeline",  # the cache, lines, options and worker processes; where results come from; the run
+        [("cache", "lines", "options", "workers"), ("fields", "scheduler", "write"), ("extract",)],
+    ),
+    ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; the published index
+    (
+        "query",  # what is read from catalogs
+        [
+            ("similarity", "match", "analysis", "listing"),
+            ("rewording", "matchindex"),
+            ("diff",),
+            ("changelog", "history", "explain"),
+        ],
+    ),
+    ("publish", [("site_lexer",), ("site_inputs",), ("site",), ("nightly",)]),
+    ("cli", [("cli",)]),
+    ("", [("__main__", "__init__")]),
 ]
 
 
+def _layers(stages: Sequence[tuple[str, list[tuple[str, ...]]]] = STAGES) -> list[tuple[str, ...]]:
+    """Every module's dotted name (below `extractor.`), layer by layer, lowest first."""
+    return [
+        tuple(f"{stage}.{name}" if stage and name != stage else name for name in layer)
+        for stage, layers in stages
+        for layer in layers
+    ]
+
+
 def _modules(package: Path) -> list[str]:
-    return sorted(path.stem for path in package.glob("*.py"))
+    """The package's modules by dotted name below it; a subpackage's `__init__.py` is the subpackage."""
+    found = []
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package).with_suffix("").parts
+        if len(parts) > 1 and parts[-1] == "__init__":
+            parts = parts[:-1]
+        found.append(".".join(parts))
+    return sorted(found)
 
 
-def _imports(path: Path, modules: Iterable[str]) -> dict[str, int]:
+def _file(package: Path, module: str) -> Path:
+    path = package.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _imports(path: Path, modules: Iterable[str], module: str = "") -> dict[str, int]:
     """The package's modules that `path` imports anywhere (top, function, TYPE_CHECKING), each with the
-    line of its first import."""
+    line of its first import: `from extractor.a import b` imports `a.b` where that is a module, else `a`."""
     known = set(modules)
     found: dict[str, int] = {}
+
+    def add(dotted: str, line: int) -> None:
+        parts = dotted.split(".")
+        if parts[0] != "extractor":
+            return
+        name = ".".join(parts[1:]) or "__init__"
+        while name not in known and "." in name:  # an attribute of a module, not a module
+            name = name.rsplit(".", 1)[0]
+        if name in known:
+            found.setdefault(name, line)
+
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        names: list[str] = []
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
-            if node.module == "extractor":  # `from extractor import git`: the module, else the package
-                names = [f"extractor.{a.name}" if a.name in known else "extractor.__init__" for a in node.names]
-            else:
-                names = [node.module]
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            for alias in node.names:
+                add(f"{node.module}.{alias.name}", node.lineno)
         elif isinstance(node, ast.ImportFrom) and node.level:
-            names = [f"extractor.{node.module or '__init__'}"]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "extractor" and len(parts) > 1 and parts[1] in known:
-                found.setdefault(parts[1], node.lineno)
-    found.pop(path.stem, None)
+            raise AssertionError(f"{path}:{node.lineno}: a relative import (the package imports by full name)")
+    found.pop(module, None)
     return found
 
 
 def _graph(package: Path) -> dict[str, dict[str, int]]:
     modules = _modules(package)
-    return {name: _imports(package / f"{name}.py", modules) for name in modules}
+    return {name: _imports(_file(package, name), modules, name) for name in modules}
 
 
 def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
@@ -117,7 +149,7 @@ def _backwards(graph: dict[str, dict[str, int]], layers: Sequence[tuple[str, ...
     """Each import of a module of the same or a later layer, as `a:LINE imports b (layer i -> j)`."""
     layer = {name: position for position, names in enumerate(layers) for name in names}
     return [
-        f"{module}.py:{line} imports {other} (layer {layer[module]} -> {layer[other]})"
+        f"{module}:{line} imports {other} (layer {layer[module]} -> {layer[other]})"
         for module, imported in sorted(graph.items())
         for other, line in sorted(imported.items())
         if layer.get(other, -1) >= layer.get(module, -1)  # an unlisted module fails the test above
@@ -125,9 +157,28 @@ def _backwards(graph: dict[str, dict[str, int]], layers: Sequence[tuple[str, ...
 
 
 def test_every_module_has_one_layer() -> None:
-    listed = [name for names in LAYERS for name in names]
+    listed = [name for names in _layers() for name in names]
+    subpackages = sorted({stage for stage, _ in STAGES if stage and stage != "cli"})
     assert sorted(set(listed)) == sorted(listed), "a module listed twice"
-    assert sorted(listed) == _modules(PACKAGE), "every module of extractor/ has its place in LAYERS, and only those"
+    assert sorted([*listed, *subpackages]) == _modules(PACKAGE), "every module has its place in STAGES, and only those"
+
+
+def test_the_reader_sees_the_subpackages() -> None:
+    """The graph is read from every folder of the package, not its top alone: a test that globbed `*.py`
+    at the top would pass while checking nothing."""
+    graph = _graph(PACKAGE)
+    assert {"scanning.walk", "query.diff", "publish.site"} <= set(graph)
+    assert "scanning.template" in graph["scanning.walk"]
+    assert "model.records" in graph["query.diff"]
+
+
+def test_subpackages_are_folders_that_import_nothing() -> None:
+    """A subpackage's `__init__.py` says what lives there and imports nothing: importing one module of a
+    stage never loads the rest of it."""
+    graph = _graph(PACKAGE)
+    assert {stage: graph[stage] for stage, _ in STAGES if stage and stage != "cli"} == {
+        stage: {} for stage, _ in STAGES if stage and stage != "cli"
+    }
 
 
 def test_no_import_cycle() -> None:
@@ -135,51 +186,63 @@ def test_no_import_cycle() -> None:
 
 
 def test_imports_go_down_the_layers() -> None:
-    assert _backwards(_graph(PACKAGE), LAYERS) == []
+    assert _backwards(_graph(PACKAGE), _layers()) == []
 
 
 def test_function_level_and_type_checking_imports_count(tmp_path: Path) -> None:
     """The reader sees every kind of import; a cycle hidden inside functions or under TYPE_CHECKING is one."""
-    (tmp_path / "a.py").write_text(
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "s" / "a.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from extractor.b import B\n", encoding="utf-8"
     )
     (tmp_path / "b.py").write_text("def f():\n    from extractor import c\n", encoding="utf-8")
-    (tmp_path / "c.py").write_text("import extractor.a as a\nfrom extractor import nothing\n", encoding="utf-8")
+    (tmp_path / "c.py").write_text("import extractor.s.a as a\nfrom extractor import nothing\n", encoding="utf-8")
     graph = _graph(tmp_path)
-    assert graph == {"a": {"b": 3}, "b": {"c": 2}, "c": {"a": 1}}
-    assert _cycles(graph) == [["a", "b", "c"]]
-    assert _backwards(graph, [("c",), ("b",), ("a",)]) == ["c.py:1 imports a (layer 0 -> 2)"]
+    assert graph == {"s": {}, "s.a": {"b": 3}, "b": {"c": 2}, "c": {"s.a": 1}}
+    assert _cycles(graph) == [["b", "c", "s.a"]]
+    assert _backwards(graph, [("c",), ("b",), ("s.a",)]) == ["c:1 imports s.a (layer 0 -> 2)"]
 
 
 def test_the_cache_key_covers_all_the_code_a_scan_runs() -> None:
-    """A per-blob cache entry is keyed by a digest of the modules that make it: scan.py and every module
-    it imports, directly or not (an edit anywhere among them must not read old entries)."""
-    from extractor.cache import _PRODUCERS
+    """A per-blob cache entry is keyed by a digest of the subpackages that make it: scan.py and every module
+    it imports, directly or not, must live there (an edit anywhere among them must not read old entries)."""
+    from extractor.pipeline.cache import PRODUCERS
 
     graph = _graph(PACKAGE)
-    reached, todo = set(), ["scan"]
+    reached, todo = set(), ["scanning.scan"]
     while todo:
         module = todo.pop()
         if module not in reached:
             reached.add(module)
             todo += graph[module]
-    assert sorted(_PRODUCERS) == sorted(f"{module}.py" for module in reached)
+    assert sorted(module for module in reached if module.split(".")[0] not in PRODUCERS) == []
+    assert {module.split(".")[0] for module in reached} == set(PRODUCERS)
 
 
-def test_the_packages_extract_and_scan_are_the_functions_whatever_was_imported() -> None:
-    """`extract` and `scan` name both a function the package exports and a module of it: once the module
-    was imported (the command line does), `from extractor import extract` gave the module."""
+def test_the_code_digest_reads_every_subpackage(tmp_path: Path) -> None:
+    """An edit in any folder of the package makes a new whole-package digest (catalogs and match indexes
+    are keyed by it), and one in a producer's folder a new scan digest."""
+    import shutil
     import subprocess
     import sys
 
-    script = """
-import extractor.extract, extractor.scan
-import extractor
-from extractor import extract, scan
-from extractor.extract import extract as defined
-assert extract is defined and extractor.extract is defined, extract
-assert callable(scan) and scan.__module__ == "extractor.scan", scan
-print("functions")
-"""
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
-    assert result.stdout == "functions\n", result.stderr
+    copy = tmp_path / "extractor"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    script = "from extractor._version import code_digest; print(code_digest(), code_digest(('model', 'scanning')))"
+
+    def digests() -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True
+        )
+        return result.stdout.split()
+
+    before = digests()
+    with (copy / "publish" / "site.py").open("a", encoding="utf-8") as stream:
+        stream.write("\n# an edit\n")
+    after_site = digests()
+    assert after_site[0] != before[0] and after_site[1] == before[1]
+    with (copy / "scanning" / "walk.py").open("a", encoding="utf-8") as stream:
+        stream.write("\n# an edit\n")
+    after_walk = digests()
+    assert after_walk[0] != after_site[0] and after_walk[1] != after_site[1]

@@ -14,9 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
-from extractor.cache import wait_for_writes
-from extractor.extract import ExtractOptions, extract
-from extractor.lifecycle import STOP_SIGNALS
+from extractor.pipeline.cache import wait_for_writes
+from extractor.pipeline.extract import ExtractOptions, extract
+from extractor.util.lifecycle import STOP_SIGNALS
 from tests.conftest import GitRepo
 
 # Eight files of 40 KB each: enough source for worker processes to be started (scheduler._PARALLEL_BYTES).
@@ -42,7 +42,7 @@ def test_a_library_extraction_never_changes_the_interpreter(
     caller's."""
     import importlib
 
-    scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+    scan_module = importlib.import_module("extractor.scanning.scan")  # (extractor.scanning.scan is the function)
 
     git_repo.commit(BIG, tag="v1")
     before = _interpreter()
@@ -69,7 +69,7 @@ def test_a_library_extraction_never_changes_the_interpreter(
 _TRICKS = """
 import gc, sys
 import importlib
-scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+scan_module = importlib.import_module("extractor.scanning.scan")  # (extractor.scanning.scan is the function)
 real = scan_module.scan_many
 def spy(*args, **kwargs):
     print("collector", gc.isenabled(), file=sys.__stderr__)
@@ -92,7 +92,7 @@ def test_a_command_line_run_scans_without_the_collector(git_repo: GitRepo, tmp_p
 
 _KEEPING = """
 import sys, weakref
-from extractor import lifecycle
+from extractor.util import lifecycle
 class Leftovers: pass
 with lifecycle.command_line_process():
     first, second = Leftovers(), Leftovers()
@@ -118,7 +118,7 @@ _PROBES = {
     # A worker process's scan: Ctrl-C reaches the whole process group (workers leave it to the main process).
     "worker": """
 import importlib
-scan_module = importlib.import_module("extractor.scan")  # (extractor.scan is the function)
+scan_module = importlib.import_module("extractor.scanning.scan")  # (extractor.scanning.scan is the function)
 real = scan_module.scan_many
 def probe(*args, **kwargs):
     if os.getpid() != MAIN:
@@ -131,22 +131,22 @@ scan_module.scan_many = probe
     # the main process waits to write the catalog.
     "cache writer": """
 import threading
-import extractor.atomic, extractor.cache, extractor.write
+import extractor.util.atomic, extractor.pipeline.cache, extractor.pipeline.write
 landed = threading.Event()
 def probe(path, data, *, durable=True):
     data = b"".join(data)
-    with extractor.atomic.replacing(path, durable=durable) as stream:
+    with extractor.util.atomic.replacing(path, durable=durable) as stream:
         stream.write(data[: len(data) // 2])
         os.kill(os.getpid(), signal.SIGINT)
         landed.set()
         time.sleep(0.5)
         stream.write(data[len(data) // 2 :])
-extractor.cache.replace_bytes = probe
-real = extractor.write.write_catalog
+extractor.pipeline.cache.replace_bytes = probe
+real = extractor.pipeline.write.write_catalog
 def later(*args):
     landed.wait(30)
     return real(*args)
-extractor.write.write_catalog = later
+extractor.pipeline.write.write_catalog = later
 """,
     # The catalog writer, while records.jsonl is written (synced).
     "catalog writer": """
@@ -159,15 +159,15 @@ os.fsync = probe
     # A finalizer, where an exception cannot propagate: Python reports it as ignored (a stop signal landing
     # while pydantic's compiled core calls back into Python did so once).
     "finalizer": """
-import extractor.write
+import extractor.pipeline.write
 class Finalized:
     def __del__(self):
         signal.raise_signal(signal.SIGINT)  # its handler runs here, inside the finalizer
-real = extractor.write.records_digest
+real = extractor.pipeline.write.records_digest
 def probe(records):
     Finalized()
     return real(records)
-extractor.write.records_digest = probe
+extractor.pipeline.write.records_digest = probe
 """,
     # (An extraction writes its catalog without pydantic: a stop signal inside pydantic's serializer, which
     # wraps the KeyboardInterrupt, is sent to a history as it writes: tests/test_robustness.py.)
@@ -211,13 +211,13 @@ def test_an_interrupt_between_records_and_manifest_waits_for_both(git_repo: GitR
     git_repo.commit({"pkg/a.py": "raise ValueError('a')\n"}, tag="v1")
     script = """
 import os, signal, sys
-import extractor.atomic
+import extractor.util.atomic
 real = os.replace
 def probe(source, target):
     if str(target).endswith("records.jsonl"):
         os.kill(os.getpid(), signal.SIGINT)
     return real(source, target)
-extractor.atomic.os.replace = probe
+extractor.util.atomic.os.replace = probe
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -240,7 +240,7 @@ def test_a_stop_signal_inside_an_import_is_raised_once_the_import_is_done(tmp_pa
     )
     script = """
 import sys, time
-from extractor.lifecycle import Interrupted, interruption, signals_as_interrupts
+from extractor.util.lifecycle import Interrupted, interruption, signals_as_interrupts
 sys.path.insert(0, sys.argv[1])
 try:
     with signals_as_interrupts():
@@ -263,7 +263,7 @@ def test_an_import_that_blocks_is_interrupted_after_a_second_all_the_same(tmp_pa
     )
     script = """
 import sys, time
-from extractor.lifecycle import Interrupted, signals_as_interrupts
+from extractor.util.lifecycle import Interrupted, signals_as_interrupts
 sys.path.insert(0, sys.argv[1])
 started = time.monotonic()
 try:

@@ -9,8 +9,9 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from extractor import manifest, models, scanned
-from extractor.models import ConditionKind, ErrorType, MessageKind, Record, replace
+from extractor.model import manifest, scanned
+from extractor.model import records as models
+from extractor.model.records import ConditionKind, ErrorType, MessageKind, Record, replace
 
 RECORD = {
     "id": "0123456789abcdef",
@@ -121,7 +122,7 @@ def test_the_records_defaults_are_the_models() -> None:
     Record model in its order, with the model's default where it has one (a record sets the others)."""
     from pydantic_core import PydanticUndefined
 
-    from extractor.records import RECORD_DEFAULTS
+    from extractor.pipeline.lines import RECORD_DEFAULTS
 
     assert list(RECORD_DEFAULTS) == list(Record.model_fields)
     for name, info in Record.model_fields.items():

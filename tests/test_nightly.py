@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import folder_name
+from extractor.catalog.load import folder_name
 from extractor.cli import main
-from extractor.extract import ExtractOptions
-from extractor.models import Manifest, Scope
-from extractor.write import MANIFEST, RECORDS, records_digest
+from extractor.model.records import Manifest, Scope
+from extractor.pipeline.extract import ExtractOptions
+from extractor.pipeline.write import MANIFEST, RECORDS, records_digest
 from tests.conftest import GitRepo, cli, copy_scans, git
 
 V1 = 'def f(n):\n    if n:\n        raise ValueError("first check")\n'

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from extractor.options import ExtractOptions
+from extractor.pipeline.options import ExtractOptions
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,8 @@ def test_the_scope_as_data_is_the_scope_models_dump(options: ExtractOptions) -> 
 def test_the_options_and_the_cache_keys_need_no_pydantic() -> None:
     code = (
         "import sys\n"
-        "import extractor.cache, extractor.git, extractor.options, extractor.workers, extractor.write\n"
+        "import extractor.pipeline.cache, extractor.repo.git, extractor.pipeline.options\n"
+        "import extractor.pipeline.workers, extractor.pipeline.write\n"
         "print('pydantic' in sys.modules)\n"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "False\n"

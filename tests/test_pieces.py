@@ -9,10 +9,10 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
-from extractor import models
-from extractor.models import FileResult
-from extractor.scan import ScanOptions, _scan_text, scan_blob
-from extractor.source import decode, split_lines
+from extractor.model import records as models
+from extractor.model.records import FileResult
+from extractor.scanning.scan import ScanOptions, _scan_text, scan_blob
+from extractor.scanning.source import decode, split_lines
 
 OPTIONS = ScanOptions(exceptions=("*",), context=2)
 
@@ -151,8 +151,8 @@ def test_a_piece_that_is_only_the_head_of_a_longer_statement_now_is_not_reused(
 ) -> None:
     """A method that grew at its end starts with the old method's exact lines: taking them for the old
     piece would cut the method in two (and cost a parse that fails); the rest of the file is reused."""
-    from extractor import pieces
-    from extractor.source import decode, split_lines
+    from extractor.scanning import pieces
+    from extractor.scanning.source import decode, split_lines
 
     new = GROWING.replace(
         'raise ValueError("big")\n',
@@ -191,7 +191,7 @@ def test_a_class_found_again_whole_lends_its_defs_to_the_next_version(monkeypatc
     """Three versions: the second changes a function outside class C (C is found again whole), the third
     changes one of C's methods; the third is rescanned from the second's result and parses only that
     method of C's, not the one that stayed the same."""
-    from extractor import pieces
+    from extractor.scanning import pieces
 
     first = OLD + GROWING
     second = OLD.replace("is above", "exceeds") + GROWING
@@ -222,8 +222,8 @@ def test_a_def_found_again_in_other_classes_is_reused_under_its_new_name(
 ) -> None:
     """The same text in other classes gives the same sites but for their qualified names: they are reused
     with the new names, not parsed again (what changed around them is parsed again without them)."""
-    from extractor import pieces
-    from extractor.source import decode, split_lines
+    from extractor.scanning import pieces
+    from extractor.scanning.source import decode, split_lines
 
     parsed: list[str] = []
     visit = pieces.visit
@@ -240,8 +240,8 @@ def test_a_def_found_again_in_other_classes_is_reused_under_its_new_name(
 def test_a_def_given_a_decorator_is_parsed_again_and_the_rest_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A def found again under a decorator it did not have leaves `@cached` over a `pass`, which does not
     parse: that def is parsed again with the rest, and the other pieces are still reused."""
-    from extractor import pieces
-    from extractor.source import decode, split_lines
+    from extractor.scanning import pieces
+    from extractor.scanning.source import decode, split_lines
 
     new = GROWING.replace("    def keep(self, n):", "    @cached\n    def keep(self, n):")
     parsed: list[str] = []
@@ -259,9 +259,9 @@ def test_a_def_given_a_decorator_is_parsed_again_and_the_rest_reused(monkeypatch
 def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypatch: pytest.MonkeyPatch) -> None:
     """A changed function's unchanged messages keep their old templates (libcst is not asked again);
     a message whose text changed gets a template of its own."""
-    import extractor.walk
+    import extractor.scanning.walk
 
-    real = extractor.walk.message_template
+    real = extractor.scanning.walk.message_template
     previous = scan_blob(OLD.encode(), options=OPTIONS)
     for new, made in [
         (OLD.replace("    if n > LIMIT:\n", "    n = int(n)\n    if n > LIMIT:\n"), []),
@@ -274,7 +274,7 @@ def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypat
             calls.extend(args)
             return real(args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(extractor.walk, "message_template", counting)
+        monkeypatch.setattr(extractor.scanning.walk, "message_template", counting)
         incremental = scan_blob(new.encode(), options=OPTIONS, previous=previous)
         monkeypatch.undo()
         assert outcome(incremental) == outcome(full)
@@ -284,14 +284,14 @@ def test_messages_parsed_again_take_their_templates_from_the_old_sites(monkeypat
 def test_a_file_parsed_whole_still_takes_the_old_templates(monkeypatch: pytest.MonkeyPatch) -> None:
     """A config file is parsed whole for its classes, never rescanned: its old sites still lend their
     templates to the messages that did not change."""
-    import extractor.walk
+    import extractor.scanning.walk
 
     previous = scan_blob(OLD.encode(), options=OPTIONS, facts=True)
     new = OLD.replace("import os\n", "import os\nimport sys\n")
     full = scan_blob(new.encode(), options=OPTIONS, facts=True)
     calls: list[object] = []
-    real = extractor.walk.message_template
-    monkeypatch.setattr(extractor.walk, "message_template", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = extractor.scanning.walk.message_template
+    monkeypatch.setattr(extractor.scanning.walk, "message_template", lambda *a, **k: calls.append(a) or real(*a, **k))
     again = scan_blob(new.encode(), options=OPTIONS, previous=previous, facts=True)
     assert again == full and again.classes
     assert calls == [()]  # only `raise NotImplementedError`, no message, was made again
@@ -356,8 +356,8 @@ def value_at(data: object, path: str) -> object:
 
 def test_shift_moves_exactly_the_fields_that_hold_lines() -> None:
     """`_shift` on a real site: each SHIFTED field moves by the delta, each LINE_FREE one stays."""
-    from extractor.pieces import _shift
-    from extractor.source import split_lines, window
+    from extractor.scanning.pieces import _shift
+    from extractor.scanning.source import split_lines, window
 
     source = (
         "def f(n, xs):\n    for x in xs:\n        if n > x:\n            raise ValueError(f'{n} > {x}')\n    pass\n"

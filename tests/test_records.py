@@ -6,9 +6,9 @@ import textwrap
 
 import orjson
 
-from extractor.models import CatalogLine, ErrorType
-from extractor.records import RunContext, build_records, error_type
-from extractor.scan import Scanned, ScanOptions, scan
+from extractor.model.records import CatalogLine, ErrorType
+from extractor.pipeline.lines import RunContext, build_records, error_type
+from extractor.scanning.scan import Scanned, ScanOptions, scan
 
 RUN = RunContext(
     repo_name="o/r", sha="a" * 40, revision="main", committed_at=None, analyzed_at="2026-01-01T00:00:00.000Z"

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from extractor.catalog import release_commit
+from extractor.catalog.load import release_commit
 from extractor.errors import ReleaseError
-from extractor.extract import ExtractOptions, extract_commit
-from extractor.release import commit_id, fetch_sdist, index_url, release_repo
+from extractor.pipeline.extract import ExtractOptions, extract_commit
+from extractor.repo.release import commit_id, fetch_sdist, index_url, release_repo
 from tests.conftest import cli, git
 
 
@@ -290,7 +290,7 @@ def test_a_real_release_commit_is_the_same_whoever_builds_it(tmp_path: Path) -> 
 
 
 def test_release_versions_lists_final_sdists_in_pep440_order(serve) -> None:  # type: ignore[no-untyped-def]
-    from extractor.release import release_versions
+    from extractor.repo.release import release_versions
 
     index = serve()
     index.files = {
@@ -327,7 +327,7 @@ def test_release_versions_lists_final_sdists_in_pep440_order(serve) -> None:  # 
     ],
 )
 def test_resolve_releases(spec: str, expected: list[str]) -> None:
-    from extractor.release import resolve_releases
+    from extractor.repo.release import resolve_releases
 
     versions = ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"]
     assert resolve_releases(spec, versions=versions) == expected
@@ -342,14 +342,14 @@ def test_resolve_releases(spec: str, expected: list[str]) -> None:
     ],
 )
 def test_resolve_releases_refuses(spec: str, message: str) -> None:
-    from extractor.release import resolve_releases
+    from extractor.repo.release import resolve_releases
 
     with pytest.raises(ReleaseError, match=message):
         resolve_releases(spec, versions=["0.2.0", "0.9.2"])
 
 
 def test_resolve_releases_asks_the_index(serve) -> None:  # type: ignore[no-untyped-def]
-    from extractor.release import resolve_releases
+    from extractor.repo.release import resolve_releases
 
     index = serve()
     index.files["vllm-9.10.0.tar.gz"] = b"x"
@@ -379,7 +379,7 @@ def test_a_release_run_forks_its_workers_first_unless_its_catalog_is_cached(serv
 def test_a_version_too_long_for_a_file_name_is_not_a_release_version() -> None:
     """Its sdist's name could not be made (the system's "File name too long" blamed the cache folder)."""
     from extractor.errors import ReleaseError
-    from extractor.release import fetch_sdist
+    from extractor.repo.release import fetch_sdist
 
     with pytest.raises(ReleaseError, match="not a release version"):
         fetch_sdist("0.28." + "9" * 5000)
@@ -390,7 +390,7 @@ def test_a_package_index_that_is_no_url_is_said_not_taken_for_a_bug(
     index: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from extractor.errors import ReleaseError
-    from extractor.release import fetch_sdist
+    from extractor.repo.release import fetch_sdist
 
     monkeypatch.setenv("PIP_INDEX_URL", index)
     with pytest.raises(ReleaseError, match="cannot reach the package index at "):
@@ -552,7 +552,7 @@ def test_an_sdist_name_git_cannot_store_is_refused(
 
 def test_a_version_with_a_trailing_newline_is_no_release_version(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """`$` matches before a final newline: versions are fullmatched, wherever one is checked."""
-    from extractor.release import release_versions
+    from extractor.repo.release import release_versions
 
     index = serve()
     with pytest.raises(ReleaseError, match=r"not a release version: '9\.9\.0\\n'"):

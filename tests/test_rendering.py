@@ -17,8 +17,8 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from extractor.models import Site
-from extractor.scan import Scanned, ScanOptions, scan
+from extractor.model.records import Site
+from extractor.scanning.scan import Scanned, ScanOptions, scan
 from tests.conftest import release_store
 from tests.rendering import Tally, check_file, check_tree, own_classes
 
@@ -465,7 +465,7 @@ def test_messages_worth_resolving_are_resolved(source: str, message: str, patter
 
 def test_a_file_reading_a_module_constant_is_never_rescanned_in_pieces() -> None:
     """The constant may change while the function reading it stays the same: the new value is read."""
-    from extractor.scan import scan_blob
+    from extractor.scanning.scan import scan_blob
 
     body = "def f():\n" + "".join(f"    x{i} = {i}\n" for i in range(12)) + "    raise Rejected(REASON)\n"
     options = ScanOptions(exceptions=("*",))

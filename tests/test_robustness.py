@@ -476,7 +476,7 @@ def test_stderr_closed_or_broken_never_reaches_stdout(git_repo: GitRepo, tmp_pat
 _PROBE = """
 import signal, sys
 from pydantic import BaseModel, field_serializer
-from extractor import models
+from extractor.model import records as models
 
 class Probe(BaseModel):
     x: int = 0
@@ -696,7 +696,7 @@ def test_a_write_that_fails_leaves_no_folder_it_made(tmp_path: Path, monkeypatch
     that were there stay."""
     import errno
 
-    from extractor import atomic
+    from extractor.util import atomic
 
     (tmp_path / "out").mkdir()
 
@@ -736,7 +736,7 @@ def test_two_writers_of_one_set_of_files_replace_it_one_after_the_other(
     the manifest of the other (a rename made slow, so that without the folder's lock they interleave)."""
     import threading
 
-    from extractor import atomic
+    from extractor.util import atomic
 
     real = os.replace
 
@@ -829,7 +829,7 @@ def test_content_in_pieces_is_written_and_hashed_as_the_pieces_joined(tmp_path: 
     and in order."""
     import hashlib
 
-    from extractor import atomic
+    from extractor.util import atomic
 
     step = 1 << 20
     sizes = [0, 1, 4000, step - 4001, step, 3, step + 7, step - 3, 5, 2 * step]
@@ -864,12 +864,12 @@ def test_every_reader_refuses_a_fifo_at_once_and_names_a_folder(tmp_path: Path) 
     """What the user names or a run left behind (a catalog and its manifest, a history, a nightly index,
     analysis) is read through atomic.read_whole: a FIFO in its place is refused without waiting for a
     writer, which might never come (a run that hung), and a folder is named as one."""
-    from extractor.analysis import read_analysis
-    from extractor.atomic import read_whole
-    from extractor.catalog import load_catalog
+    from extractor.catalog.load import load_catalog
+    from extractor.catalog.published import read_index
     from extractor.errors import CatalogError
-    from extractor.history import load_lineages, read_history
-    from extractor.published import read_index
+    from extractor.query.analysis import read_analysis
+    from extractor.query.history import load_lineages, read_history
+    from extractor.util.atomic import read_whole
 
     readers = {
         "history.jsonl": lambda folder: load_lineages(folder / "history.jsonl"),
@@ -914,7 +914,7 @@ def test_an_output_that_is_a_fifo_is_written_into_not_replaced(git_repo: GitRepo
     rename, /dev/null would become a regular file (as root: the machine's), and a FIFO's reader would wait."""
     import threading
 
-    from extractor.atomic import replace_bytes
+    from extractor.util.atomic import replace_bytes
 
     git_repo.commit({"vllm/config/a.py": "raise ValueError('a check of ours')\n"}, tag="v1")
     git_repo.commit({"vllm/config/a.py": "raise ValueError('another check')\n"}, tag="v2")
@@ -942,7 +942,7 @@ def test_an_output_that_is_a_fifo_is_written_into_not_replaced(git_repo: GitRepo
 def test_control_characters_and_huge_arguments_stay_on_one_line(git_repo: GitRepo) -> None:
     """An argument echoed in an error shows its newlines and escape characters as escapes (a terminal
     would break the line, or take them for commands), and a huge one has its middle left out."""
-    from extractor.progress import LINE_LIMIT
+    from extractor.util.progress import LINE_LIMIT
 
     git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n"}, tag="v1")
     for revision, shown in (("v1\nx", "v1\\nx"), ("v1\x1b[31mred", "v1\\x1b[31mred"), ("v1\u2028x", "v1\\u2028x")):
@@ -956,7 +956,7 @@ def test_control_characters_and_huge_arguments_stay_on_one_line(git_repo: GitRep
 def test_a_pattern_of_many_groups_is_checked_in_one_look_at_its_names() -> None:
     """re2 makes `groupindex` anew at each look: looked at once per placeholder, a message of N placeholders
     cost N² (8,000 of them: minutes in `match` and `explain`)."""
-    from extractor import match
+    from extractor.query import match
 
     looks = 0
 
@@ -1026,7 +1026,7 @@ def test_a_cache_part_that_cannot_be_removed_is_said_not_reported_removed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """rmtree refused (an immutable folder, another user's file): the first refusal, with its whole path."""
-    import extractor.housekeeping
+    import extractor.repo.housekeeping
 
     cache = tmp_path / "cache"
     (cache / "extractor" / "catalogs").mkdir(parents=True)
@@ -1036,7 +1036,7 @@ def test_a_cache_part_that_cannot_be_removed_is_said_not_reported_removed(
         where = str(Path(path) / "a")
         onerror(os.unlink, where, (PermissionError, PermissionError(1, "Operation not permitted", "a"), None))  # type: ignore[operator]
 
-    monkeypatch.setattr(extractor.housekeeping.shutil, "rmtree", refused)
+    monkeypatch.setattr(extractor.repo.housekeeping.shutil, "rmtree", refused)
     result = cli("cache", "clear", "catalogs", env={"XDG_CACHE_HOME": str(cache)})
     assert_one_line_error(result, f"cannot use {cache / 'extractor' / 'catalogs' / 'a'}: Operation not permitted")
 

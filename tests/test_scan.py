@@ -9,8 +9,8 @@ import orjson
 import pytest
 from hypothesis import given
 
-from extractor.models import Site
-from extractor.scan import Scanned, ScanOptions, Skipped, could_hold, scan
+from extractor.model.records import Site
+from extractor.scanning.scan import Scanned, ScanOptions, Skipped, could_hold, scan
 
 
 def sites(source: str, **options: object) -> list[Site]:
@@ -352,7 +352,7 @@ def test_prefilter_rules_out_only_files_without_a_possible_site() -> None:
 
 @given(st.lists(st.sampled_from(["", "x = 1", "raise E", "  raise E; raise F", "# raise", "\r", "raise"]), max_size=30))
 def test_lines_with_raise_counts_lines_as_the_file_is_split(parts: list[str]) -> None:
-    from extractor.source import lines_with_raise, split_lines
+    from extractor.scanning.source import lines_with_raise, split_lines
 
     for separator in ("\n", "\r\n", "\r"):
         source = separator.join(parts)
@@ -369,8 +369,8 @@ def test_a_message_no_utf8_can_carry_is_a_named_skip() -> None:
 
 
 def test_an_old_site_that_is_not_what_this_code_wrote_lends_no_template() -> None:
-    from extractor.models import FileResult
-    from extractor.scan import _scan, scan_blob
+    from extractor.model.records import FileResult
+    from extractor.scanning.scan import _scan, scan_blob
 
     data = b'class C:\n    size: int = 1\n\n    def f(self):\n        raise ValueError("bad")\n'
     options = ScanOptions()

@@ -8,7 +8,7 @@ import jsonschema
 import orjson
 
 from extractor.cli import main
-from extractor.schema import SCHEMA_PATH, json_schema, render_schema, render_schemas
+from extractor.model.schema import SCHEMA_PATH, json_schema, render_schema, render_schemas
 from tests.conftest import GitRepo, git
 
 

@@ -10,9 +10,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from extractor import pieces
-from extractor.scan import _scan_text
-from extractor.source import ScanOptions, split_lines
+from extractor.scanning import pieces
+from extractor.scanning.scan import _scan_text
+from extractor.scanning.source import ScanOptions, split_lines
 
 EVERY = ScanOptions(exceptions=("*",), context=2)
 VALUE_ERRORS = ScanOptions(context=2)
@@ -371,8 +371,8 @@ def test_any_module_of_these_shapes_skims_to_what_a_full_parse_gives(source: str
 def test_a_rescan_skims_the_defs_it_did_not_find_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """A new version whose changed defs raise nothing: the rescan reuses what it finds again, stands in for
     the changed defs too, and still gives what a full parse gives, pieces included."""
-    from extractor.models import FileResult
-    from extractor.scan import scan_blob
+    from extractor.model.records import FileResult
+    from extractor.scanning.scan import scan_blob
 
     old = textwrap.dedent(BASE).encode()
     new = old.replace(b"return value * 2", b"return value * 3").replace(b"other = 2", b"other = 4")

@@ -13,8 +13,8 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import assume, example, given, settings
 
-from extractor.models import MessageKind
-from extractor.template import message_template
+from extractor.model.records import MessageKind
+from extractor.scanning.template import message_template
 
 
 @pytest.mark.parametrize(
@@ -168,8 +168,8 @@ def test_a_plain_literal_message_is_the_template_libcst_would_read(source: str) 
     """The commonest message, one plain string literal, is mostly read without libcst: the template
     (message, pattern, kind, no placeholder) is the one libcst's reading gives, whatever the quotes,
     prefixes, lines, braces or characters (escapes, triple quotes and comments still go to libcst)."""
-    from extractor.scan import scan
-    from extractor.source import ScanOptions
+    from extractor.scanning.scan import scan
+    from extractor.scanning.source import ScanOptions
 
     read = source.replace("\r\n", "\n").replace("\r", "\n")  # as the scanner's lines give it
     expected = message_template([read], error_class="ValueError")
@@ -265,7 +265,7 @@ def test_messages_read_without_libcst_are_read_as_libcst_reads_them(sources: lis
 
 def _read_as_libcst_reads(sources: list[str], error_class: str) -> None:
     """The template of a raise of these arguments (each valid Python) is the one libcst alone reads."""
-    import extractor.template as template
+    import extractor.scanning.template as template
 
     try:
         for source in sources:
@@ -299,7 +299,7 @@ def test_libcst_is_imported_only_for_a_message_the_quick_reading_leaves(tmp_path
     process libcst's import, and whatever libcst reads first, it is there."""
     script = """
 import sys
-from extractor.template import message_template
+from extractor.scanning.template import message_template
 
 message_template(['f"{x!r} is {sorted(y)}"'], error_class="ValueError")
 message_template(['"no such key"', "name"], error_class="KeyError")
@@ -309,7 +309,7 @@ assert "libcst" not in sys.modules
 for first in (['"a %s" % x'], ['"{}".format(b)'], ['x.y()']):
     for name in [n for n in sys.modules if n == "libcst" or n.startswith("libcst.")]:
         del sys.modules[name]
-    import extractor.template as template
+    import extractor.scanning.template as template
 
     template.__dict__.pop("cst", None)  # as in a fresh process
     template._parse.cache_clear()

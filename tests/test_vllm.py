@@ -15,14 +15,14 @@ import jsonschema
 import orjson
 import pytest
 
-from extractor.cache import ScanCache, wait_for_writes
-from extractor.catalog import open_catalog
-from extractor.diff import CatalogDiff, diff_catalogs
-from extractor.extract import ExtractOptions, extract
-from extractor.git import list_blobs, read_blobs, resolve
-from extractor.match import Matcher
-from extractor.models import CatalogLine
-from extractor.schema import json_schema
+from extractor.catalog.load import open_catalog
+from extractor.model.records import CatalogLine
+from extractor.model.schema import json_schema
+from extractor.pipeline.cache import ScanCache, wait_for_writes
+from extractor.pipeline.extract import ExtractOptions, extract
+from extractor.query.diff import CatalogDiff, diff_catalogs
+from extractor.query.match import Matcher
+from extractor.repo.git import list_blobs, read_blobs, resolve
 from tests.conftest import cli, copy_scans
 from tests.rendering import collector_paused, statements
 

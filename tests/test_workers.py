@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from extractor import workers
+from extractor.pipeline import workers
 from tests.conftest import GitRepo
 
 # A small scope (under scheduler._MAIN_SCANS_BYTES), of messages read without libcst: a worker started
@@ -20,21 +20,21 @@ SMALL = {f"pkg/m{i}.py": f"def f{i}(x):\n    if x:\n        raise ValueError(f'm
 # worker says what it imported to warm up.
 _SPY = """
 import os, sys
-import extractor.workers
+import extractor.pipeline.workers
 MAIN = os.getpid()
-real = extractor.workers.scan_batch
+real = extractor.pipeline.workers.scan_batch
 def spy(*args, **kwargs):
     found = real(*args, **kwargs)
     with open(os.environ["SPY"], "a") as stream:
         print(os.getpid() == MAIN, "pydantic" in sys.modules, "libcst" in sys.modules, file=stream)
     return found
-extractor.workers.scan_batch = spy
-real_warm_up = extractor.workers._warm_up
+extractor.pipeline.workers.scan_batch = spy
+real_warm_up = extractor.pipeline.workers._warm_up
 def warm_up(parent):
     real_warm_up(parent)
     with open(os.environ["SPY"], "a") as stream:
         print("warm", "pydantic" in sys.modules, "libcst" in sys.modules, file=stream)
-extractor.workers._warm_up = warm_up
+extractor.pipeline.workers._warm_up = warm_up
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -80,12 +80,12 @@ def test_workers_are_started_ahead_only_in_a_command_line_process() -> None:
 # Says on stderr when the command line forks workers.
 FORKS_SPY = """
 import sys
-import extractor.workers
-real = extractor.workers.start
+import extractor.pipeline.workers
+real = extractor.pipeline.workers.start
 def spy(count):
     print("forked", count, file=sys.__stderr__)
     return real(count)
-extractor.workers.start = spy
+extractor.pipeline.workers.start = spy
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -126,8 +126,8 @@ def test_a_run_whose_catalog_is_cached_forks_no_worker(git_repo: GitRepo, tmp_pa
 # Says on stderr when workers are forked, and how many batches of a later revision they are given ahead.
 _HISTORY_SPY = """
 import sys
-import extractor.scheduler, extractor.workers
-real_start, real_ahead = extractor.workers.start, extractor.scheduler._scan_ahead
+import extractor.pipeline.scheduler, extractor.pipeline.workers
+real_start, real_ahead = extractor.pipeline.workers.start, extractor.pipeline.scheduler._scan_ahead
 def start(count):
     print("forked", count, file=sys.__stderr__)
     return real_start(count)
@@ -135,7 +135,7 @@ def ahead(*args, **kwargs):
     given = real_ahead(*args, **kwargs)
     print("ahead", args[1].revision, len(given), file=sys.__stderr__)
     return given
-extractor.scheduler.start, extractor.scheduler._scan_ahead = start, ahead
+extractor.pipeline.scheduler.start, extractor.pipeline.scheduler._scan_ahead = start, ahead
 sys.argv = ["extractor", *sys.argv[1:]]
 from extractor.cli import run
 run()
@@ -187,8 +187,8 @@ def test_work_is_cut_as_it_is_handed_out_each_file_once_the_last_batches_small()
     The previous versions' results are read a batch at a time, as it is cut, each file's once."""
     from collections.abc import Sequence
 
-    from extractor.git import Blob
-    from extractor.scheduler import _BATCH_BYTES, _largest_first, _Work
+    from extractor.pipeline.scheduler import _BATCH_BYTES, _largest_first, _Work
+    from extractor.repo.git import Blob
 
     sizes = [200_000, 150_000, *[30_000] * 40, *[3_000] * 300, *[500] * 200]
     blobs = _largest_first([Blob(f"f{i}.py", f"{i:040x}", "100644", size) for i, size in enumerate(sizes)])

@@ -1,0 +1,477 @@
+# Extract: the pipeline of one run, git -> scan -> records, returning a catalog in memory.
+# The revision is resolved, the blobs in scope listed, scanned (from the cache where it can: scheduler.py),
+# their fields and flags resolved, their records built, and the catalog made (whole catalogs: cache.py).
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from extractor._version import __version__
+from extractor.errors import ExtractorError, ScopeError
+from extractor.model.manifest import ManifestData, SkippedFileData
+from extractor.model.scanned import ClassFacts, FieldFacts, FlagFacts, ResultData, SiteData, SkippedSiteData
+from extractor.pipeline import scheduler
+from extractor.pipeline.cache import ScanCache
+from extractor.pipeline.lines import LineData, RunContext, build_records
+from extractor.pipeline.options import ExtractOptions as ExtractOptions
+from extractor.pipeline.options import scope_path as scope_path
+from extractor.pipeline.scheduler import scan_blobs
+from extractor.repo import git as git_stage
+from extractor.util.lifecycle import collector_paused, keep_until_exit
+
+if TYPE_CHECKING:
+    from extractor.model.records import CatalogLine, Manifest
+    from extractor.pipeline.fields import FieldIndex
+
+__all__ = [
+    "Catalog",
+    "ExtractOptions",
+    "ScannedRevision",
+    "analyzed_at",
+    "carrying_results",
+    "extract",
+    "extract_commit",
+    "scan_revision",
+    "scope_path",
+]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """An extracted catalog: the manifest that describes it (as data, see manifest.py), its lines as built
+    (or as read back from the cache, already encoded), records.jsonl as written (whole, or a piece a line),
+    and its manifest and lines validated (each made the first time it is asked for)."""
+
+    manifest_data: ManifestData
+    warnings: tuple[str, ...] = ()
+    built: Sequence[LineData] | None = None  # the lines this run built; None for a stored catalog
+    stored: bytes | None = None  # records.jsonl read back from the cache
+
+    def __post_init__(self) -> None:
+        if (self.built is None) == (self.stored is None):
+            raise ValueError("a catalog is either built by this run or stored, not both nor neither")
+
+    @cached_property
+    def pieces(self) -> Sequence[bytes]:
+        """records.jsonl in pieces, as the writers take it: a catalog this run built is never joined into
+        one (17 MB of vLLM's whole package: as much fresh memory again, and a copy)."""
+        if self.stored is not None:
+            return (self.stored,)
+        return [orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE) for line in self.built or ()]
+
+    @cached_property
+    def encoded(self) -> bytes:
+        return self.stored if self.stored is not None else b"".join(self.pieces)
+
+    @cached_property
+    def data(self) -> Sequence[Mapping[str, Any]]:
+        """The lines as data (what the JSON holds), with no model made."""
+        if self.built is not None:
+            return self.built
+        return [orjson.loads(line) for line in self.encoded.splitlines()]
+
+    @cached_property
+    def manifest(self) -> Manifest:
+        from extractor.model.records import Manifest
+
+        return Manifest.model_validate(self.manifest_data)
+
+    @cached_property
+    def lines(self) -> tuple[CatalogLine, ...]:
+        from extractor.model.records import CatalogLine
+
+        return tuple(CatalogLine.model_validate_json(line) for line in self.encoded.splitlines())
+
+
+_DEFAULTS = ExtractOptions()
+
+
+def analyzed_at() -> str:
+    """Return the run's timestamp: SOURCE_DATE_EPOCH when set, else now (ISO-8601 UTC, ms, Z)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        if not (epoch.isascii() and epoch.isdigit()):  # (int() takes "-1", " 5", "1_0": the spec does not)
+            raise ExtractorError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970, not {epoch!r}")
+        try:
+            moment = datetime.fromtimestamp(int(epoch), tz=UTC)
+        except (ValueError, OverflowError, OSError):
+            raise ExtractorError(
+                f"SOURCE_DATE_EPOCH {epoch} is past the last timestamp a record can hold (9999-12-31)"
+            ) from None
+    else:
+        moment = datetime.now(tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
+    """Extract the catalog of `revision` in `repo` for the given scope."""
+    commit = git_stage.resolve(repo, revision)
+    return extract_commit(commit, options=options)
+
+
+def _under(path: str, prefixes: Sequence[str]) -> bool:
+    return _under_any(tuple(prefixes))(path)
+
+
+@functools.lru_cache(maxsize=16)
+def _under_any(prefixes: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a path is one of the prefixes or under one ('.' is the whole tree), as a test made once."""
+    if "." in prefixes:
+        return lambda path: True
+    exact, folders = frozenset(prefixes), tuple(f"{prefix}/" for prefix in prefixes)
+    return lambda path: path in exact or path.startswith(folders)
+
+
+# A raise statement naming a class (`raise Name`, `raise pkg.Name(...)`): the class's last part is the name.
+_RAISE = re.compile(rb"^[ \t]*raise[ \t]+(?:[A-Za-z_]\w*\.)*([A-Z]\w*)", re.M)
+
+
+def _check_raised(commit: git_stage.Commit, blobs: Sequence[git_stage.Blob], options: ExtractOptions) -> None:
+    """Refuse a scope that finds nothing where its files do raise: the classes asked for are likely mistyped.
+
+    Only on this path are the files read again, for the classes they raise (read from the text: a hint).
+    """
+    from extractor.util.suggest import close_to, nearest
+
+    raised: Counter[str] = Counter()
+    for _, data in git_stage.read_blobs(commit, blobs):
+        raised.update(name.decode() for name in _RAISE.findall(data))
+    asked = options.exceptions
+    if not raised or any(name.rpartition(".")[2] in raised for name in asked):
+        return  # nothing raised, or what was asked is raised but skipped (the manifest says why)
+    ranks = [{name: rank for rank, name in enumerate(nearest(a, raised))} for a in asked]
+    ranked = sorted(raised, key=lambda name: (min(r[name] for r in ranks), name))
+    shown = ", ".join(f"{name} ({raised[name]})" for name in ranked[:8]) + (", ..." if len(ranked) > 8 else "")
+    guess = next((found for a in asked if (found := close_to(a, raised))), None)
+    hint = f"; did you mean {guess}?" if guess else "; '*' takes every class"
+    raise ScopeError(
+        f"no raise of {' or '.join(asked)} under {', '.join(options.paths)} at {commit.revision} "
+        f"({commit.sha[:12]}), where the files raise {shown}{hint}"
+    )
+
+
+def extract_commit(
+    commit: git_stage.Commit,
+    *,
+    options: ExtractOptions,
+    pinned_sha: str | None = None,
+) -> Catalog:
+    """Extract the catalog of a resolved commit; `pinned_sha` overrides the SHA records point at.
+
+    A catalog made before for the same commit, scope and code is read back and only restamped; a new one
+    is kept in the cache too.
+    """
+    if not options.cache:
+        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
+    cache = _open_cache(options)
+    try:
+        key = cache.catalog_key(options.catalog_parts(commit, pinned_sha))
+        stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
+        if stored is not None:
+            return Catalog(stored.manifest, stored.warnings, stored=stored.encoded)
+        catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
+        cache.store_catalog(key, catalog.pieces, catalog.manifest_data, catalog.warnings)
+        return catalog
+    finally:
+        cache.close()  # what is queued is written in the background
+
+
+def _open_cache(options: ExtractOptions) -> ScanCache:
+    return ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedRevision:
+    """A revision as a history reads it, before any record is built: the repository's name and the SHA
+    its records point at, when it was committed, the files that hold sites (path, blob id, sites as the
+    scan wrote them) and what resolves their fields."""
+
+    repo: str
+    sha: str
+    committed_at: str | None
+    files: list[tuple[str, str, list[SiteData]]]
+    fields: FieldIndex
+
+
+def scan_revision(
+    commit: git_stage.Commit,
+    *,
+    options: ExtractOptions,
+    pinned_sha: str | None = None,
+    then: Sequence[git_stage.Commit] = (),
+) -> ScannedRevision:
+    """Scan a revision of a history: its files' sites and their field index, with no record built and no
+    catalog made or kept (the cache keeps per-file results only). Within `carrying_results`, `then` are
+    the commits scanned next, whose new files are scanned in the background meanwhile, and the field
+    index of the revision before is taken again when its config classes and CLI file are the same blobs."""
+    global _index
+    cache = _open_cache(options) if options.cache else None
+    try:
+        with collector_paused():  # (see _extract_commit)
+            scope, results = _scan_scope(commit, options, cache, then)
+    finally:
+        if cache is not None:
+            cache.close()
+    files = [(b.path, b.oid, result["sites"]) for b, result in _parsed(scope, results) if result["kind"] != "skipped"]
+    if not any(sites for _, _, sites in files) and "*" not in options.exceptions:
+        _check_raised(commit, scope.regular, options)
+    key = (options, *_fields_key(scope, results, options))
+    if _index is not None and _index[0] == key:
+        index = _index[1]
+    else:
+        index = _field_index(scope, results, options)
+        if _listings is not None:  # (within carrying_results)
+            _index = (key, index)
+    return ScannedRevision(
+        options.repo_name or commit.repo_name, pinned_sha or commit.sha, commit.committed_at, files, index
+    )
+
+
+# Within `carrying_results`: the scopes of the commits to come, listed once each (a history lists a revision
+# as the next but one, as the next, then as the one it extracts), by commit and options.
+_listings: dict[tuple[Path, str, ExtractOptions], _Scope] | None = None
+# Within `carrying_results`: the last field index a revision built, by its options and key (see _fields_key).
+_index: tuple[tuple[object, ...], FieldIndex] | None = None
+
+
+@contextlib.contextmanager
+def carrying_results() -> Iterator[None]:
+    """What one extraction leaves the next, in a history (see scheduler.carrying_results), each commit's
+    scope listed once, and the last field index."""
+    global _listings, _index
+    with scheduler.carrying_results():
+        _listings = {}
+        try:
+            yield
+        finally:
+            _listings = _index = None
+
+
+def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool) -> _Scope:
+    """The scope of a commit, listed once within `carrying_results`; `last` when it is not asked again."""
+    if _listings is None:
+        return _list_scope(commit, options)
+    key = (commit.git_dir, commit.sha, options)
+    scope = _listings.pop(key, None) if last else _listings.get(key)
+    if scope is None:
+        scope = _list_scope(commit, options)
+        if not last:
+            _listings[key] = scope
+    return scope
+
+
+def _scan_scope(
+    commit: git_stage.Commit,
+    options: ExtractOptions,
+    cache: ScanCache | None,
+    then: Sequence[git_stage.Commit] = (),
+) -> tuple[_Scope, dict[str, ResultData]]:
+    """List a commit's scope and scan its blobs (see scan_revision for `then`)."""
+    scope = _listed(commit, options, last=True)
+    upcoming = []
+    for later in then:
+        with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
+            following = _listed(later, options, last=False)
+            upcoming.append((later, [*following.regular, *following.auxiliary], following.facts))
+    results = scan_blobs(
+        commit,
+        [*scope.regular, *scope.auxiliary],
+        scan_options=options.scan_options,
+        jobs=options.jobs,
+        cache=cache,
+        facts=scope.facts,
+        then=upcoming,
+    )
+    return scope, results
+
+
+def _extract_commit(
+    commit: git_stage.Commit,
+    *,
+    options: ExtractOptions,
+    pinned_sha: str | None,
+    cache: ScanCache | None,
+) -> Catalog:
+    with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
+        scope, results = _scan_scope(commit, options, cache)
+        found = _sites(scope, results)
+        stamp = analyzed_at()
+        run = RunContext(
+            repo_name=options.repo_name or commit.repo_name,
+            sha=pinned_sha or commit.sha,
+            revision=commit.revision,
+            committed_at=commit.committed_at,
+            analyzed_at=stamp,
+        )
+        lines, reads = build_records(found.files, run=run)
+        if not lines and "*" not in options.exceptions:
+            _check_raised(commit, scope.regular, options)
+        lines = _field_index(scope, results, options).annotate(lines, reads)
+    skipped_files = [*scope.skipped_files, *found.skipped_files]
+    manifest: ManifestData = {
+        "repo": run.repo_name,
+        "sha": run.sha,
+        "revision": commit.revision,
+        "committedAt": commit.committed_at,
+        "analyzedAt": stamp,
+        "extractorVersion": __version__,
+        "scope": options.scope_data,
+        "counts": {
+            "filesInScope": len(scope.blobs),
+            "filesParsed": found.parsed,
+            "records": len(lines),
+            "skippedFiles": len(skipped_files),
+            "skippedSites": len(found.skipped_sites),
+        },
+        "recordsSha256": None,
+        "skippedFiles": sorted(skipped_files, key=lambda s: s["path"]),
+        "skippedSites": sorted(found.skipped_sites, key=lambda s: (s["path"], s["line"])),
+    }
+    warnings = []
+    if skipped_files:
+        warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
+    warnings += _absent_sources(scope, options, commit.revision)
+    keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
+    return Catalog(manifest, tuple(warnings), built=lines)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """The blobs of one extraction: those in scope, and those read for what records' fields mean."""
+
+    blobs: list[git_stage.Blob]  # every file in scope
+    regular: list[git_stage.Blob]  # those scanned for sites
+    auxiliary: list[git_stage.Blob]  # config classes and the CLI definition, out of scope
+    listed: list[git_stage.Blob]  # every file listed, its name UTF-8
+    facts: set[str]  # blob ids read for their classes and flags (never rescanned in pieces)
+    skipped_files: list[SkippedFileData]  # not scanned: a name that is not UTF-8, not a regular file
+
+
+def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> list[str]:
+    """Warnings for the sources of fields named on purpose (not vLLM's defaults, which other codebases do
+    not have) that the revision does not hold."""
+    configs = options.config_from if options.config_from != _DEFAULTS.config_from else ()
+    flags = options.flags_from if options.flags_from != _DEFAULTS.flags_from else ""
+    if not configs and not flags:
+        return []
+    paths = {blob.path for blob in scope.listed}
+    out = []
+    if configs and not any(_under(path, configs) for path in paths):
+        out.append(
+            f"no file under --config-from {', '.join(configs)} at {revision}: no field is read from a config class"
+        )
+    if flags and flags not in paths:
+        out.append(f"no file --flags-from {flags} at {revision}: no field gets its CLI flags")
+    return out
+
+
+def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
+    every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
+    in_scope, in_config = _under_any(options.paths), _under_any(options.config_from)
+    blobs = [blob for blob in every if in_scope(blob.path)]
+    if not blobs:
+        # A package that was a module before (vllm/config was vllm/config.py until 0.10.1): say so.
+        modules = [f"{path}.py" for path in options.paths if not path.endswith(".py") and path != "."]
+        found = sorted({blob.path for blob in git_stage.list_blobs(commit, modules)} & set(modules)) if modules else []
+        both = [*options.paths, *found]
+        hint = f"; {', '.join(found)} is there (--path {' --path '.join(both)} follows both)" if found else ""
+        raise ScopeError(
+            f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]}){hint}"
+        )
+    # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
+    listed = [blob for blob in every if git_stage.is_utf8(blob.path)]
+    # Config classes and the CLI definition are read for what records' fields mean, in scope or not.
+    facts = {
+        blob.oid for blob in listed if blob.is_regular and (in_config(blob.path) or blob.path == options.flags_from)
+    }
+    skipped_files: list[SkippedFileData] = []
+    regular = []
+    for blob in blobs:
+        if not git_stage.is_utf8(blob.path):
+            name = git_stage.printable(blob.path)
+            skipped_files.append({"path": name, "reason": "the file name is not UTF-8 (shown with \\x escapes)"})
+        elif blob.is_regular:
+            regular.append(blob)
+        else:
+            skipped_files.append({"path": blob.path, "reason": f"not a regular file (git mode {blob.mode})"})
+    auxiliary = [b for b in listed if b.oid in facts and not in_scope(b.path)]
+    return _Scope(blobs, regular, auxiliary, listed, facts, skipped_files)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sites:
+    """What the scan found in the files in scope."""
+
+    files: list[tuple[str, list[SiteData]]]  # each file's sites, by path
+    skipped_files: list[SkippedFileData]  # parsed, but could not be scanned
+    skipped_sites: list[SkippedSiteData]
+    parsed: int  # files parsed (the prefilter ruled the others out)
+
+
+def _parsed(scope: _Scope, results: dict[str, ResultData]) -> Iterator[tuple[git_stage.Blob, ResultData]]:
+    """The files in scope the scan parsed (the prefilter ruled the others out), with their results."""
+    for blob in scope.regular:
+        result = results[blob.oid]
+        if result["kind"] == "ruled-out" or (blob.oid not in scope.facts and not result.get("couldHold", True)):
+            continue
+        yield blob, result
+
+
+def _sites(scope: _Scope, results: dict[str, ResultData]) -> _Sites:
+    files: list[tuple[str, list[SiteData]]] = []
+    skipped_files: list[SkippedFileData] = []
+    skipped_sites: list[SkippedSiteData] = []
+    parsed = 0
+    for blob, result in _parsed(scope, results):
+        parsed += 1
+        if result["kind"] == "skipped":
+            skipped_files.append({"path": blob.path, "reason": result.get("reason") or "unknown"})
+            continue
+        files.append((blob.path, result["sites"]))
+        skipped_sites += [{"path": blob.path, "line": s["line"], "reason": s["reason"]} for s in result["skippedSites"]]
+    return _Sites(files, skipped_files, skipped_sites, parsed)
+
+
+def _fields_sources(
+    scope: _Scope, results: dict[str, ResultData], options: ExtractOptions
+) -> tuple[list[git_stage.Blob], git_stage.Blob | None]:
+    """The blobs that say what records' fields mean: the config classes' files and the CLI definition."""
+    in_config = _under_any(options.config_from)
+    classes = [b for b in scope.listed if in_config(b.path) and b.oid in scope.facts and b.oid in results]
+    flags = next((b for b in scope.listed if b.path == options.flags_from and b.oid in results), None)
+    return classes, flags
+
+
+def _fields_key(scope: _Scope, results: dict[str, ResultData], options: ExtractOptions) -> tuple[object, ...]:
+    """What _field_index reads, by blob id: two revisions with the same key have the same index."""
+    classes, flags = _fields_sources(scope, results, options)
+    return tuple(blob.oid for blob in classes), flags.oid if flags is not None else None
+
+
+def _field_index(scope: _Scope, results: dict[str, ResultData], options: ExtractOptions) -> FieldIndex:
+    """Resolve what records' fields and flags mean from the config classes and the CLI definition."""
+    from extractor.pipeline.fields import FieldIndex
+
+    classes, flags = _fields_sources(scope, results, options)
+    read = results[flags.oid].get("flags") if flags is not None else None
+    return FieldIndex.build(
+        classes=[_class_facts(data) for blob in classes for data in results[blob.oid].get("classes") or ()],
+        flags=FlagFacts(read["flags"], read["overwritten"]) if read else None,
+    )
+
+
+def _class_facts(data: Mapping[str, Any]) -> ClassFacts:
+    """A config class's facts as the scan wrote them (a result of the cache, sealed: as this code wrote it)."""
+    fields = [FieldFacts(**field) for field in data["fields"]]
+    return ClassFacts(data["name"], data["bases"], fields, data["postInit"])

@@ -1,0 +1,192 @@
+# Site inputs: what a site is built from (a catalog, its analysis, the published diffs, the histories), read from disk.
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from extractor.catalog.load import LoadedCatalog, load_catalog, open_catalog, present, read_document
+from extractor.catalog.published import INDEX, catalog_folder, is_root, latest_catalog, read_index
+from extractor.errors import CatalogError
+from extractor.model.records import EventKind, LineageEvent, Record, Scope
+from extractor.pipeline.extract import ExtractOptions
+from extractor.pipeline.write import RECORDS
+from extractor.query.analysis import ANALYSIS, AnalysisEntry, read_analysis
+from extractor.query.diff import ChangeKind
+from extractor.query.history import HISTORY, read_written
+
+__all__ = [
+    "HistoryEvent",
+    "PublishedDiff",
+    "SiteInputs",
+    "catalog_folder",
+    "open_site_inputs",
+    "read_diff",
+    "read_history",
+    "read_published_diffs",
+]
+
+
+class _DiffSide(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    sha: str
+    revision: str
+    records: int
+
+
+# The records each kind of change carries (diff.render_json): a page shows them, so a change without one
+# is no diff the nightly job wrote.
+_SIDES: dict[str, tuple[str, ...]] = {  # (ChangeKind is text: a change read back has its value)
+    ChangeKind.ADDED: ("new",),
+    ChangeKind.REMOVED: ("old",),
+    **dict.fromkeys((ChangeKind.REWORDED, ChangeKind.MOVED, ChangeKind.MODIFIED), ("old", "new")),
+}
+
+
+class _DiffChange(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    kind: str
+    id: str
+    old: Record | None
+    new: Record | None
+    fields: list[str] = []
+
+    @model_validator(mode="after")
+    def _has_its_records(self) -> Self:
+        for side in _SIDES.get(self.kind, ()):
+            if getattr(self, side) is None:
+                raise ValueError(f"a {self.kind} change without its {side} record")
+        return self
+
+
+class _DiffDocument(BaseModel):
+    """diff.json as the nightly job writes it (see diff.render_json)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    old: _DiffSide
+    new: _DiffSide
+    summary: dict[str, int]
+    changes: list[_DiffChange]
+
+
+@dataclass(frozen=True)
+class PublishedDiff:
+    """A diff the nightly job published beside a catalog: the catalog's SHA, its commit date, the diff."""
+
+    sha: str
+    committedAt: str | None
+    document: _DiffDocument
+
+
+@dataclass(frozen=True)
+class HistoryEvent:
+    """One step of a record's history, as a page shows it: when (a revision and date) and what happened."""
+
+    revision: str
+    date: str | None
+    kind: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SiteInputs:
+    """What a site is built from: a catalog, the analysis to show, the published diffs, the histories."""
+
+    catalog: LoadedCatalog
+    analysis: Mapping[str, AnalysisEntry]
+    diffs: Sequence[PublishedDiff]
+    history: Mapping[str, Sequence[HistoryEvent]]
+
+
+def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -> list[PublishedDiff]:
+    """Read the diffs a nightly root (DIR with index.json) published, newest first, from `upto` back."""
+    entries = read_index(root).catalogs
+    if upto is not None:
+        shas = [entry.sha for entry in entries]
+        entries = entries[shas.index(upto) :] if upto in shas else []
+    diffs = []
+    for entry in entries:
+        folder = catalog_folder(root, entry.sha, scope)
+        if folder is None or not present(folder / "diff.json"):
+            continue
+        diffs.append(PublishedDiff(entry.sha, entry.committedAt, read_diff(folder / "diff.json")))
+    return diffs
+
+
+def read_diff(path: Path) -> _DiffDocument:
+    """Read a diff.json the nightly job published (see diff.render_json), validated: what is wrong names the
+    file and the field."""
+    document = read_document(path, _DiffDocument, "diff")
+    if document is None:
+        raise CatalogError(f"no diff at {path}")
+    return document
+
+
+def open_site_inputs(
+    spec: str, *, repo: str, options: ExtractOptions, analysis: Path | None = None, history: Path | None = None
+) -> SiteInputs:
+    """Open what a site is built from.
+
+    `spec` is what `--catalog` takes, or a nightly root (a directory with index.json), which stands for its
+    latest catalog (in the folder of the scope `options` gives, else the only one of its SHA). A catalog
+    inside a nightly root brings the diffs published up to it and the root's history.jsonl (unless
+    `history` names another file), and its folder's analysis.jsonl is the analysis unless `analysis` names
+    another file.
+    """
+    path = Path(spec)
+    directory: Path | None = None
+    diffs: list[PublishedDiff] = []
+    if is_root(path):
+        directory = latest_catalog(path, options.scope)
+        catalog = load_catalog(directory)
+        diffs = read_published_diffs(path, scope=options.scope, upto=read_index(path).latest)
+    else:
+        catalog = open_catalog(spec, repo=repo, options=options)
+        if path.is_dir() and (path / RECORDS).exists():
+            directory = path
+            if present(path.parent / INDEX) and catalog.manifest is not None:
+                scope = catalog.manifest.scope
+                diffs = read_published_diffs(path.parent, scope=scope, upto=catalog.manifest.sha)
+    if analysis is None and directory is not None and present(directory / ANALYSIS):
+        analysis = directory / ANALYSIS
+    if history is None and directory is not None and present(directory.parent / HISTORY):
+        history = directory.parent / HISTORY  # the nightly job's rolling history, beside its index
+    return SiteInputs(
+        catalog=catalog,
+        analysis=read_analysis(analysis) if analysis is not None else {},
+        diffs=diffs,
+        history=read_history(history) if history is not None else {},
+    )
+
+
+def _event_detail(event: LineageEvent) -> str:
+    previous = event.previous
+    if event.kind is EventKind.REWORDED and previous is not None:
+        return f"was “{previous.errorMessage}”"
+    if event.kind is EventKind.MOVED and previous is not None:
+        return f"from {previous.filePath}:{previous.lineNumber}"
+    if event.kind is EventKind.MODIFIED and event.fields:
+        return "changed: " + ", ".join(event.fields)
+    return ""
+
+
+def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
+    """Read history.jsonl (or the directory holding it), as the history command writes it, into the events of
+    each id a check ever had. Dates come from history.json beside it, when there is one."""
+    lineages, manifest = read_written(path)
+    dates = {revision.revision: revision.committedAt for revision in manifest.revisions} if manifest else {}
+    history: dict[str, list[HistoryEvent]] = {}
+    for lineage in lineages:
+        events = [
+            HistoryEvent(event.revision, dates.get(event.revision), event.kind.value, _event_detail(event))
+            for event in lineage.events
+        ]
+        for event in lineage.events:
+            history[event.id] = events
+    return history

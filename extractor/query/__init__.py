@@ -1,0 +1,1 @@
+# Query: what is read from catalogs: diff, list, explain, match, the analysis, and history across revisions.

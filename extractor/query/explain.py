@@ -1,0 +1,343 @@
+# Explain: one record as a page: message, where, the condition in words, the fields and flags, related errors.
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from extractor.errors import ExtractorError
+from extractor.model.records import CatalogLine, ConditionKind, FieldRef
+from extractor.pipeline.write import dumps_document
+from extractor.query.match import Matcher, Row, Template, templates_of_rows
+from extractor.query.similarity import WITHIN_FUNCTION, similarity
+from extractor.util import markdown
+from extractor.util.progress import one_line
+
+if TYPE_CHECKING:
+    from extractor.catalog.load import LoadedCatalog
+    from extractor.pipeline.extract import ExtractOptions
+    from extractor.query.matchindex import MatchIndex
+
+__all__ = ["Explanation", "condition_in_words", "explain_in", "find", "find_in", "history", "render"]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A record found by id, slug or rendered text, with the values the text showed."""
+
+    line: CatalogLine
+    values: dict[str, str]
+    related: tuple[CatalogLine, ...]
+    history: str = ""  # in which releases, where, and what became of it (several catalogs given)
+
+
+def _by_name(keys: dict[str, list[str]], query: str) -> list[str]:
+    """The keys of `keys` (ids and slugs) `query` names: itself, else every key it is a prefix of (a
+    prefix of at least 4 characters: shorter ones are read as a rendered message)."""
+    if query in keys:
+        return [query]
+    if len(query) < 4:
+        return []
+    return sorted(key for key in keys if key.startswith(query))
+
+
+def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str | None:
+    """The one owner the named keys share, None if none; several is an error that lists them."""
+    found = sorted({owner for key in named for owner in owners[key]})
+    if len(found) > 1:  # shown as typed: the slugs a slug prefix names, the ids an id prefix names
+        listed = ", ".join(named[:5]) + (", ..." if len(named) > 5 else "")
+        raise ExtractorError(f"{query!r} is the start of {len(found)} records' ids or slugs ({listed}); say more")
+    return found[0] if found else None
+
+
+def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Explanation | None:
+    """Look a record up by id, slug, a unique prefix of either, then as a rendered message (through `match`);
+    `origin` names the catalog's file in what is wrong with one of its lines."""
+    return _find(
+        [line.record.id for line in lines],
+        [line.record.slug for line in lines],
+        lambda: map(Row.of, lines),
+        lines.__getitem__,
+        query,
+        origin,
+    )
+
+
+def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
+    """`find` in a catalog; one this run extracted is searched as data, and only the lines shown (the
+    record and its related ones) are validated."""
+    data = catalog.data
+    if data is None:
+        return find(catalog.lines, query, origin=origin)
+    return _find(
+        [line["record"]["id"] for line in data],
+        [line["record"]["slug"] for line in data],
+        lambda: map(Row.of_data, data),
+        catalog.line,
+        query,
+        origin,
+    )
+
+
+def _find(
+    ids: Sequence[str],
+    slugs: Sequence[str],
+    rows: Callable[[], Iterable[Row]],
+    line: Callable[[int], CatalogLine],
+    query: str,
+    origin: str,
+) -> Explanation | None:
+    position = {id_: index for index, id_ in enumerate(ids)}
+    names: dict[str, list[str]] = {}
+    for id_, slug in zip(ids, slugs, strict=True):
+        names.setdefault(id_, []).append(id_)
+        names.setdefault(slug, []).append(id_)
+    found_id = _unique(_by_name(names, query), names, query)
+    values: dict[str, str] = {}
+    if found_id is None or found_id not in position:
+        matches = Matcher(templates_of_rows(rows(), origin=origin)).match(query).matches
+        if not matches:
+            return None
+        found_id, values = matches[0].site.id, matches[0].values
+    found = line(position[found_id])
+    related = tuple(line(position[i]) for i in found.extraction.related if i in position)
+    return Explanation(found, values, related)
+
+
+def history(template: Template, labels: Sequence[str], templates: Sequence[Template]) -> str:
+    """Say in which of the catalogs `labels` names a template was raised, where, and what became of it."""
+    held = set(template.releases)
+    parts: list[str] = []
+    run: list[str] = []
+    for label in [*labels, ""]:
+        if label in held:
+            run.append(label)
+            continue
+        if not run:
+            continue
+        where = [f"{s.filePath}:{s.lineNumber}" for s in template.places() if set(s.releases) & set(run)]
+        span = run[0] if len(run) == 1 else f"{run[0]} to {run[-1]}"
+        places = ", ".join(where) if len(where) <= 3 else f"{where[0]}, ... {where[-1]} ({len(where)} places)"
+        parts.append(f"raised in {span} at {places}")
+        if label:
+            parts.append(f"{_fate(template, run[-1], label, templates)} in {label}")
+        run = []
+    return "; ".join(parts)
+
+
+def _fate(template: Template, last: str, label: str, templates: Sequence[Template]) -> str:
+    """What happened to a template between two catalogs: reworded (its function raises a message of its
+    class there that reads like it, as diff pairs rewordings within a function), or gone."""
+    places = {(s.filePath, s.function) for s in template.places() if last in s.releases}
+    for other in templates:
+        if other is template or other.errorClass != template.errorClass:
+            continue
+        there = any(label in s.releases and (s.filePath, s.function) in places for s in other.places())
+        if there and similarity(template.errorMessage, other.errorMessage) >= WITHIN_FUNCTION:
+            return "reworded"
+    return "gone"
+
+
+def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation | None:
+    """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised."""
+    from extractor.catalog.load import open_catalog
+    from extractor.query.matchindex import expand_specs, match_index, origin
+
+    if len(expand_specs(specs)) == 1:
+        (spec,) = expand_specs(specs)
+        return find_in(open_catalog(spec, repo=repo, options=options), query, origin=origin(spec))
+    index = match_index(specs, repo=repo, options=options)
+    if len(index.specs) == 1:  # the same catalog named twice (a folder, and its records.jsonl): it alone
+        (spec,) = index.specs
+        return find_in(open_catalog(spec, repo=repo, options=options), query, origin=origin(spec))
+    found = _find_template(index, query)
+    if found is None:
+        return None
+    template, values = found
+    newest = max(index.labels.index(release) for release in template.releases)
+    catalog = open_catalog(index.specs[newest], repo=repo, options=options)
+    explanation = find_in(catalog, next(s.id for s in template.places() if index.labels[newest] in s.releases))
+    if explanation is None:
+        return None
+    return Explanation(
+        explanation.line, values, explanation.related, history(template, index.labels, index.matcher.templates)
+    )
+
+
+def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, str]] | None:
+    templates = index.matcher.templates
+    named = {f"{t.places()[-1].slug} [{t.places()[-1].id}]": t for t in templates}
+    names: dict[str, list[str]] = {}
+    for name, template in named.items():
+        for site in template.places():
+            for key in (site.id, site.slug):
+                owners = names.setdefault(key, [])
+                if name not in owners:
+                    owners.append(name)
+    owner = _unique(_by_name(names, query), names, query)
+    if owner is not None:
+        return named[owner], {}
+    matches = index.matcher.match(query).matches
+    return (matches[0].template, matches[0].values) if matches else None
+
+
+def condition_in_words(line: CatalogLine, *, code: Callable[[str], str] = "`{}`".format) -> str:
+    """Say when a raise runs: `raised when a and not b`, from its condition chain; `code` sets a test's
+    source into the text (markdown.code for a page: a span that nothing in the test can end)."""
+    parts = []
+    for condition in line.extraction.conditions:
+        test = code(condition.test)
+        kind = condition.kind
+        if kind in (ConditionKind.IF, ConditionKind.ELIF, ConditionKind.WHILE, ConditionKind.MATCH_CASE):
+            parts.append(f"not {test}" if condition.negated else test)
+        elif kind is ConditionKind.FOR:
+            parts.append(f"after iterating {test} to the end" if condition.negated else f"while iterating {test}")
+        elif kind is ConditionKind.EXCEPT:
+            parts.append(f"handling {test}" if condition.test else "handling any exception")
+        elif kind is ConditionKind.WITH:
+            parts.append(f"inside {code(f'with {condition.test}')}")
+        elif kind is ConditionKind.TRY:
+            parts.append("inside a try block")
+        elif kind is ConditionKind.FINALLY:
+            parts.append("in a finally block")
+    return "raised when " + " and ".join(parts) if parts else "raised whenever this code runs"
+
+
+def _how_set(field: FieldRef, *, cell: Callable[[str], str] = str, code: Callable[[str], str] = "`{}`".format) -> str:
+    """How a field is set, in words: its flags, the JSON key of the flag that takes it, or why it cannot be;
+    `cell` and `code` set its words and its key into a page (a Markdown table's cell, a code span)."""
+    if field.flags:
+        return cell(", ".join(field.flags))
+    if field.via:
+        return f"{cell(field.via)} (JSON key {code(field.key or '')})"
+    return cell(field.reason or "")
+
+
+# What a docstring's sentence may not bring into a page's table: what ends the cell, HTML, links (its own
+# Markdown, `code` and *emphasis*, is kept: the docstring's author wrote it). Inside its code spans, where a
+# backslash is shown as typed, only the pipe that a table would read.
+_PROSE = str.maketrans({char: "\\" + char for char in "\\|<>&[]"})
+_SPANS = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+
+
+def _prose(text: str) -> str:
+    """A docstring's sentence set into a Markdown table's cell: on one line, its code spans and emphasis
+    kept; a pipe, HTML and links shown as typed."""
+    out, position = [], 0
+    for span in _SPANS.finditer(text):
+        out += [text[position : span.start()].translate(_PROSE), span[0].replace("|", "\\|")]
+        position = span.end()
+    out.append(text[position:].translate(_PROSE))
+    return " ".join("".join(out).splitlines())
+
+
+def _first_sentence(text: str | None) -> str:
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    end = flat.find(". ")
+    return flat if end < 0 else flat[: end + 1]
+
+
+def _short(line: CatalogLine, limit: int) -> str:
+    """A message cut to about `limit` characters, never inside a placeholder, on one line."""
+    message = line.record.errorMessage
+    if len(message) <= limit:
+        return " ".join(message.split())
+    cut = limit
+    for placeholder in line.extraction.placeholders:
+        if placeholder.start < cut < placeholder.end:
+            cut = placeholder.start if placeholder.start > 0 else placeholder.end
+    return " ".join(message[:cut].split()) + " ..."
+
+
+def render(explanation: Explanation, *, format: str) -> str:
+    """Render an explanation as text, Markdown or JSON."""
+    line, record = explanation.line, explanation.line.record
+    if format == "json":
+        document = {
+            "record": record.model_dump(mode="json"),
+            "extraction": line.extraction.model_dump(mode="json", by_alias=True),
+            "values": explanation.values,
+            "condition": condition_in_words(line),
+            "related": [r.record.model_dump(mode="json") for r in explanation.related],
+        }
+        if explanation.history:
+            document["releases"] = explanation.history
+        return dumps_document(document).decode()
+    resolved = [f for f in line.extraction.fields if f.resolved]
+    unresolved = [f for f in line.extraction.fields if not f.resolved]
+    where = f"{record.filePath}:{record.lineNumber}"  # (Markdown: a link's text, on one line)
+    if format == "markdown":
+        out = [
+            f"# {markdown.text(record.errorClass)}: {markdown.text(record.slug)}",
+            "",
+            *markdown.fence(record.errorMessage),
+            "",
+            f"Thrown at {markdown.link(where, record.githubUrl)} in {markdown.inline_code(line.extraction.function)}, "
+            f"{condition_in_words(line, code=markdown.inline_code)}.",
+        ]
+        if explanation.history:
+            out += ["", f"Releases: {markdown.text(explanation.history)}."]
+        if explanation.values:
+            out += ["", "| placeholder | value |", "| --- | --- |"]
+            out += [f"| {markdown.code(k)} | {markdown.code(v)} |" for k, v in explanation.values.items()]
+        if resolved:
+            out += [
+                "",
+                "## Fields",
+                "",
+                "| field | set with | default | constraints | meaning |",
+                "| --- | --- | --- | --- | --- |",
+            ]
+            for f in resolved:
+                cells = [
+                    markdown.code(f"{f.class_}.{f.field}"),
+                    _how_set(f, cell=markdown.text, code=markdown.code),
+                    markdown.code(f.default) if f.default else "",
+                    ", ".join(markdown.code(c) for c in f.constraints),
+                    _prose(_first_sentence(f.doc)),
+                ]
+                out.append("| " + " | ".join(cells) + " |")
+        if unresolved:
+            reads = (f"{markdown.inline_code(f.expression)} ({markdown.text(f.reason or '')})" for f in unresolved)
+            out += ["", "Also read: " + ", ".join(reads)]
+        if explanation.related:
+            out += ["", "## Related errors", ""]
+            out += [
+                f"- {markdown.link(f'{r.record.filePath}:{r.record.lineNumber}', r.record.githubUrl)} "
+                f"{markdown.text(_short(r, 100))}"
+                for r in explanation.related
+            ]
+        return "\n".join(out) + "\n"
+    out = [
+        f"{record.errorClass}: {record.errorMessage}",
+        "",
+        f"Thrown at  {one_line(where, limit=None)}  ({line.extraction.function})",  # (a line break in a name: \\n)
+        f"           {record.githubUrl}",
+        f"When       {condition_in_words(line)}",
+    ]
+    if explanation.history:
+        out += [f"Releases   {explanation.history}"]
+    if explanation.values:
+        out += ["Values     " + ", ".join(f"{' '.join(k.split())} = {v}" for k, v in explanation.values.items())]
+    if resolved:
+        out += ["", "Fields"]
+        for f in resolved:
+            out.append(
+                f"  {f.class_}.{f.field}: {f.annotation} = {f.default}"
+                + (f"  [{', '.join(f.constraints)}]" if f.constraints else "")
+            )
+            out.append(f"      set with: {_how_set(f)}")
+            if f.doc:
+                out.append(f"      {_first_sentence(f.doc)}")
+    if unresolved:
+        out += ["", "Also read  " + ", ".join(f"{f.expression} ({f.reason})" for f in unresolved)]
+    if explanation.related:
+        out += ["", "Related errors"]
+        out += [
+            f"  {one_line(f'{r.record.filePath}:{r.record.lineNumber}', limit=None)}  {_short(r, 90)}"
+            for r in explanation.related
+        ]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,186 @@
+# Match index: the templates of many catalogs merged (one entry per template, every site in every release),
+# kept in the user cache per set of releases so that matching against all of them costs one file read.
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from extractor._version import __version__, code_digest
+from extractor.errors import ReleaseError
+from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog.py's: a cached index need not import the pipeline)
+from extractor.query.match import Matcher, Row, Site, Template, templates_of_rows
+from extractor.repo.git import cache_dir
+from extractor.util.atomic import replace_bytes
+
+if TYPE_CHECKING:
+    from extractor.catalog.load import LoadedCatalog
+    from extractor.pipeline.extract import ExtractOptions
+
+
+__all__ = ["MatchIndex", "expand_specs", "match_index", "origin"]
+
+# What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
+# extraction's code and match.py's: the key holds every module's code (an edit to any makes a new index),
+# and this number, for a change of how the stored structure is laid out.
+_FORMAT = 8
+_KEEP = 8
+
+
+@dataclass(frozen=True)
+class MatchIndex:
+    """A matcher over one or many catalogs, and their labels, oldest first."""
+
+    matcher: Matcher
+    labels: tuple[str, ...]
+    specs: tuple[str, ...]  # what each label was opened from
+
+
+def expand_specs(specs: Sequence[str]) -> list[str]:
+    """Turn `release:A..B` and `release:all` into one `release:X.Y.Z` per release; keep the others."""
+    from extractor.repo.release import resolve_releases
+
+    out: list[str] = []
+    for spec in specs:
+        if spec.startswith(RELEASE_PREFIX) and (".." in spec or spec == f"{RELEASE_PREFIX}all"):
+            out += [RELEASE_PREFIX + version for version in resolve_releases(spec.removeprefix(RELEASE_PREFIX))]
+        else:
+            out.append(spec)
+    return list(dict.fromkeys(out))
+
+
+def _label(spec: str, catalog: LoadedCatalog) -> str:
+    """A catalog's name in answers: the release's version (as `release:X.Y.Z` or as the folder one wrote),
+    else the revision it was extracted at."""
+    return (spec if spec.startswith(RELEASE_PREFIX) else catalog.revision).removeprefix(RELEASE_PREFIX)
+
+
+def origin(spec: str) -> str:
+    """Name what a spec read, for errors about one of its lines."""
+    from extractor.pipeline.write import RECORDS
+
+    path = Path(spec)
+    return str(path / RECORDS) if path.is_dir() else spec
+
+
+def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[Template]:
+    """Merge (label, origin, catalog)s into templates, each listing its sites in the catalogs' order."""
+    merged: dict[tuple[str, str], Template] = {}
+    for label, origin, catalog in catalogs:
+        # One catalog needs no labels: its matches say where, not in which of the catalogs.
+        release = label if len(catalogs) > 1 else ""
+        data = catalog.data  # an extraction's lines are read as data, without validating a model
+        rows = map(Row.of_data, data) if data is not None else map(Row.of, catalog.lines)
+        for template in templates_of_rows(rows, release=release, origin=origin):
+            key = (template.errorClass, template.messagePattern)
+            held = merged.get(key)
+            if held is None:
+                merged[key] = template
+            else:
+                held.sites.extend(template.sites)
+                held.releases.extend(template.releases)
+    return [_compact(template) for template in merged.values()]
+
+
+def _compact(template: Template) -> Template:
+    """One site per place, listing the releases that hold the template there; only the newest release's
+    sites keep their permalink (the one a match shows), so that the index stays small."""
+    newest = template.releases[-1] if template.releases else ""
+    places: dict[tuple[str, int, str, str, str], Site] = {}
+    for site in template.sites:
+        key = (site.filePath, site.lineNumber, site.id, site.slug, site.function)
+        held = places.get(key)
+        places[key] = site if held is None else site._replace(releases=held.releases + site.releases)
+    template.sites = [
+        site if not newest or newest in site.releases else site._replace(githubUrl="") for site in places.values()
+    ]
+    return template
+
+
+def match_index(
+    specs: Sequence[str],
+    *,
+    repo: str,
+    options: ExtractOptions,
+    progress: Callable[[str], None] | None = None,
+) -> MatchIndex:
+    """Build (or read back from the cache) the matcher over every catalog `specs` names.
+
+    Releases are immutable on the package index, so an index of releases only is keyed by their versions,
+    the scope and the extractor's code, and read back without opening any catalog.
+    """
+    expanded = expand_specs(specs)
+    if not expanded:
+        raise ReleaseError("no catalog given")
+    cacheable = options.cache and all(spec.startswith(RELEASE_PREFIX) for spec in expanded)
+    # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
+    key = json.dumps([_FORMAT, __version__, code_digest(), expanded, options.scope.model_dump(mode="json")]).encode()
+    path = cache_dir() / "match" / hashlib.sha256(key).hexdigest()
+    if cacheable:
+        cached = _read(path)
+        if cached is not None:
+            return cached
+    from extractor.catalog.load import looks_like_path, open_catalog
+
+    # The catalogs on disk first: one that is damaged is said before any release is downloaded or extracted.
+    on_disk = [looks_like_path(spec) for spec in expanded]
+    loaded: dict[int, LoadedCatalog] = {}
+    order = sorted(range(len(expanded)), key=lambda number: not on_disk[number])
+    for done, number in enumerate(order, start=1):
+        if progress is not None and len(expanded) > 1 and not on_disk[number]:  # (one on disk is read at once)
+            progress(f"catalog {done} of {len(expanded)}: {expanded[number]}")
+        loaded[number] = open_catalog(expanded[number], repo=repo, options=options)
+    catalogs: list[tuple[str, str, LoadedCatalog]] = []
+    kept: list[str] = []  # the spec each catalog kept was opened from
+    opened: set[tuple[str, str, str]] = set()
+    for number, spec in enumerate(expanded):
+        catalog = loaded[number]
+        label = _label(spec, catalog)
+        if catalog.manifest is not None:  # the same catalog named twice (`release:X`, and the folder written)
+            held = (label, catalog.sha, catalog.manifest.scope.model_dump_json())
+            if held in opened:
+                continue
+            opened.add(held)
+        catalogs.append((label, origin(spec), catalog))
+        kept.append(spec)
+    labels = tuple(label for label, _, _ in catalogs)
+    index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept))
+    if cacheable:
+        _write(path, index)
+    return index
+
+
+def _read(path: Path) -> MatchIndex | None:
+    try:
+        stored = path.read_bytes()
+    except OSError:
+        return None
+    data = stored[32:]
+    if len(stored) < 32 or hashlib.sha256(data).digest() != stored[:32]:
+        return None
+    try:
+        index = pickle.loads(data)
+    except Exception:  # an index written by other code is only rebuilt
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return index if isinstance(index, MatchIndex) else None
+
+
+def _write(path: Path, index: MatchIndex) -> None:
+    for template in index.matcher.templates:
+        template.compiled = None  # compiled patterns are made again on first use
+    data = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        replace_bytes(path, hashlib.sha256(data).digest() + data, durable=False)
+        kept = sorted(path.parent.glob("[0-9a-f]*"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[_KEEP:]:
+            old.unlink(missing_ok=True)
+    except OSError:  # a cache that cannot be written costs the next run its build, nothing else
+        return

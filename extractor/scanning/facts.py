@@ -1,0 +1,255 @@
+# Facts: what a file's classes declare (fields, defaults, constraints, docs) and which CLI flags it defines.
+from __future__ import annotations
+
+import ast
+import inspect
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+
+from extractor.model.scanned import ClassFacts, FieldFacts, FlagFacts
+
+__all__ = ["CONSTRAINTS", "file_facts", "may_define_flags", "reads_facts_from"]
+
+# Keyword arguments of pydantic's Field / dataclasses' field that constrain a value.
+CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "pattern", "strict", "allow_inf_nan")
+
+
+Segment = Callable[[ast.expr | ast.stmt], str]
+
+
+def file_facts(body: Sequence[ast.stmt], segment: Segment, source: str) -> tuple[list[ClassFacts], FlagFacts | None]:
+    """Read a parsed module's top-level classes and, if it defines CLI flags from configs, those."""
+    classes = [_class_facts(node, segment) for node in body if isinstance(node, ast.ClassDef)]
+    flags = None
+    if may_define_flags(source):
+        flags = _flag_facts(ast.Module(body=list(body), type_ignores=[]), segment)
+    return [c for c in classes if c.fields or c.postInit], flags
+
+
+def may_define_flags(source: str) -> bool:
+    """Whether a file's text may define CLI flags from configs: they need both a `get_kwargs(...)` and an
+    `add_argument(...)` call, anywhere (in any def), and without both names in the text there are none
+    (walking every node of a big module is not free)."""
+    return "get_kwargs" in source and "add_argument" in source
+
+
+def reads_facts_from(lines: Sequence[str]) -> bool:
+    """Whether the facts of the file read anything from these lines of a def that holds no flags (see
+    may_define_flags): of the defs, they read `__post_init__` alone (what it sets on `self`)."""
+    return any("__post_init__" in line for line in lines)
+
+
+def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:
+    fields: list[FieldFacts] = []
+    body = node.body
+    for index, statement in enumerate(body):
+        if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+            continue
+        if _is_classvar(statement.annotation, segment):
+            continue
+        default, constraints, init = _default(statement.value, segment)
+        doc = None
+        following = body[index + 1] if index + 1 < len(body) else None
+        if (
+            isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            doc = _written(inspect.cleandoc(following.value.value))
+        fields.append(
+            FieldFacts(
+                name=statement.target.id,
+                annotation=" ".join(segment(statement.annotation).split()),
+                default=default,
+                constraints=constraints,
+                doc=doc,
+                init=init,
+            )
+        )
+    post_init: set[str] = set()
+    for statement in body:
+        if isinstance(statement, ast.FunctionDef) and statement.name == "__post_init__":
+            for child in _walk(statement, _no_expression):
+                targets: Sequence[ast.expr] = ()
+                if isinstance(child, ast.Assign):
+                    targets = child.targets
+                elif isinstance(child, ast.AnnAssign | ast.AugAssign):
+                    targets = [child.target]
+                for target in targets:
+                    if isinstance(target, ast.Attribute) and _is_self(target.value):
+                        post_init.add(target.attr)
+    bases = [segment(base) for base in node.bases]
+    return ClassFacts(name=node.name, bases=bases, fields=fields, postInit=sorted(post_init))
+
+
+def _is_classvar(annotation: ast.expr, segment: Segment) -> bool:
+    return bool(segment(annotation).replace("typing.", "").startswith("ClassVar"))
+
+
+def _default(value: ast.expr | None, segment: Segment) -> tuple[str | None, list[str], bool]:
+    """Return a field's default as source, its constraints as `name=value` sources, and whether init sets it."""
+    if value is None:
+        return None, [], True
+    if isinstance(value, ast.Call) and _called(value) in ("Field", "field"):
+        default = None
+        constraints = []
+        init = True
+        if value.args:
+            default = segment(value.args[0])
+        for keyword in value.keywords:
+            if keyword.arg == "default":
+                default = segment(keyword.value)
+            elif keyword.arg == "default_factory":
+                default = f"{segment(keyword.value)}()"
+            elif keyword.arg == "init" and isinstance(keyword.value, ast.Constant):
+                init = bool(keyword.value.value)
+            elif keyword.arg in CONSTRAINTS:
+                constraints.append(f"{keyword.arg}={segment(keyword.value)}")
+        return default, constraints, init
+    return segment(value), [], True
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _flag_facts(tree: ast.Module, segment: Segment) -> FlagFacts | None:
+    """Map `add_argument("--flag", **kwargs_of_Cls["field"])` calls to (class, field) and their flags."""
+    kwargs_class: dict[str, str] = {}  # variable -> config class, from `x = get_kwargs(Cls)`
+    aliases: dict[str, tuple[str, str]] = {}  # variable -> (class, field), from `y = x["field"]`
+    calls: list[ast.Call] = []
+    overwritten: set[tuple[str, str]] = set()
+    for node in _walk(tree, lambda statement: not _names(segment(statement), _FLAG_CALLS)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+            if isinstance(value, ast.Call) and _called(value) == "get_kwargs" and value.args:
+                kwargs_class[name] = segment(value.args[0]).rpartition(".")[2]
+            elif (found := _subscript(value)) is not None:
+                aliases[name] = found  # resolved against kwargs_class below
+        elif isinstance(node, ast.Call):
+            if _called(node) == "add_argument":
+                calls.append(node)
+            elif _called(node) == "update" and isinstance(node.func, ast.Attribute):
+                owner = node.func.value
+                if _self_attribute(owner) and node.args and isinstance(node.args[0], ast.Dict):
+                    for key in node.args[0].keys:
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            overwritten.add((owner.attr, key.value))  # type: ignore[attr-defined]
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and _self_attribute(target.value)
+                    and isinstance(target.slice, ast.Constant)
+                    and isinstance(target.slice.value, str)
+                ):
+                    overwritten.add((target.value.attr, target.slice.value))  # type: ignore[attr-defined]
+    if not kwargs_class or not calls:
+        return None
+    flags: list[tuple[str, str, list[str], bool]] = []
+    for call in calls:
+        options = [_written(a.value) for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not options or not all(option.startswith("-") for option in options):
+            continue
+        spread: tuple[str, str] | None = None
+        explicit_bool = False
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                spread = spread or _kwargs_target(keyword.value, kwargs_class, aliases)
+            elif keyword.arg == "action" and segment(keyword.value).endswith("BooleanOptionalAction"):
+                explicit_bool = True
+        if spread is not None:
+            flags.append((spread[0], spread[1], options, explicit_bool))
+    return FlagFacts(flags=flags, overwritten=sorted(overwritten))
+
+
+# The calls `_flag_facts` reads: only a statement whose text names one can hold one.
+_FLAG_CALLS = ("add_argument", "update")
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.If,
+    ast.With,
+    ast.AsyncWith,
+    ast.Match,
+    ast.Try,
+    ast.TryStar,
+)
+
+
+def _no_expression(_: ast.stmt) -> bool:
+    return True
+
+
+def _names(text: str, words: Sequence[str]) -> bool:
+    return any(word in text for word in words)
+
+
+def _walk(node: ast.AST, bare: Callable[[ast.stmt], bool]) -> Iterator[ast.AST]:
+    """`ast.walk`, in its order, less the expressions of the simple statements `bare` says hold nothing
+    wanted: they are given, their insides are not (reading every node of a big module is not free).
+    Assignments are statements, so every one `ast.walk` finds is found; a simple statement holds no other
+    statement, so only expressions are left out."""
+    todo: deque[ast.AST] = deque([node])
+    while todo:
+        node = todo.popleft()
+        if not (isinstance(node, ast.stmt) and not isinstance(node, _COMPOUND) and bare(node)):
+            todo.extend(ast.iter_child_nodes(node))
+        yield node
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _subscript(node: ast.expr) -> tuple[str, str] | None:
+    """Read `var["field"]` as (var, field)."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+    ):
+        return node.value.id, _written(node.slice.value)
+    return None
+
+
+def _kwargs_target(
+    node: ast.expr, kwargs_class: dict[str, str], aliases: dict[str, tuple[str, str]]
+) -> tuple[str, str] | None:
+    """Find which (class, field) a `**...` argument spreads: `kw["f"]`, `{**kw["f"], ...}` or an alias."""
+    found = _subscript(node)
+    if found is not None and found[0] in kwargs_class:
+        return kwargs_class[found[0]], found[1]
+    if isinstance(node, ast.Name) and node.id in aliases:
+        variable, field = aliases[node.id]
+        if variable in kwargs_class:
+            return kwargs_class[variable], field
+    if isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:
+                inner = _kwargs_target(value, kwargs_class, aliases)
+                if inner is not None:
+                    return inner
+    return None
+
+
+def _written(text: str) -> str:
+    """A string constant as JSON can carry it: a lone surrogate (written `"\\ud800"` in the source, which
+    no UTF-8 can hold) is shown as that escape rather than failing the run."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode()
