@@ -2,7 +2,7 @@
 import sys
 
 try:
-    from extractor.cli import run
+    from extractor.cli.main import run
 except KeyboardInterrupt:  # a Ctrl-C before the command line is ready to take it: still its one line
     print("extractor: interrupted", file=sys.stderr)
     sys.exit(130)

@@ -26,6 +26,7 @@ SCOPES = {"config": [], "all": ["--path", "vllm", "--exception", "*"]}
 
 
 def _export(revision: str, into: Path) -> Path:
+    into.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into

@@ -51,14 +51,14 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
 def cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str | bytes | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run the command line in this process (`extractor.cli.main`, then the cache's last writes, as `python
+    """Run the command line in this process (`extractor.cli.main.main`, then the cache's last writes, as `python
     -m extractor` does) with stdin, stdout and stderr of its own, in `cwd`, with `env` added to the
     environment; return what `run_cli` would. For the tests that are not about the process itself (its
     signals, its streams as files, what a fresh interpreter does): they save starting Python and importing
     the parser, some 0.7 s of CPU a call."""
     import io
 
-    from extractor.cli import main
+    from extractor.cli.main import main
     from extractor.pipeline.cache import wait_for_writes
 
     # As a process's: stderr shows what UTF-8 cannot carry (lone surrogates) as escapes, stdout refuses it.

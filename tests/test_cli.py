@@ -21,7 +21,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extractor.cli import main
+from extractor.cli.main import main
+from extractor.cli.options import commands
 from tests.conftest import GitRepo, git
 from tests.conftest import cli as run
 from tests.conftest import run_cli as process
@@ -251,9 +252,8 @@ def raises(git_repo: GitRepo) -> GitRepo:
         pytest.param("hist", "unknown command 'hist'; did you mean 'history'?", id="cut short"),
         pytest.param(
             "frobnicate",
-            "unknown command 'frobnicate': the commands are diff, match, explain, list, nightly, cache, site, "
-            "history; an "
-            "extraction takes options only (--sha REV or --release X.Y.Z; see --help)",
+            "unknown command 'frobnicate': the commands are cache, diff, explain, history, list, match, nightly, "
+            "site; an extraction takes options only (--sha REV or --release X.Y.Z; see --help)",
             id="nothing close",
         ),
     ],
@@ -492,7 +492,7 @@ def test_clone_without_network_says_so_and_what_works_offline(tmp_path: Path, is
     assert "no network" not in refused.stderr  # a missing local path is not a network problem
 
 
-SUBCOMMANDS = [[], ["diff"], ["match"], ["explain"], ["list"], ["nightly"], ["cache"]]
+SUBCOMMANDS = [[], *([name] for name in commands())]  # every module of cli/commands/ is a command
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS, ids=lambda c: c[0] if c else "extract")
@@ -788,9 +788,9 @@ def test_a_cache_directory_that_cannot_be_used_is_one_line_naming_it(
 def test_extractor_debug_shows_the_traceback_of_a_bug(tmp_path: Path) -> None:
     """The one-line report of a bug points at EXTRACTOR_DEBUG=1, which must then show the traceback."""
     code = (
-        "import sys, extractor.cli as cli\n"
+        "import sys, extractor.cli.commands.list as command, extractor.cli.main as cli\n"
         "def broken(argv): raise RuntimeError('boom')\n"
-        "cli._SUBCOMMANDS['list'] = broken\n"
+        "command.run = broken\n"
         "sys.argv = ['extractor', 'list']\n"
         "cli.run()\n"
     )

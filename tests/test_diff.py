@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from extractor.catalog.load import LoadedCatalog, open_catalog
-from extractor.cli import main
+from extractor.cli.main import main
 from extractor.model.records import CatalogLine, Extraction, Record
 from extractor.pipeline.extract import ExtractOptions
 from extractor.query import rewording

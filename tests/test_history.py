@@ -471,7 +471,7 @@ def test_a_history_lists_each_revision_once(history_repo: GitRepo, monkeypatch: 
 def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from extractor.cli import _warn_if_unordered
+    from extractor.cli.commands.history import _warn_if_unordered
     from extractor.query.history import Revision
     from extractor.repo.git import Commit
 

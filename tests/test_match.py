@@ -537,7 +537,7 @@ def test_a_byte_order_mark_that_comes_a_byte_at_a_time_is_still_read(monkeypatch
     import io
     import types
 
-    from extractor import cli as command_line
+    from extractor.cli.commands import match as command_line
 
     class Trickle(io.RawIOBase):  # a pipe that hands over one byte at a time
         def __init__(self, data: bytes) -> None:
@@ -565,7 +565,7 @@ def test_a_line_with_no_end_is_read_in_bounded_memory(monkeypatch: pytest.Monkey
     import io
     import types
 
-    from extractor import cli as command_line
+    from extractor.cli.commands import match as command_line
     from extractor.query.match import MAX_LINE
 
     class Endless(io.RawIOBase):  # a start, `size` times one character, then the rest, made as they are read

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from extractor.catalog.load import folder_name
-from extractor.cli import main
+from extractor.cli.main import main
 from extractor.model.records import Manifest, Scope
 from extractor.pipeline.extract import ExtractOptions
 from extractor.pipeline.write import MANIFEST, RECORDS, records_digest
@@ -361,7 +361,7 @@ def test_a_night_that_fails_leaves_what_was_published_as_it_was(bare: Path, tmp_
     read, a site folder that cannot be one), and a night that fails anyway (a published history that
     cannot be read back) removes the folder it made for its catalog: a failed night leaves nothing the
     index does not name, and a root it made, nothing at all (not even its lock)."""
-    from extractor.cli import main as run
+    from extractor.cli.main import main as run
 
     out = tmp_path / "pub"
     bad = tmp_path / "analysis.jsonl"

@@ -20,7 +20,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extractor.cli import main
+from extractor.cli.main import main
 from tests.conftest import GitRepo, cli, git
 from tests.conftest import run_cli as run
 
@@ -501,7 +501,7 @@ def probed(self, **kwargs):
 
 models.HistoryManifest.model_dump = probed
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli import run
+from extractor.cli.main import run
 run()
 """
 

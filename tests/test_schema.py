@@ -7,7 +7,7 @@ from pathlib import Path
 import jsonschema
 import orjson
 
-from extractor.cli import main
+from extractor.cli.main import main
 from extractor.model.schema import SCHEMA_PATH, json_schema, render_schema, render_schemas
 from tests.conftest import GitRepo, git
 

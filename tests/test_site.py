@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from extractor.catalog.load import load_catalog
-from extractor.cli import main
+from extractor.cli.main import main
 from extractor.model.records import CatalogLine, replace
 from extractor.query.analysis import AnalysisEntry, basis, carry_forward
 from tests.conftest import GitRepo, cli, git

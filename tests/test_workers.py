@@ -36,7 +36,7 @@ def warm_up(parent):
         print("warm", "pydantic" in sys.modules, "libcst" in sys.modules, file=stream)
 extractor.pipeline.workers._warm_up = warm_up
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli import run
+from extractor.cli.main import run
 run()
 """
 
@@ -87,7 +87,7 @@ def spy(count):
     return real(count)
 extractor.pipeline.workers.start = spy
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli import run
+from extractor.cli.main import run
 run()
 """
 
@@ -137,7 +137,7 @@ def ahead(*args, **kwargs):
     return given
 extractor.pipeline.scheduler.start, extractor.pipeline.scheduler._scan_ahead = start, ahead
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli import run
+from extractor.cli.main import run
 run()
 """
 

@@ -1,0 +1,160 @@
+# extractor match [TEXT ...]: the records that explain rendered errors, or every line of a log on stdin.
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO
+
+from extractor.errors import ExitCode, ExtractorError
+from extractor.util import lifecycle
+from extractor.util.progress import one_line, shown
+
+if TYPE_CHECKING:
+    from extractor.query.match import MatchResult
+
+from extractor.cli.options import (
+    PROG,
+    Followed,
+    Parser,
+    add_catalogs,
+    add_history,
+    catalogs_of,
+    lineage_note,
+    lineages_of,
+    parse,
+    pasted,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog=f"{PROG} match",
+        description="Find the catalog records that explain rendered errors, with the values they show. Exit "
+        "status (grep's): a log on stdin: 0 at least one line matched a record, 1 none did; TEXT arguments: 0 "
+        "every one matched, 1 some did not; 2 trouble either way. Weak (catch-all) answers do not count.",
+    )
+    parser.add_argument(
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="rendered error messages; with none or '-', read a log from stdin, one input per line",
+    )
+    add_catalogs(parser)
+    parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
+    add_history(parser)
+    return parser
+
+
+def _stdin_lines() -> Iterator[str]:
+    """Read stdin line by line as it comes (bytes that are not UTF-8 become U+FFFD); UTF-16 behind its byte
+    order mark (what Windows PowerShell's `>` writes) is read as such."""
+    import codecs
+
+    from extractor.query.match import MAX_LINE
+
+    if 0 in lifecycle.closed:
+        raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
+    # The first two bytes, however the pipe hands them over (one at a time, say), then the rest after them.
+    head = sys.stdin.buffer.read(2)
+    stream = io.BufferedReader(_Prefixed(head, sys.stdin.buffer))
+    if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        text = io.TextIOWrapper(stream, encoding="utf-16", errors="replace", newline="")
+        yield from _bounded(text.readline, MAX_LINE, ("\n", "\r"))  # (newline="": a line may end in \r alone)
+        return
+    for raw in _bounded(stream.readline, 4 * MAX_LINE, (b"\n",)):  # (bytes: UTF-8 takes up to 4 a character)
+        yield raw.decode("utf-8", "replace")
+
+
+def _bounded(readline: Callable[[int], AnyStr], limit: int, ends: tuple[AnyStr, ...]) -> Iterator[AnyStr]:
+    """The lines `readline` gives, each cut to its first and last `limit` characters (or bytes), all that
+    match reads of a line (the last kept with its line break, which match strips): a line with no end
+    (`< /dev/zero`) costs bounded memory, not all there is. `ends` are what `readline` ends a line with."""
+    while line := readline(limit):
+        if len(line) == limit and not line.endswith(ends):
+            tail = line[:0]
+            while more := readline(limit):
+                tail = (tail + more)[-(limit + 2) :]
+                if more.endswith(ends):
+                    break
+            line += tail
+        yield line
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream's bytes with some read from it already put back in front."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            taken, self._head = self._head[: len(buffer)], self._head[len(buffer) :]
+        else:
+            taken = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        buffer[: len(taken)] = taken
+        return len(taken)
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parse(parser(), argv)
+    import orjson
+
+    from extractor.query.match import match_lines
+    from extractor.query.matchindex import match_index
+
+    def progress(line: str) -> None:
+        print(f"{PROG} match: {one_line(line)}", file=sys.stderr, flush=True)
+
+    if "-" in args.text and len(args.text) > 1:
+        parser().error("'-' reads the log on stdin: give it alone, or give only TEXT arguments")
+    options, specs = catalogs_of(args)
+    index = match_index(specs, repo=args.repo, options=options, progress=progress)
+    lineages = lineages_of(args)
+    log = not args.text or args.text == ["-"]
+    inputs: Iterable[str] = _stdin_lines() if log else map(pasted, args.text)
+    out = sys.stdout
+    seen = matched = 0
+    for result in match_lines(index.matcher, inputs, log=log):
+        seen += 1
+        matched += bool(result.matches)
+        if args.format == "json":
+            document = result.to_json()
+            if lineages is not None:
+                document["matches"] = [{**m, "history": lineage_note(lineages, m["id"])} for m in document["matches"]]
+            out.write(orjson.dumps(document).decode() + "\n")
+        else:
+            out.write(shown(_match_text(result, lineages)))
+        if log:
+            out.flush()  # answer as the log is read
+    out.flush()
+    if log:
+        return ExitCode.OK if matched else ExitCode.NOT_FOUND
+    return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
+
+
+def _match_text(result: MatchResult, lineages: Followed | None) -> str:
+    lines = [result.input]
+    if not result.matches:
+        lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
+    if result.python is not None:
+        lines.append(f"  {result.python_note}")
+    for match in (*result.matches, *result.weak):
+        site = match.site
+        weak = "" if match in result.matches else "weak "
+        lines.append(f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({weak}{match.how})")
+        # (an expression written over several lines shown on one, its spaces squeezed)
+        values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in match.values.items())
+        if values:
+            lines.append(f"     {values}")
+        releases = match.releases()
+        if len(releases) > 1:
+            lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
+        lines.append(f"     {site.githubUrl}")
+        if (note := lineage_note(lineages, site.id)) is not None:
+            lines.append(f"     history: {note}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,358 @@
+# Options: what every command's parser shares (one-line usage errors, the scope, the run, --catalog and
+# --history options) and what they mean (the extraction's options, the catalogs and lineages named).
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+from extractor.errors import ExtractorError
+from extractor.util.progress import one_line, set_quiet, warn
+
+if TYPE_CHECKING:
+    from extractor.model.records import Lineage
+    from extractor.pipeline.options import ExtractOptions
+
+
+PROG = "extractor"
+DEFAULT_REPO = "https://github.com/vllm-project/vllm"
+_CLASS_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")  # a dotted Python identifier
+_COMMANDS = Path(__file__).parent / "commands"  # (a listing costs microseconds: no import)
+
+
+def commands() -> list[str]:
+    """The subcommands, by name: every module of cli/commands/ is one (adding a command is adding its module)."""
+    return sorted(path.stem for path in _COMMANDS.glob("*.py") if not path.name.startswith("_"))
+
+
+class Parser(argparse.ArgumentParser):
+    """A command's parser whose usage errors are one line, as every other bad input's: `extractor: error:
+    COMMAND: what was wrong (see --help)`, exit 2 (argparse prints the whole usage block first); an option
+    that takes one value refuses a second (see Once)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in (None, "store"):  # shared with the parser's argument groups
+            self.register("action", name, Once)
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix(PROG).strip()
+        where = f"{command}: " if command else ""
+        self.exit(2, f"{PROG}: error: {one_line(where + message)} (see {self.prog} --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse, refusing an empty value (`--output ''`): a path, revision or name it never is, and taken
+        for the default it would write or read somewhere the user did not say. A pasted TEXT may be empty."""
+        parsed, rest = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            values = value if isinstance(value, list) else [value]
+            empty = [v for v in values if isinstance(v, str) and not v.strip() and v != action.const]
+            if action.dest not in _MAY_BE_EMPTY and empty:  # (an option's own const, `--site` alone, aside)
+                self.error(f"{'/'.join(action.option_strings) or action.metavar or action.dest}: an empty value")
+        return parsed, rest
+
+
+_MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word to look for, the root
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""
+    args = parser.parse_args(argv)
+    set_quiet(args.quiet)
+    return args
+
+
+def add_scope(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scope")
+    group.add_argument(
+        "--path",
+        action="append",
+        metavar="PREFIX",
+        help="path prefix in scope, repeatable (default: vllm/config)",
+    )
+    group.add_argument(
+        "--exception",
+        action="append",
+        metavar="NAME",
+        help="raised class name in scope, repeatable; '*' means every class (default: ValueError)",
+    )
+    group.add_argument(
+        "--context",
+        type=context_lines,
+        default=18,
+        metavar="N",
+        help="lines of source kept each side of the raise (default: 18)",
+    )
+    group.add_argument(
+        "--config-from",
+        action="append",
+        metavar="PREFIX",
+        help="where config classes are read for the fields records read, repeatable (default: vllm/config)",
+    )
+    group.add_argument(
+        "--flags-from",
+        default="vllm/engine/arg_utils.py",
+        metavar="PATH",
+        help="the file that defines the command-line flags (default: vllm/engine/arg_utils.py)",
+    )
+    group.add_argument(
+        "--repo-name",
+        metavar="OWNER/NAME",
+        help="the repository name written in records (default: from a GitHub remote URL, else vllm-project/vllm)",
+    )
+
+
+def add_run(parser: argparse.ArgumentParser, *, extracts: bool = True) -> None:
+    """Add the options of how a run goes, which never change what it outputs: --jobs, --no-cache, --quiet."""
+    group = parser.add_argument_group("run")
+    if extracts:
+        group.add_argument(
+            "--jobs",
+            type=positive,
+            metavar="N",
+            help="processes that parse files, this one included (default and most: one per core)",
+        )
+        group.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="neither read nor write the caches of scans and catalogs (in the user cache directory)",
+        )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print nothing on stderr but errors: no progress, notes, warnings or summary",
+    )
+
+
+def add_repo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repo",
+        default=DEFAULT_REPO,
+        metavar="URL_OR_PATH",
+        help="repository to read: a URL (cloned once into the user cache) or a local work tree or bare "
+        f"repository, read in place (default: {DEFAULT_REPO})",
+    )
+
+
+class Once(argparse.Action):
+    """An option that takes one value: given twice, a usage error rather than the last one kept silently.
+    Every such option of every command is one (`Parser` registers it as the default action)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        given: set[str] = vars(namespace).setdefault("_given", set())
+        if self.dest in given:
+            parser.error(f"{option} takes one value, given twice ({getattr(namespace, self.dest)}, {values})")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+def add_catalog(parser: argparse.ArgumentParser) -> None:
+    """Add --catalog, and the options for when it names a revision to extract on the fly."""
+    parser.add_argument(
+        "--catalog",
+        required=True,
+        action=Once,
+        metavar="DIR_OR_FILE",
+        help="a catalog directory or records.jsonl, release:X.Y.Z, or a revision of --repo (one catalog)",
+    )
+    add_repo(parser)
+    add_scope(parser)
+    add_run(parser)
+
+
+def add_catalogs(parser: argparse.ArgumentParser) -> None:
+    """Add a repeatable --catalog (release ranges allowed), and the options for revisions extracted on the fly."""
+    parser.add_argument(
+        "--catalog",
+        action="append",
+        required=True,
+        metavar="CATALOG",
+        help="a catalog directory or records.jsonl, release:X.Y.Z, release:A..B (every release on the package "
+        "index in that range, inclusive), release:all, or a revision of --repo; repeatable",
+    )
+    add_repo(parser)
+    add_scope(parser)
+    add_run(parser)
+
+
+def add_history(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--history",
+        metavar="DIR_FILE_OR_REVISIONS",
+        help="say when each record appeared and changed: a history written by `extractor history` (its "
+        "directory or history.jsonl), or revisions to follow on the fly (release:A..B, release:all, 'v*', A..B)",
+    )
+
+
+def _at_least(minimum: int, text: str) -> int:
+    # ASCII digits alone: int() takes other scripts' digits (`١٢`), a sign, spaces and underscores too.
+    digits = text.removeprefix("-")
+    try:
+        if not (digits.isascii() and digits.isdigit()):
+            raise ValueError(text)
+        value = int(text)
+    except ValueError:  # (int() also refuses more than 4,300 digits)
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {one_line(repr(text), limit=80)}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    return _at_least(0, text)
+
+
+def positive(text: str) -> int:
+    return _at_least(1, text)
+
+
+_MAX_CONTEXT = 10**9  # more lines than any file has: the whole file (and a number JSON and SQLite can hold)
+
+
+def context_lines(text: str) -> int:
+    value = non_negative(text)
+    if value > _MAX_CONTEXT:
+        raise argparse.ArgumentTypeError(f"expected at most {_MAX_CONTEXT} lines (a whole file), got {text}")
+    return value
+
+
+def extract_options(args: argparse.Namespace) -> ExtractOptions:
+    from extractor.pipeline.extract import analyzed_at
+    from extractor.pipeline.options import ExtractOptions, scope_path
+    from extractor.pipeline.write import is_repo_name
+
+    if args.repo_name is not None and not is_repo_name(args.repo_name):
+        raise ExtractorError(
+            f"--repo-name must look like OWNER/NAME (letters, digits, '-', '_', '.'; neither part '.' or '..'), "
+            f"not {args.repo_name!r}"
+        )
+    for option, value in _repository_paths(args):
+        if value != pasted(value):  # a lone surrogate: bytes Python could not read as UTF-8
+            shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise ExtractorError(
+                f"{option} {shown} is not UTF-8 (shown with \\x escapes): a file whose name is not UTF-8 is a "
+                "named skip, never a record; name a folder above it"
+            )
+        if (normal := scope_path(value)) == ".." or normal.startswith("../"):
+            raise ExtractorError(f"{option} {value} leads out of the repository: name a path inside it, from its root")
+    analyzed_at()  # SOURCE_DATE_EPOCH, checked before any work rather than when the first record is stamped
+    for name in args.exception or ():
+        if name != "*" and not _CLASS_NAME.fullmatch(name):
+            bare = name.strip("'\" ")
+            hint = f"; did you mean {bare}? (its quotes reached the command)" if bare.strip("'\"") != name else ""
+            if bare != name and bare == name.strip():
+                hint = f"; did you mean {bare}? (spaces around it)"
+            raise ExtractorError(f"--exception {name!r} is not a class name, nor '*' for every class{hint}")
+    exceptions = []
+    for name in args.exception or ("ValueError",):
+        bare = name.rpartition(".")[2]  # `errors.ConfigError`: a raise is matched by its class's name
+        if bare != name:
+            warn(f"--exception {name} takes the raises of every class named {bare}")
+        exceptions.append(bare)
+    return ExtractOptions(
+        paths=tuple(args.path or ("vllm/config",)),
+        exceptions=tuple(dict.fromkeys(exceptions)),
+        context=args.context,
+        repo_name=args.repo_name,
+        jobs=args.jobs,
+        cache=not args.no_cache,
+        config_from=tuple(args.config_from or ("vllm/config",)),
+        flags_from=args.flags_from.strip("/"),
+    )
+
+
+def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
+    """The paths inside the repository the options name (they are recorded in the manifest's scope)."""
+    for option, values in (("--path", args.path), ("--config-from", args.config_from)):
+        for value in values or ():
+            yield option, value
+    yield "--flags-from", args.flags_from
+
+
+def latest_of(spec: str, options: ExtractOptions) -> str:
+    """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
+    folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
+    from extractor.catalog.published import is_root, latest_catalog
+
+    return str(latest_catalog(Path(spec), options.scope)) if is_root(Path(spec)) else spec
+
+
+def catalogs_of(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:
+    """The options and catalogs of a command reading several (`--catalog`, repeatable): over a range of
+    releases (`release:A..B`, `release:all`) a `--path` follows a module that becomes a package
+    (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
+    read alike; catalogs named one by one are read in the scope given (a folder written before is read as
+    it is). A nightly root stands for its latest catalog."""
+    from extractor.query.history import followed
+
+    options = extract_options(args)
+    if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
+        options = followed(options)
+    return options, [latest_of(spec, options) for spec in args.catalog]
+
+
+def output_folder(output: str | None, command: str) -> Path | None:
+    """The folder a command that writes several files writes into: `-` (standard output) is not one."""
+    if output == "-":
+        raise ExtractorError(f"{command} writes a folder of files: --output - (standard output) cannot hold them")
+    if not output:
+        return None
+    from extractor.pipeline.write import check_folder
+
+    check_folder(Path(output))
+    return Path(output)
+
+
+def pasted(text: str) -> str:
+    """A TEXT argument as stdin would read it: bytes that are not UTF-8 (which Python hands over as lone
+    surrogates) become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+class Followed(NamedTuple):
+    """The lineages `--history` names, and the first revision they were followed from."""
+
+    lineages: list[Lineage]
+    start: str | None
+
+
+def lineages_of(args: argparse.Namespace) -> Followed | None:
+    """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
+    if not args.history:
+        return None
+    from extractor.catalog.load import looks_like_path, present
+    from extractor.query.history import build_history, followed, list_revisions, read_written
+    from extractor.repo.git import is_url, shown_repo
+
+    path = Path(args.history)
+    if present(path):  # (a symlink that leads nowhere is an error, not revisions to follow)
+        lineages, manifest = read_written(path)
+        return Followed(lineages, manifest.revisions[0].revision if manifest and manifest.revisions else None)
+    spec = args.history
+    if looks_like_path(spec) and is_url(args.repo):  # a mistyped path: never a reason to clone a repository
+        raise ExtractorError(f"no history at {spec}: the path does not exist")
+    options = followed(extract_options(args))
+    try:
+        revisions = list_revisions([spec], repo=args.repo)
+    except ExtractorError as error:
+        raise ExtractorError(f"no history at {spec}, nor revisions of {shown_repo(args.repo)}: {error}") from None
+    history = build_history(revisions, options=options)
+    return Followed(history.lineages, history.revisions[0].revision if history.revisions else None)
+
+
+def lineage_note(followed: Followed | None, record_id: str) -> str | None:
+    """The history sentence of a record, when a history was given and holds it."""
+    if followed is None:
+        return None
+    from extractor.query.history import find_lineage, lineage_sentence
+
+    found = find_lineage(followed.lineages, record_id)
+    return lineage_sentence(found, start=followed.start) if found is not None else None
