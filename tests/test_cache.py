@@ -264,25 +264,6 @@ def test_a_catalog_still_being_stored_is_found(repo: GitRepo, monkeypatch: pytes
     assert extract(repo=str(repo.path), revision="v1", options=options).encoded == first.encoded
 
 
-def test_the_tables_of_earlier_layouts_are_dropped(repo: GitRepo, isolated_cache: Path) -> None:
-    """Whole catalogs were kept in a table, and results in one keyed WITHOUT ROWID (where a lookup reads
-    each compared key's whole record): both go when the cache is opened."""
-    database = isolated_cache / "extractor" / "scan.sqlite3"
-    database.parent.mkdir(parents=True)
-    with contextlib.closing(sqlite3.connect(database)) as db, db:
-        db.execute("CREATE TABLE catalogs (key TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID")
-        db.execute("INSERT INTO catalogs VALUES ('k', x'00')")
-        db.execute(
-            "CREATE TABLE entries (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL, "
-            "PRIMARY KEY (scope, oid)) WITHOUT ROWID"
-        )
-        db.execute("INSERT INTO entries VALUES ('s', 'o', x'00')")
-    output(repo, jobs=1)
-    with contextlib.closing(sqlite3.connect(database)) as db:
-        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"results", "paths"}
-
-
 def test_files_read_for_their_facts_count_as_parsed_only_where_facts_are_wanted(repo: GitRepo) -> None:
     """pkg/quiet.py holds no raise: read for its classes it is parsed, otherwise ruled out, whatever the
     cache holds from a run that wanted its classes."""

@@ -79,30 +79,6 @@ def test_publish_then_no_op_then_follow_the_branch(bare: Path, tmp_path: Path) -
     assert document["catalogs"][0]["summary"]["removed"] == 1
 
 
-def test_a_root_published_before_scopes_were_sorted_is_followed_on(bare: Path, tmp_path: Path) -> None:
-    """A catalog folder and a rolling history written when a scope's classes kept the order given
-    (`-ValueError+TypeError`) are the same scope as the sorted one: the next night diffs against that
-    catalog, rolls that history on, and --keep removes the folder in its turn."""
-    out = tmp_path / "pub"
-    scope = ["--exception", "ValueError", "--exception", "TypeError"]
-    first = git(bare, "rev-parse", "refs/tags/v1")
-    assert main(["nightly", "--repo", str(bare), "--output", str(out), "--quiet", *scope]) == 0
-    # As the code before wrote it: the folder named, and the scopes listed, in the order given.
-    (folder,) = out.glob(f"{first}-*")
-    old = folder.rename(out / f"{first}-ValueError+TypeError")
-    for document in (old / MANIFEST, out / "history.json"):
-        data = json.loads(document.read_text())
-        data["scope"]["exceptions"] = ["ValueError", "TypeError"]
-        document.write_text(json.dumps(data))
-    second = move(bare, "v2")
-    result = cli("nightly", "--repo", str(bare), "--output", str(out), "--keep", "1", *scope)
-    assert result.returncode == 0 and "damaged" not in result.stderr, result.stderr
-    assert "rolled the history on: 2 lineages over 2 nights" in result.stderr, result.stderr
-    (new,) = out.glob(f"{second}-*")
-    assert json.loads((new / "diff.json").read_text())["summary"]["added"] == 1
-    assert not old.exists() and [c["sha"] for c in index(out)["catalogs"]] == [second]
-
-
 def test_keep_removes_older_catalogs_from_disk_and_index(bare: Path, tmp_path: Path) -> None:
     out = tmp_path / "pub"
     first = git(bare, "rev-parse", "refs/tags/v1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 # The scan's kinds and pieces live in a module without pydantic (a worker process scans without it);
 # they are the models' too.
@@ -174,13 +174,6 @@ class Scope(_Frozen):
     context: int
     configFrom: list[str] = ["vllm/config"]
     flagsFrom: str = "vllm/engine/arg_utils.py"
-
-    @field_validator("paths", "exceptions")
-    @classmethod
-    def _as_a_set(cls, value: list[str]) -> list[str]:
-        """Sorted, each once, as ExtractOptions holds them: a scope written before they were (its classes
-        in the order given) is read as the same scope."""
-        return sorted(set(value))
 
 
 class Counts(_Frozen):

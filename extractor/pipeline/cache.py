@@ -31,14 +31,11 @@ PRODUCERS = ("model", "scanning")
 # Results live in a plain table with an index on their key: a table keyed by (scope, oid) WITHOUT ROWID
 # keeps each result in its key's b-tree, and SQLite reads a key's whole record, overflow pages and all,
 # to compare it during a lookup (looking up a revision's 2,500 blob ids took 150 ms in a 100 MB cache).
-# The earlier tables go: `entries` (that layout), `catalogs` (whole catalogs are files now).
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (scope TEXT NOT NULL, oid TEXT NOT NULL, data BLOB NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS results_by_blob ON results (scope, oid);
 CREATE TABLE IF NOT EXISTS paths (scope TEXT NOT NULL, path TEXT NOT NULL, oid TEXT NOT NULL,
                                   PRIMARY KEY (scope, path)) WITHOUT ROWID;
-DROP TABLE IF EXISTS entries;
-DROP TABLE IF EXISTS catalogs;
 """
 # Whole catalogs are files of their own beside the database (a whole package's is some 17 MB: SQLite
 # took three times as long to write it), the most recently used kept.

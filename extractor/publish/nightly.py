@@ -12,10 +12,10 @@ from pathlib import Path
 import orjson
 from filelock import FileLock
 
-from extractor.catalog.load import LoadedCatalog, folder_name, is_complete, load_catalog, present, read_document
+from extractor.catalog.load import LoadedCatalog, folder_name, is_complete, load_catalog, present
 from extractor.catalog.published import INDEX, read_index
 from extractor.errors import CatalogError
-from extractor.model.records import IndexEntry, Manifest, NightlyIndex
+from extractor.model.records import IndexEntry, NightlyIndex
 from extractor.pipeline.extract import ExtractOptions, extract_commit
 from extractor.pipeline.write import (
     MANIFEST,
@@ -51,18 +51,8 @@ class NightlyResult:
 
 
 def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
-    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default);
-    one published before scopes were sorted (its paths or classes named in the order given) is found by
-    the scope its manifest holds."""
-    named = root / folder_name(sha=sha, revision=sha, scope=options.scope_data)
-    if named.exists() or (len(options.paths) < 2 and len(options.exceptions) < 2):
-        return named
-    for other in sorted(root.glob(f"{sha}-*")):
-        with contextlib.suppress(CatalogError):
-            manifest = read_document(other / MANIFEST, Manifest, "manifest")
-            if manifest is not None and manifest.scope == options.scope:
-                return other
-    return named
+    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
+    return root / folder_name(sha=sha, revision=sha, scope=options.scope_data)
 
 
 def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:

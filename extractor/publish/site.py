@@ -536,25 +536,20 @@ def check_output(output: Path) -> None:
 
 def _carry_over(old: Path, staging: Path) -> None:
     """Carry into the new site what a person put in the old one (a CNAME, a `.git` of a pages branch, notes):
-    whatever the old build did not make (BUILT lists what it made; a site built before it kept that list:
-    whatever its top level holds that the new build does not make) and the new one does not make either.
+    whatever the old build did not make (BUILT lists what it made; a site with no such list, of an older
+    extractor, carries nothing over) and the new one does not make either.
     Then list what the new site holds, as the next build will read it."""
     made = {str(path.relative_to(staging)) for path in staging.rglob("*") if not path.is_dir()}
-    if old.is_dir() and (old / MARKER).exists():
-        listed = old / BUILT
-        built = set(read_whole(listed).decode(errors="replace").splitlines()) if present(listed) else None
-        folders = {str(parent) for name in built or () for parent in Path(name).parents}
-        tops = {name.partition("/")[0] for name in made}
+    listed = old / BUILT
+    if old.is_dir() and (old / MARKER).exists() and present(listed):
+        built = set(read_whole(listed).decode(errors="replace").splitlines())
+        folders = {str(parent) for name in built for parent in Path(name).parents}
         for path in sorted(old.rglob("*"), key=lambda p: len(p.parts)):
             name = str(path.relative_to(old))
             if name in (MARKER, BUILT) or not (path.is_symlink() or path.exists()):
                 continue  # the old markers, or inside what was carried already
             whole = path.is_dir() and not path.is_symlink()
-            mine = (
-                "/" not in name and name not in tops  # a site built before BUILT: only its top level tells
-                if built is None
-                else name not in (folders if whole else built)
-            )
+            mine = name not in (folders if whole else built)
             if mine and name not in made and not (staging / name).exists():
                 (staging / name).parent.mkdir(parents=True, exist_ok=True)
                 _linked(path, staging / name)
