@@ -40,7 +40,8 @@ def _outputs(code: Path, out: Path, releases: list[str]) -> float:
     started = time.perf_counter()
 
     def run(*args: str) -> None:
-        subprocess.run([sys.executable, "-m", "extractor", *args, "-q"], cwd=out, env=env, check=True)
+        command = [sys.executable, "-m", "extractor", *args, "-q"]
+        subprocess.run(command, cwd=out, env=env, check=True, stdout=subprocess.DEVNULL)
 
     for name, scope in SCOPES.items():
         for release in releases:
