@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "extractor"
 # A new module must be given its place here.
 STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     ("", [("_version", "errors")]),
-    ("util", [("progress", "suggest", "markdown"), ("lifecycle",), ("atomic",)]),  # signals and exit; files
+    ("util", [("suggest", "markdown"), ("lifecycle",), ("progress", "atomic")]),  # the process; its stderr; files
     (
         "model",  # the scan's values without pydantic (a worker scans without it), the published models
         [("kinds",), ("scanned",), ("records", "manifest"), ("schema",)],

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 from extractor.cli.options import PROG, commands
 from extractor.errors import ExitCode, ExtractorError
-from extractor.util.lifecycle import command_line_process, interruption, signals_as_interrupts
-from extractor.util.progress import one_line, quiet_for_one_run
+from extractor.util.lifecycle import command_line_process, interruption, quiet_for_one_run, signals_as_interrupts
+from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from extractor.errors import ExtractorError
-from extractor.util.progress import one_line, set_quiet, warn
+from extractor.util.lifecycle import set_quiet
+from extractor.util.progress import one_line, warn
 
 if TYPE_CHECKING:
     from extractor.model.records import Lineage

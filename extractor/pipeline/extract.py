@@ -9,7 +9,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from extractor.pipeline.fields import FieldIndex
 
 __all__ = [
+    "Carry",
     "Catalog",
     "ExtractOptions",
     "ScannedRevision",
@@ -210,16 +211,17 @@ def scan_revision(
     options: ExtractOptions,
     pinned_sha: str | None = None,
     then: Sequence[git_stage.Commit] = (),
+    carry: Carry | None = None,
 ) -> ScannedRevision:
     """Scan a revision of a history: its files' sites and their field index, with no record built and no
-    catalog made or kept (the cache keeps per-file results only). Within `carrying_results`, `then` are
-    the commits scanned next, whose new files are scanned in the background meanwhile, and the field
-    index of the revision before is taken again when its config classes and CLI file are the same blobs."""
-    global _index
+    catalog made or kept (the cache keeps per-file results only). With a `carry` (see carrying_results),
+    `then` are the commits scanned next, whose new files are scanned in the background meanwhile, and the
+    field index of the revision before is taken again when its config classes and CLI file are the same
+    blobs."""
     cache = _open_cache(options) if options.cache else None
     try:
         with collector_paused():  # (see _extract_commit)
-            scope, results = _scan_scope(commit, options, cache, then)
+            scope, results = _scan_scope(commit, options, cache, then, carry)
     finally:
         if cache is not None:
             cache.close()
@@ -227,47 +229,46 @@ def scan_revision(
     if not any(sites for _, _, sites in files) and "*" not in options.exceptions:
         _check_raised(commit, scope.regular, options)
     key = (options, *_fields_key(scope, results, options))
-    if _index is not None and _index[0] == key:
-        index = _index[1]
+    if carry is not None and carry.index is not None and carry.index[0] == key:
+        index = carry.index[1]
     else:
         index = _field_index(scope, results, options)
-        if _listings is not None:  # (within carrying_results)
-            _index = (key, index)
+        if carry is not None:
+            carry.index = (key, index)
     return ScannedRevision(
         options.repo_name or commit.repo_name, pinned_sha or commit.sha, commit.committed_at, files, index
     )
 
 
-# Within `carrying_results`: the scopes of the commits to come, listed once each (a history lists a revision
-# as the next but one, as the next, then as the one it extracts), by commit and options.
-_listings: dict[tuple[Path, str, ExtractOptions], _Scope] | None = None
-# Within `carrying_results`: the last field index a revision built, by its options and key (see _fields_key).
-_index: tuple[tuple[object, ...], FieldIndex] | None = None
+@dataclass
+class Carry:
+    """What one scan of a history's revisions leaves the next (`scan_revision(carry=...)`): the scans'
+    results and workers (scheduler.Carried); the scopes of the commits to come, listed once each (a history
+    lists a revision as the next but one, as the next, then as the one it scans), by commit and options;
+    the last field index a revision built, by its options and key (see _fields_key)."""
+
+    scans: scheduler.Carried
+    listings: dict[tuple[Path, str, ExtractOptions], _Scope] = field(default_factory=dict)
+    index: tuple[tuple[object, ...], FieldIndex] | None = None
 
 
 @contextlib.contextmanager
-def carrying_results() -> Iterator[None]:
-    """What one extraction leaves the next, in a history (see scheduler.carrying_results), each commit's
-    scope listed once, and the last field index."""
-    global _listings, _index
-    with scheduler.carrying_results():
-        _listings = {}
-        try:
-            yield
-        finally:
-            _listings = _index = None
+def carrying_results() -> Iterator[Carry]:
+    """A carry for the revisions of one history, scanned in the block (its workers stop when it ends)."""
+    with scheduler.carrying_results() as scans:
+        yield Carry(scans)
 
 
-def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool) -> _Scope:
-    """The scope of a commit, listed once within `carrying_results`; `last` when it is not asked again."""
-    if _listings is None:
+def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool, carry: Carry | None) -> _Scope:
+    """The scope of a commit, listed once for a `carry`; `last` when it is not asked again."""
+    if carry is None:
         return _list_scope(commit, options)
     key = (commit.git_dir, commit.sha, options)
-    scope = _listings.pop(key, None) if last else _listings.get(key)
+    scope = carry.listings.pop(key, None) if last else carry.listings.get(key)
     if scope is None:
         scope = _list_scope(commit, options)
         if not last:
-            _listings[key] = scope
+            carry.listings[key] = scope
     return scope
 
 
@@ -276,13 +277,14 @@ def _scan_scope(
     options: ExtractOptions,
     cache: ScanCache | None,
     then: Sequence[git_stage.Commit] = (),
+    carry: Carry | None = None,
 ) -> tuple[_Scope, dict[str, ResultData]]:
-    """List a commit's scope and scan its blobs (see scan_revision for `then`)."""
-    scope = _listed(commit, options, last=True)
+    """List a commit's scope and scan its blobs (see scan_revision for `then` and `carry`)."""
+    scope = _listed(commit, options, last=True, carry=carry)
     upcoming = []
     for later in then:
         with contextlib.suppress(ScopeError):  # nothing in scope there: nothing to scan ahead
-            following = _listed(later, options, last=False)
+            following = _listed(later, options, last=False, carry=carry)
             upcoming.append((later, [*following.regular, *following.auxiliary], following.facts))
     results = scan_blobs(
         commit,
@@ -292,6 +294,7 @@ def _scan_scope(
         cache=cache,
         facts=scope.facts,
         then=upcoming,
+        carried=carry.scans if carry is not None else None,
     )
     return scope, results
 

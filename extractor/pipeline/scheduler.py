@@ -51,7 +51,7 @@ _AHEAD = 4
 # The last extraction's results are kept as serialized too: they go to the workers as the previous
 # versions of later files, and serializing them again cost this process some 2 s over vLLM's releases.
 @dataclass
-class _Carried:
+class Carried:
     results: dict[ScanOptions, dict[str, ResultData]] = field(default_factory=dict)
     serialized: dict[str, bytes] = field(default_factory=dict)
     pool: Pool | None = None
@@ -62,26 +62,22 @@ class _Carried:
 Upcoming = tuple[git_stage.Commit, Sequence[git_stage.Blob], set[str]]
 
 
-_carried: _Carried | None = None
-
-
 @contextmanager
-def carrying_results() -> Iterator[None]:
-    """Within this, each extraction takes the per-file results of the blobs the previous one had from
-    memory rather than from the cache (the same data: a result depends on the blob and the options alone),
-    the worker processes are kept from one extraction to the next, and an extraction told which ones
-    come next (`then`) hands their new files to the workers as soon as its own are scanned."""
-    global _carried
-    _carried = _Carried()
+def carrying_results() -> Iterator[Carried]:
+    """What the extractions given it carry from one to the next (`scan_blobs(carried=...)`): each takes the
+    per-file results of the blobs the previous one had from memory rather than from the cache (the same
+    data: a result depends on the blob and the options alone), the worker processes are kept from one
+    extraction to the next (shut down when the block ends), and an extraction told which ones come next
+    (`then`) hands their new files to the workers as soon as its own are scanned."""
+    carried = Carried()
     try:
         # The workers scan ahead while this process builds each revision's checks: the pool's feeding and
         # collecting threads need the GIL then too, or each batch a worker ends waits for the next.
         with quick_switching():
-            yield
+            yield carried
     finally:
-        pool, _carried = _carried.pool, None
-        if pool is not None:
-            pool.executor.shutdown(cancel_futures=True)
+        if carried.pool is not None:
+            carried.pool.executor.shutdown(cancel_futures=True)
 
 
 def scan_blobs(
@@ -93,13 +89,14 @@ def scan_blobs(
     cache: ScanCache | None,
     facts: set[str],
     then: Sequence[Upcoming] = (),
+    carried: Carried | None = None,
 ) -> dict[str, ResultData]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
-    results are carried (see carrying_results). `then` are the extractions that come next, nearest first:
+    results are `carried` (see carrying_results). `then` are the extractions that come next, nearest first:
     when results are carried, the workers start on their new files once these are done."""
-    if _carried is None:
+    if carried is None:
         return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)
-    before = _carried.results.get(scan_options, {})
+    before = carried.results.get(scan_options, {})
     # A config or CLI file's result must hold its facts: one scanned for its sites alone is not taken.
     results = {
         blob.oid: found
@@ -111,11 +108,11 @@ def scan_blobs(
     needed = {(blob.oid, blob.oid in facts) for blob in blobs if blob.oid not in results}
     running = {
         future: items
-        for future, items in _carried.ahead.items()
+        for future, items in carried.ahead.items()
         if any((oid, wanted) in needed for oid, _, wanted, _ in items)
     }
     for future in running:
-        del _carried.ahead[future]
+        del carried.ahead[future]
     given = {(oid, wanted) for items in running.values() for oid, _, wanted, _ in items}
     left = needed - given  # (once: in the comprehension's test it would be made again for every blob)
     rest = [blob for blob in blobs if (blob.oid, blob.oid in facts) in left]
@@ -125,7 +122,7 @@ def scan_blobs(
     here = {blob.oid for blob in blobs}
     upcoming = {blob.oid for _, later, _ in then for blob in later if blob.oid not in here}
     held = cache.held(sorted(upcoming)) if upcoming and cache is not None else set()
-    serialized = {oid: data for oid in results if (data := _carried.serialized.get(oid)) is not None}
+    serialized = {oid: data for oid in results if (data := carried.serialized.get(oid)) is not None}
     if rest or running:
         results.update(
             _scan_new(
@@ -137,21 +134,20 @@ def scan_blobs(
                 facts=facts,
                 running=running,
                 serialized=serialized,
+                carried=carried,
             )
         )
-    _carried.results[scan_options], _carried.serialized = results, serialized
-    if _carried.pool is not None:
+    carried.results[scan_options], carried.serialized = results, serialized
+    if carried.pool is not None:
         previous = blobs
         for later in then:  # each with the blobs of the revision just before it, whose results it may reuse
-            _carried.ahead.update(
-                _scan_ahead(_carried.pool, *later, previous, results, scan_options=scan_options, held=held)
-            )
+            carried.ahead.update(_scan_ahead(carried, *later, previous, results, scan_options=scan_options, held=held))
             previous = later[1]
     return results
 
 
 def _scan_ahead(
-    pool: Pool,
+    carried: Carried,
     commit: git_stage.Commit,
     upcoming: Sequence[git_stage.Blob],
     facts: set[str],
@@ -166,9 +162,10 @@ def _scan_ahead(
     the revision just before it (what it may reuse), and return the batches by their futures. A blob whose
     path's blob there has no result yet waits for a later call (it would reuse less), unless it is read
     for its facts (never rescanned in pieces). This process does not wait for them: the extraction that needs them
-    takes them (or takes them back)."""
-    assert _carried is not None
-    given = {(oid, wanted) for items in _carried.ahead.values() for oid, _, wanted, _ in items}
+    takes them (or takes them back). The workers are the `carried` pool."""
+    pool = carried.pool
+    assert pool is not None
+    given = {(oid, wanted) for items in carried.ahead.values() for oid, _, wanted, _ in items}
     here = {blob.path: blob.oid for blob in blobs}
     unique = [
         blob
@@ -181,7 +178,7 @@ def _scan_ahead(
     if not unique:
         return {}
     previous = {
-        blob.oid: _carried.serialized.get(old) or orjson.dumps(results[old])
+        blob.oid: carried.serialized.get(old) or orjson.dumps(results[old])
         for blob in unique
         if (old := here.get(blob.path)) is not None and old in results
     }
@@ -199,6 +196,7 @@ def _scan_new(
     facts: set[str],
     running: dict[Future[list[Result]], list[Item]] | None = None,
     serialized: dict[str, bytes] | None = None,
+    carried: Carried | None = None,
 ) -> dict[str, ResultData]:
     """Scan blobs by id: from the cache where it holds them, else in parallel, storing what is new.
 
@@ -206,7 +204,8 @@ def _scan_new(
     flags, even if they hold no site. `jobs` counts the processes that scan, this one
     included (None: one per core). `running` are batches the workers were given ahead (see _scan_ahead):
     their results are taken too. The cached results are read once the workers have their first batches,
-    or once the scan is over. `serialized`, if given, gets each result as serialized.
+    or once the scan is over. `serialized`, if given, gets each result as serialized. `carried`: what the
+    extractions of a history carry (their worker pool among it).
     """
     running = running or {}
     unique = list({blob.oid: blob for blob in blobs}.values())
@@ -219,7 +218,7 @@ def _scan_new(
     missing = [blob for blob in unique if blob.oid not in results and (blob.oid not in held or blob.oid in facts)]
     missing = _ready(commit, missing)
     # Workers start before anything else is read from the cache: they import the parser meanwhile.
-    pool = _pool(missing, jobs, cache)
+    pool = _pool(missing, jobs, cache, carried)
     new: list[Result] = []
     fresh: dict[str, ResultData] = {}  # `new`, parsed as it comes
     entries = held - facts  # the results read from the cache as they are
@@ -248,6 +247,7 @@ def _scan_new(
                 parsed=fresh,
                 idle=read_cached,
                 running=running,
+                later=carried.ahead if carried is not None else None,
             )
         else:
             read_cached()
@@ -255,14 +255,23 @@ def _scan_new(
         broken = _ready(commit, [blob for blob in unique if blob.oid in entries and blob.oid not in cached])
         if broken:
             _scan_missing(
-                commit, broken, _none, options=scan_options, pool=pool, facts=facts, into=new, parsed=fresh, idle=None
+                commit,
+                broken,
+                _none,
+                options=scan_options,
+                pool=pool,
+                facts=facts,
+                into=new,
+                parsed=fresh,
+                idle=None,
+                later=carried.ahead if carried is not None else None,
             )
     finally:
         try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
             if cache is not None and new:
                 cache.store_entries(new)
         finally:
-            if pool is not None and (_carried is None or pool is not _carried.pool):
+            if pool is not None and (carried is None or pool is not carried.pool):
                 pool.executor.shutdown(cancel_futures=True)
     if cache is not None:
         cache.store_paths({blob.path: blob.oid for blob in blobs})
@@ -286,18 +295,20 @@ def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
     return cache.get_many(sorted(oids)) if cache is not None and oids else {}
 
 
-def _pool(missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache | None) -> Pool | None:
+def _pool(
+    missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache | None, carried: Carried | None
+) -> Pool | None:
     """The worker processes that scan beside this one: those started ahead if there is anything to scan,
     else (a library caller's extraction) as many as `jobs` allows, none below _PARALLEL_BYTES of source.
-    When results are carried, the pool is kept for the next extractions (forked once, whatever the size)."""
-    if _carried is not None and _carried.pool is not None:
-        return _carried.pool
+    When results are `carried`, the pool is kept for the next extractions (forked once, whatever the size)."""
+    if carried is not None and carried.pool is not None:
+        return carried.pool
     if not missing:
         return None
     pool = take_ahead()
     if pool is None:
         jobs = processes(jobs)
-        if _carried is None:  # for this extraction alone: only as many as it has files, and enough source
+        if carried is None:  # for this extraction alone: only as many as it has files, and enough source
             jobs = min(jobs, len(missing))
             if sum(blob.size or 0 for blob in missing) < _PARALLEL_BYTES:
                 return None
@@ -307,8 +318,8 @@ def _pool(missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache 
             cache.release()  # no SQLite connection may cross the fork
         wait_for_writes()  # no thread of this process may hold a lock while it forks
         pool = start(jobs - 1)
-    if _carried is not None:
-        _carried.pool = pool
+    if carried is not None:
+        carried.pool = pool
     return pool
 
 
@@ -324,12 +335,14 @@ def _scan_missing(
     parsed: dict[str, ResultData],
     idle: Callable[[], None] | None,
     running: dict[Future[list[Result]], list[Item]] | None = None,
+    later: dict[Future[list[Result]], list[Item]] | None = None,
 ) -> None:
     """Read and scan blobs, the prefilter first, in this process and the pool's (if any); add each one's
     serialized result to `into` as it comes (what was scanned before an interruption is kept), and its
     parsed result to `parsed`. `idle` is work for this process, done once: as soon as the workers have
     their first batches, else once the scan is over. `running` are batches the pool was
-    given before (taken back if not started, else waited for)."""
+    given before (taken back if not started, else waited for); `later`, those given for later extractions
+    (this process scans one of them rather than wait)."""
     ordered = _largest_first(missing)
     # This process scans too for a big scan, or to take back batches given ahead (the next to be done).
     total = sum(blob.size or 0 for blob in ordered)
@@ -344,7 +357,6 @@ def _scan_missing(
                 into.extend(results)
                 parsed.update((oid, orjson.loads(data)) for oid, data in results)
 
-            later = _carried.ahead if _carried is not None else None
             done = _shared(
                 pool,
                 commit.git_dir,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from extractor.util.lifecycle import become_worker, in_command_line_process
+from extractor.util.lifecycle import become_worker, hold_workers, in_command_line_process, take_workers
 
 
 def processes(jobs: int | None) -> int:
@@ -51,9 +51,6 @@ class Pool(NamedTuple):
     executor: ProcessPoolExecutor
     workers: int
     ahead: bool = False
-
-
-_ahead: Pool | None = None  # started by the command line, not yet taken by a scan
 
 
 def _warm_up(parent: int) -> None:
@@ -102,14 +99,16 @@ def start(workers: int) -> Pool:
 
 def start_ahead(workers: int) -> None:
     """Fork the workers of the extraction this command-line process is about to run (in a command-line
-    process only: elsewhere, nothing happens, and an extraction forks its own when it needs them)."""
-    global _ahead
-    if _ahead is None and workers > 0 and in_command_line_process():
-        _ahead = start(workers)._replace(ahead=True)
+    process only: elsewhere, nothing happens, and an extraction forks its own when it needs them). The
+    process context holds them (lifecycle.hold_workers) until the extraction takes them."""
+    held = take_ahead()
+    if held is None and workers > 0 and in_command_line_process():
+        held = start(workers)._replace(ahead=True)
+    hold_workers(held)
 
 
 def take_ahead() -> Pool | None:
     """The pool the command line started ahead, if any and not yet taken (it is taken once)."""
-    global _ahead
-    pool, _ahead = _ahead, None
+    pool = take_workers()
+    assert pool is None or isinstance(pool, Pool)
     return pool

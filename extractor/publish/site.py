@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import errno
-import gc
 import os
 import shutil
 import tempfile
@@ -16,7 +15,7 @@ from functools import cache
 from html import escape
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -32,6 +31,7 @@ from extractor.query.explain import condition_in_words
 from extractor.query.listing import first_words
 from extractor.repo.housekeeping import remove_orphans
 from extractor.util.atomic import read_whole
+from extractor.util.lifecycle import collector_paused, handed, handing
 from extractor.util.markdown import is_web_address
 
 __all__ = ["MARKER", "SiteSummary", "build_site", "check_output", "render_site", "write_site"]
@@ -587,7 +587,6 @@ def write_site(files: Mapping[str, bytes], output: Path, *, link: bool = False) 
 _WORKERS = 2
 _PARALLEL_FROM = 400  # records; fewer are done in this process, sooner than a process starts
 _PAGE_WORK = 40  # rendering a page costs about what highlighting 40 lines of source does
-_forked: tuple[_Pages, list[list[CatalogLine]]] | None = None  # what the forked workers render
 
 
 def _shares(lines: Sequence[CatalogLine], count: int) -> list[list[CatalogLine]]:
@@ -607,9 +606,9 @@ def _shares(lines: Sequence[CatalogLine], count: int) -> list[list[CatalogLine]]
 
 
 def _write_share(staging: Path, index: int) -> tuple[int, int]:
-    """In a forked worker: render and write the record pages of one share."""
-    assert _forked is not None
-    pages, shares = _forked
+    """In a forked worker (or the process that forked it): render and write the record pages of one share,
+    of those the process that forked the workers handed them (lifecycle.handing)."""
+    pages, shares = cast(tuple[_Pages, list[list[CatalogLine]]], handed())
     return _write_files(staging, _record_pages(pages, shares[index]))
 
 
@@ -634,23 +633,19 @@ def _workers(records: int) -> int:
 
 def _fill(pages: _Pages, staging: Path, workers: int) -> tuple[int, int]:
     """Write every page of a site into `staging`, the record pages shared among `workers` processes."""
-    global _forked
     if workers <= 1:
         counts = [_write_files(staging, _record_pages(pages, pages.lines))]
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        _forked = (pages, _shares(pages.lines, workers))
-        try:
+        with handing((pages, _shares(pages.lines, workers))):
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(
                 workers - 1, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
             ) as pool:
                 futures = [pool.submit(_write_share, staging, index) for index in range(1, workers)]
                 counts = [_write_share(staging, 0)] + [future.result() for future in futures]
-        finally:
-            _forked = None
     counts.append(_write_files(staging, _other_pages(pages).items()))
     return sum(count for count, _ in counts), sum(size for _, size in counts)
 
@@ -669,11 +664,6 @@ def build_site(
     `link`). `workers`: processes that render record pages (default: up to 2, on large catalogs)."""
     pages = _pages(catalog, analysis, diffs, history)
     workers = _workers(len(pages.lines)) if workers is None else workers
-    collecting = gc.isenabled()
-    gc.disable()  # rendering makes strings by the million, few cycles: the collector would only slow it down
-    try:
+    with collector_paused():  # rendering makes strings by the million, few cycles: the collector only slows it
         files, size = _swap_in(output, lambda staging: _fill(pages, staging, workers), link=link)
-    finally:
-        if collecting:
-            gc.enable()
     return SiteSummary(records=len(pages.lines), diffs=len(diffs), files=files, bytes=size)

@@ -24,7 +24,14 @@ from extractor.model.records import (
     Scope,
 )
 from extractor.model.scanned import SiteData
-from extractor.pipeline.extract import ExtractOptions, ScannedRevision, analyzed_at, carrying_results, scan_revision
+from extractor.pipeline.extract import (
+    Carry,
+    ExtractOptions,
+    ScannedRevision,
+    analyzed_at,
+    carrying_results,
+    scan_revision,
+)
 from extractor.pipeline.fields import from_self
 from extractor.pipeline.lines import Slugs, file_ids, in_order, type_value, url_prefix
 from extractor.pipeline.write import atomic_write, dumps_model, scope_label
@@ -493,7 +500,7 @@ def advance(
 
 
 def _revision(
-    revision: Revision, options: ExtractOptions, then: Sequence[Revision], checks: _Checks
+    revision: Revision, options: ExtractOptions, then: Sequence[Revision], checks: _Checks, carry: Carry
 ) -> tuple[RevisionChecks, ScopeError | None]:
     """The checks of one revision; a revision where the scope holds no file (or no raise of the classes
     asked for) has none, and the error that says so comes with them.
@@ -502,7 +509,9 @@ def _revision(
     the revisions that come next, are scanned while this one's checks are made."""
     following = [later.commit for later in then]
     try:
-        scanned = scan_revision(revision.commit, options=options, pinned_sha=revision.pinned, then=following)
+        scanned = scan_revision(
+            revision.commit, options=options, pinned_sha=revision.pinned, then=following, carry=carry
+        )
     except ScopeError as error:
         return RevisionChecks(revision.pinned or revision.commit.sha, revision.commit.committed_at, ()), error
     return checks.of(scanned), None
@@ -610,9 +619,9 @@ def build_history(
     previous: RevisionChecks | None = None
     nowhere: list[ScopeError] = []
     made = _Checks()
-    with carrying_results():
+    with carrying_results() as carry:
         for number, revision in enumerate(revisions, start=1):
-            checks, error = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD], made)
+            checks, error = _revision(revision, options, revisions[number : number + _REVISIONS_AHEAD], made, carry)
             if error is not None:
                 nowhere.append(error)
             advance(history, previous, checks, revision.label)

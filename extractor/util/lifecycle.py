@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn
 
@@ -24,13 +25,20 @@ __all__ = [
     "collector_paused",
     "command_line_process",
     "die_with_parent",
+    "handed",
+    "handing",
+    "hold_workers",
     "in_command_line_process",
     "interruption",
+    "is_quiet",
     "keep_until_exit",
     "quick_switching",
+    "quiet_for_one_run",
     "raise_if_interrupted",
+    "set_quiet",
     "signals_as_interrupts",
     "standard_streams",
+    "take_workers",
 ]
 
 # The signals that end a run as Ctrl-C does: a terminal's (INT), a scheduler's or kill's (TERM), a closed
@@ -46,31 +54,42 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-_received: int | None = None  # the first stop signal received while signals_as_interrupts was active
-_depth = 0
+@dataclass
+class _Process:
+    """What this process's context holds: the one place the extractor keeps state for a whole process."""
+
+    command_line: bool = False  # inside command_line_process: not a library caller's, nor a worker
+    quiet: bool = False  # say nothing on stderr but errors (see set_quiet)
+    kept: list[tuple[object, ...]] = field(default_factory=list)  # see keep_until_exit
+    received: int | None = None  # the first stop signal received while signals_as_interrupts was active
+    depth: int = 0  # how many signals_as_interrupts blocks are open
+    deferred: float | None = None  # when an interrupt was first put off, while it is
+    again: threading.Timer | None = None  # the signal to be sent again, until it is
+    workers: object = None  # the worker pool the command line forked ahead, until an extraction takes it
+    handed: object = None  # what the processes forked in a `handing` block inherit
+
+
+_process = _Process()
 
 
 _AGAIN = 0.01  # seconds after which a signal that landed inside an import is sent again
 _PATIENCE = 1.0  # seconds an interrupt waits for imports to end (one that blocks is interrupted all the same)
-_deferred: float | None = None  # when an interrupt was first put off, while it is
-_again: threading.Timer | None = None  # the signal to be sent again, until it is
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    global _received, _deferred, _again
-    if _received is None:
-        _received = signum
+    if _process.received is None:
+        _process.received = signum
     now = time.monotonic()
-    if _importing(frame) and now - (_deferred if _deferred is not None else now) < _PATIENCE:
+    if _importing(frame) and now - (_process.deferred if _process.deferred is not None else now) < _PATIENCE:
         # A module is being imported: its compiled part may not survive an exception raised inside it (a
         # Ctrl-C during orjson's import crashed the interpreter). The signal comes again shortly, and the
         # interrupt is raised once the import is done (or, one that blocks, after a second all the same).
-        _deferred = now if _deferred is None else _deferred
-        _again = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
-        _again.daemon = True
-        _again.start()
+        _process.deferred = now if _process.deferred is None else _process.deferred
+        _process.again = threading.Timer(_AGAIN, os.kill, (os.getpid(), signum))
+        _process.again.daemon = True
+        _process.again.start()
         return
-    _deferred = None
+    _process.deferred = None
     raise Interrupted(signum)
 
 
@@ -95,32 +114,31 @@ def signals_as_interrupts() -> Iterator[None]:
     nothing can catch it (a finalizer, a callback from pydantic's compiled core) is remembered all the
     same, and not printed as an ignored exception: the run ends as interrupted, with its one line.
     """
-    global _received, _depth
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    if _depth == 0:
-        _received = None
+    if _process.depth == 0:
+        _process.received = None
     previous = {}
     for number in STOP_SIGNALS:
         if signal.getsignal(number) is not signal.SIG_IGN:
             previous[number] = signal.signal(number, _on_signal)
     unraisable = sys.unraisablehook
     sys.unraisablehook = _quiet_interrupts(unraisable)
-    _depth += 1
+    _process.depth += 1
     try:
         yield
     finally:
-        _depth -= 1
-        if _depth == 0 and _again is not None:  # a signal put off is not sent to the handlers restored here
-            _again.cancel()
+        _process.depth -= 1
+        if _process.depth == 0 and _process.again is not None:  # a signal put off: not sent to the handlers restored
+            _process.again.cancel()
         sys.unraisablehook = unraisable
         for number, handler in previous.items():
             signal.signal(number, handler)
 
 
 def _quiet_interrupts(hook: Callable[[sys.UnraisableHookArgs], object]) -> Callable[[sys.UnraisableHookArgs], None]:
-    """`hook`, but silent on an Interrupted (remembered in `_received`: the run ends as interrupted)."""
+    """`hook`, but silent on an Interrupted (remembered as received: the run ends as interrupted)."""
 
     def quiet(unraisable: sys.UnraisableHookArgs) -> None:
         if not isinstance(unraisable.exc_value, Interrupted):
@@ -132,14 +150,14 @@ def _quiet_interrupts(hook: Callable[[sys.UnraisableHookArgs], object]) -> Calla
 def raise_if_interrupted() -> None:
     """Raise Interrupted if a stop signal came, even if what it raised was swallowed: called before
     anything is published, so that nothing is after an interrupt."""
-    if _received is not None:
-        raise Interrupted(_received)
+    if _process.received is not None:
+        raise Interrupted(_process.received)
 
 
 def interruption(error: BaseException | None) -> int | None:
     """The exit status of a run that ended with `error` (None: it returned) if an interrupt ended it."""
-    if _received is not None:
-        return 128 + _received
+    if _process.received is not None:
+        return 128 + _process.received
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, KeyboardInterrupt):
@@ -263,7 +281,6 @@ def die_with_parent(parent: int) -> None:
 
 # What runs leave behind, kept rather than freed (a list while the process is a command line's, which
 # leaves with os._exit: freeing a whole package's results and lines takes 20 ms for nothing).
-_kept: list[object] | None = None
 
 
 @contextlib.contextmanager
@@ -278,8 +295,7 @@ def command_line_process() -> Iterator[None]:
     nothing is left to clean up by then, and a big run would spend a tenth of a second on it. Anything
     the block must finish (flushing, background writes) it finishes before raising SystemExit.
     """
-    global _kept
-    _kept = []
+    _process.command_line, _process.kept = True, []
     code: int = ExitCode.TROUBLE
     try:
         standard_streams()
@@ -309,7 +325,7 @@ def collector_paused() -> Iterator[None]:
     collector would walk every object made meanwhile, mostly alive (some 90 ms on a whole package, for
     nothing): the process, which leaves without tearing down, moves them out of its sight first.
     """
-    if _kept is None or not gc.isenabled():
+    if not _process.command_line or not gc.isenabled():
         yield
         return
     gc.disable()
@@ -323,7 +339,7 @@ def collector_paused() -> Iterator[None]:
 def in_command_line_process() -> bool:
     """Whether this process is a command line's, inside `command_line_process` (not a library caller's,
     nor a worker)."""
-    return _kept is not None
+    return _process.command_line
 
 
 def keep_until_exit(*objects: object) -> None:
@@ -332,8 +348,55 @@ def keep_until_exit(*objects: object) -> None:
     Only the last call's are kept: a process that extracts revision after revision (a history) frees
     each extraction's leftovers when the next one comes, so its memory follows one revision, not all.
     """
-    if _kept is not None:
-        _kept[:] = [objects]
+    if _process.command_line:
+        _process.kept[:] = [objects]
+
+
+def set_quiet(quiet: bool) -> None:
+    """Say nothing on stderr but errors (the command line's --quiet; a library caller sees only bars on a
+    terminal, as before)."""
+    _process.quiet = quiet
+
+
+def is_quiet() -> bool:
+    return _process.quiet
+
+
+@contextlib.contextmanager
+def quiet_for_one_run() -> Iterator[None]:
+    """Within this, set_quiet holds until the block ends (a command line's run called as a function leaves
+    its caller's stderr as it found it)."""
+    before = _process.quiet
+    try:
+        yield
+    finally:
+        _process.quiet = before
+
+
+def hold_workers(pool: object) -> None:
+    """Keep the worker pool the command line forked ahead of its extraction, for the extraction to take."""
+    _process.workers = pool
+
+
+def take_workers() -> object:
+    """The worker pool forked ahead, if any and not yet taken (it is taken once)."""
+    pool, _process.workers = _process.workers, None
+    return pool
+
+
+@contextlib.contextmanager
+def handing(state: object) -> Iterator[None]:
+    """Hand `state` to the processes forked in the block: they inherit it as it is, nothing is pickled."""
+    _process.handed = state
+    try:
+        yield
+    finally:
+        _process.handed = None
+
+
+def handed() -> object:
+    """What the process that forked this one handed it (see handing), or None."""
+    return _process.handed
 
 
 @contextlib.contextmanager
@@ -341,7 +404,7 @@ def quick_switching() -> Iterator[None]:
     """Let threads take the GIL from each other every half millisecond during the block, in a
     command-line process (elsewhere: nothing changes): a pool's feeding and collecting threads need it
     while the main thread scans."""
-    if _kept is None:
+    if not _process.command_line:
         yield
         return
     interval = sys.getswitchinterval()
@@ -362,8 +425,8 @@ def become_worker(parent: int) -> None:
     objects, a pool lives for one extraction, and collecting cost 2% of a whole-package run (peak
     memory, summed over the processes, stays near 225 MiB: scripts/bench.py measures it).
     """
-    global _kept
-    _kept = None  # a worker is no command line: it keeps nothing and pauses nothing
+    # a worker is no command line: it keeps nothing and pauses nothing
+    _process.command_line, _process.kept, _process.workers = False, [], None
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for number in STOP_SIGNALS[1:]:
         signal.signal(number, signal.SIG_DFL)

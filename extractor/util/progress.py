@@ -2,7 +2,6 @@
 # what makes any text one line of stderr.
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -10,31 +9,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["bar", "byte_bar", "note", "one_line", "quiet_for_one_run", "set_quiet", "shown", "warn"]
+from extractor.util.lifecycle import is_quiet
+
+__all__ = ["bar", "byte_bar", "note", "one_line", "shown", "warn"]
 
 T = TypeVar("T")
-
-_quiet = False
-
-
-def set_quiet(quiet: bool) -> None:
-    """Say nothing on stderr but errors (the command line's --quiet; a library caller sees only bars on a
-    terminal, as before)."""
-    global _quiet
-    _quiet = quiet
-
-
-@contextlib.contextmanager
-def quiet_for_one_run() -> Iterator[None]:
-    """Within this, set_quiet holds until the block ends (a command line's run called as a function leaves
-    its caller's stderr as it found it)."""
-    global _quiet
-    before = _quiet
-    try:
-        yield
-    finally:
-        _quiet = before
-
 
 # What a terminal would take for a line break or a command (ESC starts colours and cursor moves): control
 # characters, and Unicode's line and paragraph separators; and the marks that reorder what follows them
@@ -71,7 +50,7 @@ def _escaped(characters: re.Pattern[str], text: str) -> str:
 
 
 def _on_terminal() -> bool:
-    return not _quiet and sys.stderr.isatty() and not os.environ.get("CI")
+    return not is_quiet() and sys.stderr.isatty() and not os.environ.get("CI")
 
 
 def _shape() -> dict[str, int]:
@@ -115,12 +94,12 @@ def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator
 
 def warn(line: str) -> None:
     """Say something the user should know about the run's inputs (`extractor: warning: ...`), unless quiet."""
-    if not _quiet:
+    if not is_quiet():
         print(f"extractor: warning: {one_line(line)}", file=sys.stderr, flush=True)
 
 
 def note(line: str, *, no_bar: bool = False) -> None:
     """Say one line about long work where no bar is shown (a pipe, a log file), unless quiet; `no_bar`: work
     that has no bar, said on a terminal too."""
-    if not _quiet and (no_bar or not _on_terminal()):
+    if not is_quiet() and (no_bar or not _on_terminal()):
         print(f"extractor: {one_line(line)}", file=sys.stderr, flush=True)
