@@ -2,6 +2,7 @@
 # shared between worker processes and this one.
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -230,42 +231,23 @@ def _scan_new(
         if serialized is not None:
             serialized.update(read)
 
+    later = carried.ahead if carried is not None else None
+    scan = functools.partial(
+        _scan_missing, commit, options=scan_options, pool=pool, facts=facts, into=new, parsed=fresh, later=later
+    )
     try:
         if missing or running:
             previous: Previous = _none
             if cache is not None:
                 earlier = cache.previous_versions([blob.path for blob in missing])
                 previous = _stored_previous(cache, {b.oid: earlier[b.path] for b in missing if b.path in earlier})
-            _scan_missing(
-                commit,
-                missing,
-                previous,
-                options=scan_options,
-                pool=pool,
-                facts=facts,
-                into=new,
-                parsed=fresh,
-                idle=read_cached,
-                running=running,
-                later=carried.ahead if carried is not None else None,
-            )
+            scan(missing, previous, idle=read_cached, running=running)
         else:
             read_cached()
         # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
         broken = _ready(commit, [blob for blob in unique if blob.oid in entries and blob.oid not in cached])
         if broken:
-            _scan_missing(
-                commit,
-                broken,
-                _none,
-                options=scan_options,
-                pool=pool,
-                facts=facts,
-                into=new,
-                parsed=fresh,
-                idle=None,
-                later=carried.ahead if carried is not None else None,
-            )
+            scan(broken, _none, idle=None)
     finally:
         try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
             if cache is not None and new:
