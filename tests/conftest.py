@@ -160,8 +160,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest first, so that the session does not end on one of them while the other workers idle
     (xdist's worksteal hands each worker a run of the list, and the idle ones take half of the longest
     queue): the tests of the whole package's scans (the session's setup, made by the first to ask, and the
-    README's blocks, nightly runs and whole-package checks that read them), then the real codebases, then
-    the rest, each group in its own order (a module's tests stay together: its fixtures are made once)."""
+    README's and the guide's blocks, nightly runs and whole-package checks that read them), then the real
+    codebases, then the rest, each group in its own order (a module's tests stay together: its fixtures are
+    made once)."""
 
     def rank(item: pytest.Item) -> int:
         if "whole_package_cache" in getattr(item, "fixturenames", ()):
@@ -229,7 +230,7 @@ def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-# The releases the tests read: 0.27.1 too, because the README's `release:0.27.0..0.28.0` holds it.
+# The releases the tests read: 0.27.1 too, because the guide's `release:0.27.0..0.28.0` holds it.
 RELEASES = ["0.27.0", "0.27.1", "0.28.0", "0.33.0"]
 
 

@@ -1,20 +1,26 @@
-"""README.md: every shell command of its code blocks works as written, in a fresh copy of the repository.
+"""Every shell command of the code blocks of README.md and the guide works as written, in a fresh copy of the repo.
 
-Commands run in one directory holding a copy of the repository (its tracked and untracked files, as a fresh
-clone with these edits would), each in its own `bash`: the install line makes `.venv`, and every later
-command runs with `.venv/bin` first on PATH, as in the shell the install line activated. Only the package
-index and a local repository are reachable: `~/src/vllm` (HOME is a temporary directory) is a clone of the
-vLLM releases built from their sdists, with a `main` branch, and git may use no network protocol at all.
-The user cache, shared by every command, is a temporary one, seeded with the release sdists already
-downloaded and the tests' release repository (hard links: no download, no rebuild).
+The pages are README.md, then the pages under `docs/` its "Read more" section lists, in its order, then any
+other page under `docs/` (sorted): the guide's pages and the contributors'. Commands run in one directory
+holding a copy of the repository (its tracked and untracked files, as a fresh clone with these edits
+would), each in its own `bash`: the install line makes `.venv`, and every later command runs with
+`.venv/bin` first on PATH, as in the shell the install line activated. Only the package index and a local
+repository are reachable: `~/src/vllm` (HOME is a temporary directory) is a clone of the vLLM releases built
+from their sdists, with a `main` branch, and git may use no network protocol at all. The user cache, shared
+by every command, is a temporary one, seeded with the release sdists already downloaded and the tests'
+release repository (hard links: no download, no rebuild).
 
-Each code block is a test of its own, so that the session's workers share them out; the commands of a block
-run in order, and a block runs after the earlier blocks it depends on: those that write a file or folder
-its commands name (`--output X`, `> X`, an extraction's default `output`), those that read the same catalogs
-of a scope given with `--path` or `--exception` (extracted once, then read from the cache), and every
-earlier block when it clears the cache. Whichever worker needs a block first runs it, once per session;
-its test reports what it did. The copy is made once per session, by the first worker; a second session of
-the same work tree waits until the first one ends.
+Each code block is a test of its own, named after its page and its number there (`docs/diff.md#2`), so
+that the session's workers share them out. The blocks of all pages run in one order: the pages' order,
+except that a block that clears the cache runs after every other block. The commands of a block run in
+order, and a block runs after the earlier blocks it depends on: those that write a file or folder its
+commands name (`--output X`, `> X`, an extraction's default `output`), those that read the same catalogs
+of a scope given with `--path` or `--exception` (extracted once, then read from the cache), every earlier
+block when it clears the cache, and the block that ran a command it repeats. A command an earlier block
+ran, word for word, is not run again (a guide page repeating the README's example), unless its own block
+ran it already (a deliberate second run) or a block that clears the cache came between. Whichever worker
+needs a block first runs it, once per session. The copy is made once per session, by the first worker; a
+second session of the same work tree waits until the first one ends.
 
 The install line alone takes about a minute (pip installs some fifty packages: 45 s of CPU), so it is not
 run again for what it already made. When the tests run in the checkout's own `.venv` and that is the line's
@@ -49,6 +55,7 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from filelock import FileLock
@@ -61,12 +68,27 @@ ROOT = Path(__file__).resolve().parents[1]
 SHELLS = {"sh", "bash", "shell", "console"}
 
 
+class Block(NamedTuple):
+    """A shell code block: its page and its number there, counted from 0 (shown from 1: `docs/diff.md#2`)."""
+
+    page: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.page}#{self.number + 1}"
+
+
 @dataclass(frozen=True)
 class Command:
     line: int
     text: str
     comment: str
-    block: int = 0  # which code block of the README holds it, counted from 0
+    block: int = 0  # which shell code block of its page holds it, counted from 0
+    page: str = "README.md"
+
+    @property
+    def key(self) -> Block:
+        return Block(self.page, self.block)
 
     @property
     def needs_github(self) -> bool:
@@ -92,8 +114,8 @@ def _split_comment(line: str) -> tuple[str, str]:
     return line.rstrip(), ""
 
 
-def readme_commands(text: str) -> list[Command]:
-    """Every command of the README's shell code blocks, in order (a trailing `\\` joins lines)."""
+def shell_commands(text: str, page: str = "README.md") -> list[Command]:
+    """Every command of a page's shell code blocks, in order (a trailing `\\` joins lines)."""
     commands: list[Command] = []
     language: str | None = None
     pending = ""
@@ -119,7 +141,7 @@ def readme_commands(text: str) -> list[Command]:
         command, comment = _split_comment(pending + line)
         pending = ""
         if command.strip():
-            commands.append(Command(start, command.strip(), comment, block))
+            commands.append(Command(start, command.strip(), comment, block, page))
     return commands
 
 
@@ -145,7 +167,7 @@ $ python -m extractor list
 output here
 ```
 """
-    assert [(c.line, c.text, c.needs_github, c.status, c.block) for c in readme_commands(text)] == [
+    assert [(c.line, c.text, c.needs_github, c.status, c.block) for c in shell_commands(text)] == [
         (5, "python -m extractor --release 0.28.0", False, 0, 0),
         (6, "python -m extractor --sha abc", True, 0, 0),
         (7, "python -m extractor diff a b      --format markdown", False, 1, 0),
@@ -179,8 +201,10 @@ def _writes(command: Command) -> set[str]:
 
 
 def _names(command: Command) -> set[str]:
-    """The first part of every word of a command: what it may read or write in the working directory."""
-    return {_first(word.lstrip(">")) for word in _words(command) if word.lstrip(">")} | _writes(command)
+    """The first part of every word of a command (of the value, for `NAME=value`): what it may read or write in
+    the working directory."""
+    words = [re.sub(r"^[A-Za-z_]\w*=", "", word).lstrip(">") for word in _words(command)]
+    return {_first(word) for word in words if word} | _writes(command)
 
 
 def _catalogs(command: Command) -> set[tuple[str, tuple[str, ...], tuple[str, ...]]]:
@@ -204,31 +228,58 @@ def _clears_cache(command: Command) -> bool:
     return bool(re.search(r"\bcache clear\b", command.text))
 
 
-def block_dependencies(commands: list[Command]) -> dict[int, list[int]]:
-    """For each block, the earlier blocks that must have run before it (see the module's docstring): the
+def run_order(commands: list[Command]) -> list[Block]:
+    """The blocks in the order of their pages and, in a page, of their place, but those that clear the cache
+    last: whatever reads the cache must have run before."""
+    blocks = list(dict.fromkeys(c.key for c in commands))
+    clearing = {c.key for c in commands if _clears_cache(c) and not c.needs_github}
+    return [b for b in blocks if b not in clearing] + [b for b in blocks if b in clearing]
+
+
+def repeats(commands: list[Command]) -> dict[Command, Block]:
+    """The commands an earlier block already ran, word for word, each with that block: not run again. A command
+    its own block ran before is run again (a second run is the point), and so is anything after a command
+    that clears the cache."""
+    order = {block: place for place, block in enumerate(run_order(commands))}
+    seen: dict[tuple[str, int], Block] = {}
+    in_block: set[tuple[Block, tuple[str, int]]] = set()
+    found: dict[Command, Block] = {}
+    for command in sorted((c for c in commands if not c.needs_github), key=lambda c: (order[c.key], c.line)):
+        if _clears_cache(command):
+            break
+        same = (command.text, command.status)
+        if same in seen and (command.key, same) not in in_block:
+            found[command] = seen[same]
+        seen.setdefault(same, command.key)
+        in_block.add((command.key, same))
+    return found
+
+
+def block_dependencies(commands: list[Command]) -> dict[Block, list[Block]]:
+    """For each block, the blocks that must have run before it, in run order (see the module's docstring): the
     install line's, those that write what it names or name what it writes, those that read the same catalogs
-    of a given scope (so that they are extracted once, and read from the cache after), and all of them for a
-    block that clears the cache."""
-    blocks = sorted({c.block for c in commands})
-    of = {b: [c for c in commands if c.block == b and not c.needs_github] for b in blocks}
-    install = {c.block for c in commands if _is_install(c)}
-    depends: dict[int, list[int]] = {}
-    for later in blocks:
+    of a given scope (so that they are extracted once, and read from the cache after), those that ran a
+    command it repeats, and all of them for a block that clears the cache."""
+    blocks = run_order(commands)
+    of = {b: [c for c in commands if c.key == b and not c.needs_github] for b in blocks}
+    install = {c.key for c in commands if _is_install(c)}
+    ran = repeats(commands)
+    depends: dict[Block, list[Block]] = {}
+    for place, later in enumerate(blocks):
         names = set().union(*map(_names, of[later]))
         writes = set().union(*map(_writes, of[later]))
         catalogs = set().union(*map(_catalogs, of[later]))
         clears = any(map(_clears_cache, of[later]))
+        repeated = {ran[c] for c in of[later] if c in ran}
         depends[later] = [
             earlier
-            for earlier in blocks
-            if earlier < later
-            and (
-                earlier in install
-                or clears
-                or names & set().union(*map(_writes, of[earlier]))
-                or writes & set().union(*map(_names, of[earlier]))
-                or catalogs & set().union(*map(_catalogs, of[earlier]))
-            )
+            for earlier in blocks[:place]
+            if earlier in install
+            or clears
+            or earlier in repeated
+            or names & set().union(*map(_writes, of[earlier]))
+            or writes & set().union(*map(_names, of[earlier]))
+            or catalogs & set().union(*map(_catalogs, of[earlier]))
         ]
     return depends
 
@@ -266,15 +317,70 @@ python -m extractor match --catalog release:0.27.0..0.28.0 "text"   # the defaul
 python -m extractor cache clear catalogs
 ```
 """
-    assert block_dependencies(readme_commands(text)) == {
-        0: [],
-        1: [0],
-        2: [0],
-        3: [0, 1],
-        4: [0, 1],
-        5: [0],
-        6: [0, 5],
-        7: [0, 1, 2, 3, 4, 5, 6],
+    readme = [Block("README.md", n) for n in range(8)]
+    assert block_dependencies(shell_commands(text)) == {
+        readme[0]: [],
+        readme[1]: readme[:1],
+        readme[2]: readme[:1],
+        readme[3]: readme[:2],
+        readme[4]: readme[:2],
+        readme[5]: readme[:1],
+        readme[6]: [readme[0], readme[5]],
+        readme[7]: readme[:7],
+    }
+
+
+def test_the_blocks_of_several_pages_run_once_in_one_order() -> None:
+    """The pages' blocks in the pages' order, the one that clears the cache last (after the later pages' too);
+    a command a later page repeats is run once, by the first block, and the later one waits for it, unless
+    the later block runs it twice on purpose; a `NAME=value` word names its value."""
+    readme = """
+```sh
+python -m extractor --release 0.28.0
+python -m extractor cache clear catalogs
+```
+```sh
+python -m extractor nightly --repo ~/src/vllm --output published
+```
+```sh
+python -m extractor list --catalog release:0.28.0   # reads nothing a block writes
+```
+"""
+    guide = """
+```sh
+python -m extractor list --catalog release:0.28.0
+python -m extractor nightly --repo ~/src/vllm --output published   # needs GitHub: left out
+```
+```sh
+python -m extractor nightly --repo ~/src/vllm --output published
+python -m extractor nightly --repo ~/src/vllm --output published   # again: nothing to do
+```
+```sh
+EXTRACTOR_OUTPUT=published scripts/nightly.sh
+```
+"""
+    commands = shell_commands(readme) + shell_commands(guide, "docs/nightly.md")
+    first, nightly, listing = (Block("README.md", n) for n in range(3))
+    page = [Block("docs/nightly.md", n) for n in range(3)]
+    assert [str(b) for b in run_order(commands)] == [
+        "README.md#2",
+        "README.md#3",
+        "docs/nightly.md#1",
+        "docs/nightly.md#2",
+        "docs/nightly.md#3",
+        "README.md#1",
+    ]
+    assert {(c.page, c.line): str(b) for c, b in repeats(commands).items()} == {
+        ("docs/nightly.md", 3): "README.md#3",  # the same list
+        ("docs/nightly.md", 7): "README.md#2",  # the same night, the README's; the second is run
+    }
+    assert block_dependencies(commands) == {
+        nightly: [],
+        listing: [],
+        page[0]: [listing],
+        page[1]: [nightly],
+        page[2]: [nightly, page[1]],
+        first: [nightly, listing, *page],
     }
 
 
@@ -360,20 +466,42 @@ def _fresh_copy(cwd: Path, stamp: str) -> bool:
     return keep
 
 
-COMMANDS = readme_commands((ROOT / "README.md").read_text())
+def guide_pages(root: Path) -> list[str]:
+    """README.md, then the pages under `docs/` that its "Read more" section lists, in its order (those that
+    exist), then every other page under `docs/`, sorted: paths relative to `root`."""
+    contents = (root / "README.md").read_text().partition("\n## Read more\n")[2]
+    listed = re.findall(r"\]\((docs/[^)#\s]+\.md)(?:#[^)]*)?\)", contents)
+    every = sorted(path.relative_to(root).as_posix() for path in (root / "docs").rglob("*.md"))
+    return list(dict.fromkeys(["README.md", *(page for page in listed if page in every), *every]))
+
+
+PAGES = guide_pages(ROOT)
+COMMANDS = [command for page in PAGES for command in shell_commands((ROOT / page).read_text(), page)]
 DEPENDS = block_dependencies(COMMANDS)
-# Each block a test, named after the README line it starts at; blocks made only of `needs GitHub` are left out.
-BLOCKS = {c.block: c.line for c in reversed(COMMANDS) if not c.needs_github}
+REPEATS = repeats(COMMANDS)
+# Each block a test, named after its page and number; blocks made only of `needs GitHub` are left out.
+BLOCKS = [block for block in run_order(COMMANDS) if any(c.key == block and not c.needs_github for c in COMMANDS)]
 
 
 def test_the_readme_has_its_commands() -> None:
-    assert len(COMMANDS) >= 10 and sum(map(_is_install, COMMANDS)) == 1
-    assert sum(not c.needs_github for c in COMMANDS) >= 8
+    readme = [c for c in COMMANDS if c.page == "README.md"]
+    assert len(readme) >= 10 and sum(map(_is_install, COMMANDS)) == sum(map(_is_install, readme)) == 1
+    assert sum(not c.needs_github for c in readme) >= 8
+
+
+def test_every_page_of_the_guide_is_read_in_order() -> None:
+    """README.md first, then the guide's pages as the README's "Read more" lists them, then any page it does not."""
+    assert PAGES[0] == "README.md" and sorted(PAGES[1:]) == sorted(
+        path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md")
+    )
+    assert PAGES.index("docs/extract.md") < PAGES.index("docs/diff.md") < PAGES.index("docs/contributing/testing.md")
+    assert {c.page for c in COMMANDS} >= {"README.md", "docs/extract.md", "docs/troubleshooting.md"}
 
 
 @dataclass(frozen=True)
 class Workspace:
-    """Where the session's README commands run: the copy, its environment, and what each block left."""
+    """Where the session's commands of the README and the guide run: the copy, its environment, and what each
+    block left."""
 
     cwd: Path
     env: dict[str, str]
@@ -381,9 +509,9 @@ class Workspace:
     stamp: str
     results: Path
 
-    def run_block(self, block: int) -> list[str]:
+    def run_block(self, block: Block) -> list[str]:
         """Run a block once per session (after the blocks it depends on), and return its failures."""
-        done = self.results / f"{block}.json"
+        done = self.results / f"{block.page.replace('/', '_')}-{block.number}.json"
         with FileLock(str(done) + ".lock"):
             if not done.exists():
                 for earlier in DEPENDS[block]:
@@ -392,9 +520,9 @@ class Workspace:
         failures: list[str] = json.loads(done.read_text())
         return failures
 
-    def _failures(self, block: int) -> list[str]:
+    def _failures(self, block: Block) -> list[str]:
         failures = []
-        for command in (c for c in COMMANDS if c.block == block and not c.needs_github):
+        for command in (c for c in COMMANDS if c.key == block and not c.needs_github and c not in REPEATS):
             if _is_install(command) and self.kept:
                 continue
             result = _run(command, self.cwd, self.env)
@@ -402,8 +530,8 @@ class Workspace:
                 (WORK / "venv.stamp").write_text(self.stamp)
             if result.returncode != command.status:
                 failures.append(
-                    f"README.md:{command.line}: `{command.text}` exited {result.returncode}, not {command.status}:\n"
-                    f"{result.stderr[-1500:]}"
+                    f"{command.page}:{command.line}: `{command.text}` exited {result.returncode}, "
+                    f"not {command.status}:\n{result.stderr[-1500:]}"
                 )
         return failures
 
@@ -507,7 +635,7 @@ def readme_workspace(vllm_repo: Path, whole_package_cache: Path) -> Iterator[Wor
         yield Workspace(WORK / "repo", env, kept, _venv_stamp(COMMANDS), state / "results")
 
 
-@pytest.mark.parametrize("block", list(BLOCKS), ids=[f"README.md:{line}" for line in BLOCKS.values()])
-def test_readme_block_works_as_written(readme_workspace: Workspace, block: int) -> None:
+@pytest.mark.parametrize("block", BLOCKS, ids=str)
+def test_block_works_as_written(readme_workspace: Workspace, block: Block) -> None:
     failures = readme_workspace.run_block(block)
     assert not failures, "\n\n".join(failures)

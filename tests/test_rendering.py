@@ -530,7 +530,7 @@ def codebase_wheels() -> list[Path]:
 @pytest.mark.codebases
 def test_real_codebases_print_what_their_records_say(codebase_wheels: list[Path]) -> None:
     """Every raise statement is a record or a named skip, and at least 99.9% of the records the
-    checker can evaluate fullmatch what Python prints (the figures are in the README)."""
+    checker can evaluate fullmatch what Python prints (the figures are in docs/contributing/testing.md)."""
     total = Tally()
     wheels = codebase_wheels
     assert len(wheels) == len(CODEBASES)  # else the figures below would hold of fewer codebases, or none

@@ -223,7 +223,7 @@ def test_release_diff_counts_add_up_and_keep_unchanged_messages(which: str, requ
 
 
 def test_release_diff_threshold_cases_0_28_to_0_33(diff_28_33: CatalogDiff) -> None:
-    """The cases that set the reworded thresholds (README, diff section)."""
+    """The cases that set the reworded thresholds (docs/contributing/design.md, diff's pairing)."""
     pairs = {
         (change.old.record.errorMessage, change.new.record.errorMessage)
         for change in diff_28_33.changes
@@ -298,7 +298,7 @@ def test_incremental_scan_of_0_28_after_0_27_equals_a_cold_one(
     vllm_repo: Path, whole_package_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every raised class over the whole package: the reused pieces change no byte of output (the rescans
-    of 0.27.1 and 0.28.0 after 0.27.0 are the session's, made once for this test and the README's).
+    of 0.27.1 and 0.28.0 after 0.27.0 are the session's, made once for this test and the guide's commands).
 
     The cold catalog is made from cold scans alone: those of the session's first, cold, scan of 0.27.0 for
     the files 0.28.0 did not change, and the others parsed whole here (no earlier version of any file is
