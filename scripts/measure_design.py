@@ -1,4 +1,4 @@
-"""Measure the two choices the README's Design section explains, on real vLLM source (a release sdist from
+"""Measure the two choices docs/contributing/design.md explains, on real vLLM source (a release sdist from
 the package index, built into the release repository as every command does):
 
 1. parsing: CPython's `ast.parse` against `libcst.parse_module`, and libcst's metadata resolution

@@ -16,7 +16,7 @@ def builtin_exception(name: str | None) -> type[BaseException] | None:
 
 
 class ErrorType(StrEnum):
-    """A coarse family of errors, decided by the raised class alone (table in the README)."""
+    """A coarse family of errors, decided by the raised class alone (the table in docs/record-format.md)."""
 
     VALIDATION = "validation"
     UNSUPPORTED = "unsupported"

@@ -35,7 +35,7 @@ class LineData(TypedDict):
     datasetVersion: str
 
 
-# errorType is decided by the raised class alone; the README shows this table.
+# errorType is decided by the raised class alone; docs/record-format.md shows this table.
 ERROR_TYPES: dict[str, ErrorType] = {
     "ValueError": ErrorType.VALIDATION,
     "TypeError": ErrorType.VALIDATION,
