@@ -10,7 +10,7 @@ __all__ = ["ACROSS_FUNCTIONS", "CUTOFF", "MIN_SHARE", "WITHIN_FUNCTION", "simila
 # Reworded pairs: word-level similarity (rapidfuzz Indel on word lists: 2*common/(len a + len b)).
 # Within one function 0.5 pairs a check whose message was rewritten around the same words, and one that was
 # cut to half its length; across two functions a pair must share far more, because a function like
-# VllmConfig.__post_init__ holds many unrelated "... requires ..." checks (see docs/contributing/design.md, diff's pairing).
+# VllmConfig.__post_init__ holds many unrelated "... requires ..." checks (docs/contributing/design.md: pairing).
 WITHIN_FUNCTION = 0.5
 ACROSS_FUNCTIONS = 0.85
 _WORD = re.compile(r"\w+")
