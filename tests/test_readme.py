@@ -393,7 +393,10 @@ def _copy_repository(target: Path) -> None:
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = ROOT / name
-        if source.is_file():
+        if source.is_symlink():  # as git checks it out: a link (schemas/ is the package's folder)
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).symlink_to(os.readlink(source))
+        elif source.is_file():
             (target / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target / name)
 

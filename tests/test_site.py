@@ -255,7 +255,8 @@ def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
     published: dict[str, Any], tmp_path: Path
 ) -> None:
     """Forked workers take whole files each and write their pages themselves: the site is the same, byte for byte."""
-    from extractor.publish.site import BUILT, build_site, render_site
+    from extractor.publish.site.build import build_site
+    from extractor.publish.site.pages import BUILT, render_site
 
     inputs = open_site_inputs_of(published["root"])
     alone = build_site(inputs.catalog, output=tmp_path / "one", diffs=inputs.diffs, workers=1)
@@ -274,13 +275,13 @@ def _listing(files: dict[str, bytes]) -> bytes:
 
 def open_site_inputs_of(root: Path) -> Any:
     from extractor.pipeline.extract import ExtractOptions
-    from extractor.publish.site_inputs import open_site_inputs
+    from extractor.publish.site.inputs import open_site_inputs
 
     return open_site_inputs(str(root), repo=str(root), options=ExtractOptions(exceptions=("*",)))
 
 
 def test_highlighting_gives_a_line_of_html_per_line_the_same_when_its_tokens_were_met_before() -> None:
-    from extractor.publish.site import _highlight
+    from extractor.publish.site.highlight import highlight
 
     text = 'x = """a <b>\n\nc"""  # & done\nif x:\n    raise ValueError(x)\n'
     expected = [
@@ -291,9 +292,9 @@ def test_highlighting_gives_a_line_of_html_per_line_the_same_when_its_tokens_wer
         '    <span class="k">raise</span> <span class="ne">ValueError</span>(x)',
         "",
     ]
-    assert _highlight("m.py", text) == expected
-    assert _highlight("other.py", text) == expected  # now from the HTML of the tokens met
-    assert _highlight("notes.txt", "a<\n\nb") == ["a&lt;", "", "b"]
+    assert highlight("m.py", text) == expected
+    assert highlight("other.py", text) == expected  # now from the HTML of the tokens met
+    assert highlight("notes.txt", "a<\n\nb") == ["a&lt;", "", "b"]
 
 
 def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any], tmp_path: Path) -> None:
@@ -315,7 +316,7 @@ def test_a_swap_that_fails_leaves_the_old_site_and_nothing_beside_it(
 ) -> None:
     """A rename the system refuses (an immutable folder, a full disk's metadata): the old site stays where
     it was, whole, and neither the new one nor the folder the old one was to be moved into is left."""
-    import extractor.publish.site
+    import extractor.publish.site.build
 
     site = tmp_path / "site"
     build("--catalog", str(published["v1"]), "--output", str(site))
@@ -330,9 +331,9 @@ def test_a_swap_that_fails_leaves_the_old_site_and_nothing_beside_it(
             raise PermissionError(1, "Operation not permitted", str(source))
         real(source, target)
 
-    monkeypatch.setattr(extractor.publish.site.os, "replace", refusing)
+    monkeypatch.setattr(extractor.publish.site.build.os, "replace", refusing)
     result = cli("site", "--catalog", str(published["v2"]), "--output", str(site))
-    monkeypatch.setattr(extractor.publish.site.os, "replace", real)
+    monkeypatch.setattr(extractor.publish.site.build.os, "replace", real)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert sorted(str(p.relative_to(site)) for p in site.rglob("*")) == before
     assert [p.name for p in tmp_path.iterdir()] == ["site"] and refused
@@ -733,7 +734,8 @@ def test_browser_axe_finds_no_wcag_aa_violation(page: Any, site: Path) -> None:
 def test_browser_lists_a_page_of_matches_at_a_time(browser: Any, published: dict[str, Any], tmp_path: Path) -> None:
     """Only a page of rows is in the DOM; the rest come with 'Show more' or by walking the list with the keys."""
     from extractor.catalog.load import LoadedCatalog
-    from extractor.publish.site import render_site, write_site
+    from extractor.publish.site.build import write_site
+    from extractor.publish.site.pages import render_site
 
     line = by_message(lines_of(published["v1"]), "cannot load")
     many = tuple(

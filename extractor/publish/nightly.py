@@ -117,7 +117,7 @@ def _check_inputs(root: Path, site: Path | None, analysis: Path | None) -> None:
     for name in (INDEX, HISTORY, HISTORY_MANIFEST):
         present(root / name)
     if site is not None:
-        from extractor.publish.site import check_output
+        from extractor.publish.site.build import check_output
 
         check_output(site)
     if analysis is not None:
@@ -315,7 +315,7 @@ def carry_analysis(
     needs-analysis.jsonl lists the records that are new, reworded or modified since their analysis was
     written.
     """
-    from extractor.publish.site_inputs import read_diff
+    from extractor.publish.site.inputs import read_diff
     from extractor.query.analysis import (
         ANALYSIS,
         NEEDS_ANALYSIS,
@@ -355,7 +355,7 @@ def carry_analysis(
 
 def _site_done(root: Path, site: Path | None) -> bool:
     """Tell whether there is no site to build, or it is built from the latest catalog already."""
-    from extractor.publish.site import MARKER
+    from extractor.publish.site.pages import MARKER
 
     if site is None:
         return True
@@ -367,8 +367,8 @@ def _site_done(root: Path, site: Path | None) -> bool:
 
 def publish_site(root: Path, site: Path, options: ExtractOptions, log: Callable[[str], None]) -> None:
     """Rebuild the site of the latest published catalog into `site`: built aside, then switched to at once."""
-    from extractor.publish.site import build_site
-    from extractor.publish.site_inputs import open_site_inputs
+    from extractor.publish.site.build import build_site
+    from extractor.publish.site.inputs import open_site_inputs
 
     step = time.monotonic()
     inputs = open_site_inputs(str(root), repo=str(root), options=options)

@@ -39,8 +39,8 @@ def run(argv: Sequence[str]) -> int:
     args = parse(parser(), argv)
     import time
 
-    from extractor.publish.site import build_site, check_output
-    from extractor.publish.site_inputs import open_site_inputs
+    from extractor.publish.site.build import build_site, check_output
+    from extractor.publish.site.inputs import open_site_inputs
     from extractor.query.listing import counted
 
     output = output_folder(args.output, "site")

@@ -1,0 +1,137 @@
+# Highlight: a record's source window as highlighted HTML lines (Pygments, with the site's own lexer), and the
+# stylesheet that colours them readably.
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from extractor.model.records import CatalogLine, Record
+
+STYLE = "default"
+
+
+@dataclass
+class Highlighter:
+    """Highlights source windows, lexing each run of lines a file's windows cover once, in context."""
+
+    lines: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    def add(self, catalog: Iterable[CatalogLine]) -> None:
+        by_file: dict[str, dict[int, str]] = {}
+        for line in catalog:
+            record = line.record
+            texts = by_file.setdefault(record.filePath, {})
+            for number, text in zip(window_numbers(record), record.sourceCode.split("\n"), strict=True):
+                texts.setdefault(number, text)
+        for path, texts in by_file.items():
+            numbers = sorted(texts)
+            start = 0
+            for i in range(1, len(numbers) + 1):
+                if i == len(numbers) or numbers[i] != numbers[i - 1] + 1:
+                    run = numbers[start:i]
+                    html = highlight(path, "\n".join(texts[n] for n in run))
+                    for number, markup in zip(run, html, strict=True):
+                        self.lines[(path, number)] = markup
+                    start = i
+
+    def window(self, record: Record, marked: range) -> Markup:
+        """The record's source window as HTML, a span per line carrying its number, the marked lines flagged.
+
+        Its lines are those its `sourceCode` holds, numbered from `sourceCodeStart` (as `add` took them):
+        a record whose `sourceCodeEnd` says otherwise (the model does not tie them) is shown as it is."""
+        out = []
+        for n in window_numbers(record):
+            css = "line raise" if n in marked else "line"
+            out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n)]}</span>')
+        return Markup("".join(out))
+
+
+def window_numbers(record: Record) -> range:
+    """The numbers of the lines of a record's source window: one per line its `sourceCode` holds."""
+    return range(record.sourceCodeStart, record.sourceCodeStart + record.sourceCode.count("\n") + 1)
+
+
+@cache
+def _lexer(suffix: str) -> Any:
+    from pygments.lexers import TextLexer, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    if suffix in (".py", ".pyi"):
+        from extractor.publish.site.lexer import FastPythonLexer
+
+        return FastPythonLexer()
+    try:
+        return get_lexer_for_filename(f"x{suffix}", stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+@cache
+def style() -> Any:
+    from pygments.styles import get_style_by_name
+
+    return get_style_by_name(STYLE)
+
+
+@cache
+def css_class(token_type: Any) -> str:
+    """Pygments' short CSS class of a token type, or "" where the style gives it no look of its own."""
+    from pygments.token import STANDARD_TYPES
+
+    if not any(style().style_for_token(token_type).values()):
+        return ""
+    while token_type not in STANDARD_TYPES:
+        token_type = token_type.parent
+    return str(STANDARD_TYPES[token_type])
+
+
+def highlight(path: str, text: str) -> list[str]:
+    """Highlight `text` as the file `path` holds it, and return one line of HTML per line of text."""
+    lines: list[str] = []
+    parts: list[str] = []
+    for _, token_type, value in _lexer(Path(path).suffix).get_tokens_unprocessed(text):
+        if value == "\n":
+            lines.append("".join(parts))
+            parts = []
+            continue
+        fragments = _FRAGMENTS.get(token_type)
+        if fragments is None:
+            fragments = _FRAGMENTS[token_type] = {}
+        html = fragments.get(value)
+        if html is None:
+            if "\n" in value:
+                first, *rest = value.split("\n")
+                parts.append(_fragment(token_type, first))
+                for part in rest:
+                    lines.append("".join(parts))
+                    parts = [_fragment(token_type, part)]
+                continue
+            html = _fragment(token_type, value)
+            if len(value) <= _FRAGMENT_CACHED:
+                fragments[value] = html
+        parts.append(html)
+    lines.append("".join(parts))
+    want = text.count("\n") + 1
+    return lines[:want] + ["" for _ in range(want - len(lines))]
+
+
+# The HTML of the short tokens met so far, by token type and text: most tokens are names, operators and
+# blanks that recur all over a package's source.
+_FRAGMENTS: dict[Any, dict[str, str]] = {}
+
+
+_FRAGMENT_CACHED = 64
+
+
+def _fragment(token_type: Any, value: str) -> str:
+    """A token (a part of one line) as HTML: a span of its class, or bare text where its class has no look."""
+    if not value:
+        return ""
+    css = css_class(token_type)
+    return f'<span class="{css}">{escape(value, False)}</span>' if css else escape(value, False)
