@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from extractor.model.records import Lineage
     from extractor.pipeline.options import ExtractOptions
     from extractor.query.history import Revision
-    from extractor.query.match import MatchResult
+    from extractor.query.match.answer import MatchResult
     from extractor.repo.git import Commit
 
 __all__ = ["main"]
@@ -495,7 +495,7 @@ def _stdin_lines() -> Iterator[str]:
     order mark (what Windows PowerShell's `>` writes) is read as such."""
     import codecs
 
-    from extractor.query.match import MAX_LINE
+    from extractor.query.match.matcher import MAX_LINE
 
     if 0 in lifecycle.closed:
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
@@ -553,8 +553,8 @@ def _run_match(argv: Sequence[str]) -> int:
     args = _parse(_match_parser(), argv)
     import orjson
 
-    from extractor.query.match import match_lines
-    from extractor.query.matchindex import match_index
+    from extractor.query.match.index import match_index
+    from extractor.query.match.matcher import match_lines
 
     def progress(line: str) -> None:
         print(f"{PROG} match: {one_line(line)}", file=sys.stderr, flush=True)

@@ -24,8 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match import Matcher, Template
-from extractor.query.matchindex import match_index
+from extractor.query.match.index import match_index
+from extractor.query.match.matcher import Matcher
+from extractor.query.match.pattern import Template
 
 
 def render(template: Template, rng: random.Random) -> str:

@@ -34,8 +34,9 @@ import regex
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match import CATCH_ALL, MIN_SCORE, Template
-from extractor.query.matchindex import match_index
+from extractor.query.match.answer import MIN_SCORE
+from extractor.query.match.index import match_index
+from extractor.query.match.pattern import CATCH_ALL, Template
 from extractor.repo.release import fetch_sdist
 
 _DOC_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.{25,}?)\s*$")

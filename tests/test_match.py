@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from extractor.pipeline.extract import ExtractOptions, extract
-from extractor.query.match import Matcher
+from extractor.query.match.matcher import Matcher
 from tests.conftest import GitRepo, cli
 from tests.test_release import Index
 
@@ -566,7 +566,7 @@ def test_a_line_with_no_end_is_read_in_bounded_memory(monkeypatch: pytest.Monkey
     import types
 
     from extractor import cli as command_line
-    from extractor.query.match import MAX_LINE
+    from extractor.query.match.matcher import MAX_LINE
 
     class Endless(io.RawIOBase):  # a start, `size` times one character, then the rest, made as they are read
         def __init__(self, start: bytes, unit: bytes, size: int, after: bytes) -> None:
@@ -925,7 +925,7 @@ def test_a_pattern_with_optional_parts_is_found_by_its_literal_runs() -> None:
     """Patterns with optional parts or alternatives (issue 14 writes them) are indexed by the text between
     their syntax, so they are tried, matched whole, and not taken for catch-alls; a part that did not print
     gives no value."""
-    from extractor.query.match import Site, Template
+    from extractor.query.match.pattern import Site, Template
 
     site = Site((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
     pattern = (
@@ -952,7 +952,7 @@ def test_an_index_reads_the_same_rows_from_data_as_from_validated_lines(shapes_r
     import orjson
 
     from extractor.catalog.load import LoadedCatalog
-    from extractor.query.match import Row
+    from extractor.query.match.pattern import Row
 
     options = ExtractOptions(paths=("pkg",), exceptions=("*",), cache=False)
     catalog = extract(repo=str(shapes_repo.path), revision="v1", options=options)

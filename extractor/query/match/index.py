@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from extractor._version import __version__, code_digest
 from extractor.errors import ReleaseError
 from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog.py's: a cached index need not import the pipeline)
-from extractor.query.match import Matcher, Row, Site, Template, templates_of_rows
+from extractor.query.match.matcher import Matcher
+from extractor.query.match.pattern import Row, Site, Template, templates_of_rows
 from extractor.repo.git import cache_dir
 from extractor.util.atomic import replace_bytes
 
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["MatchIndex", "expand_specs", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
-# extraction's code and match.py's: the key holds every module's code (an edit to any makes a new index),
-# and this number, for a change of how the stored structure is laid out.
-_FORMAT = 8
+# extraction's code and match's: the key holds every module's code (an edit to any makes a new index),
+# and this number, for a change of how the stored structure is laid out (9: its classes live in match/).
+_FORMAT = 9
 _KEEP = 8
 
 
