@@ -925,14 +925,14 @@ def test_a_pattern_with_optional_parts_is_found_by_its_literal_runs() -> None:
     """Patterns with optional parts or alternatives (issue 14 writes them) are indexed by the text between
     their syntax, so they are tried, matched whole, and not taken for catch-alls; a part that did not print
     gives no value."""
-    from extractor.query.match.pattern import Site, Template
+    from extractor.query.match.pattern import MatchTemplate, RaisePlace
 
-    site = Site((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
+    site = RaisePlace((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
     pattern = (
         r"LoRA rank (?P<p0>.*?) is greater than max_lora_rank (?P<p1>.*?)\."
         r"(?: Please use a rank of at most (?P<p2>.*?)\.)?(?:| Also check the adapter\.)"
     )
-    template = Template(
+    template = MatchTemplate(
         "ValueError", "LoRA rank {a} ...", pattern, (("p0", "a"), ("p1", "b"), ("p2", "c")), None, [site]
     )
     matcher = Matcher([template])

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from extractor.query.match.pattern import CATCH_ALL, Site, Template
+from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
 
 __all__ = ["MIN_SCORE", "How", "Match", "MatchResult"]
 
@@ -28,7 +28,7 @@ _HOW_RANK = {How.EXACT: 3, How.NORMALIZED: 3, How.SOURCE: 2, How.PARTIAL: 1}
 class Match:
     """One template that explains an input, with the value each placeholder took and how it matched."""
 
-    template: Template
+    template: MatchTemplate
     values: dict[str, str]
     how: How
     score: float  # share of the input's characters the template's literal text explains
@@ -46,7 +46,7 @@ class Match:
         return enough and (self.score >= MIN_SCORE or self.anchored)
 
     @property
-    def site(self) -> Site:
+    def site(self) -> RaisePlace:
         """The site in the newest catalog given (the first in file order there)."""
         return self.template.newest()
 

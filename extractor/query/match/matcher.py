@@ -10,7 +10,7 @@ import ahocorasick
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult
-from extractor.query.match.pattern import Template, templates_of
+from extractor.query.match.pattern import MatchTemplate, templates_of
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
     from extractor.model.records import CatalogLine
@@ -31,7 +31,7 @@ _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+
 class Matcher:
     """Finds the templates that explain a text, trying only those that share literal text with it."""
 
-    def __init__(self, templates: Sequence[Template]) -> None:
+    def __init__(self, templates: Sequence[MatchTemplate]) -> None:
         self.templates = list(templates)
         self.by_class: dict[str, list[int]] = {}
         self.by_source: dict[str, list[int]] = {}
@@ -162,7 +162,7 @@ class Matcher:
         return out
 
     def _one(
-        self, template: Template, text: str, message: str | None, steps: tuple[str, ...], error_class: str | None
+        self, template: MatchTemplate, text: str, message: str | None, steps: tuple[str, ...], error_class: str | None
     ) -> Match | None:
         if not template.messagePattern and (message if message is not None else text).strip():
             return None  # a raise with no message prints none: `SomeError: text` is not it
@@ -200,7 +200,7 @@ class Matcher:
 
     @staticmethod
     def _made(
-        template: Template, found: Any, all_steps: tuple[str, ...], error_class: str | None, *, of_message: bool
+        template: MatchTemplate, found: Any, all_steps: tuple[str, ...], error_class: str | None, *, of_message: bool
     ) -> Match:
         """The match a found rendering of the template makes."""
         span = found.end() - found.start()
@@ -216,7 +216,7 @@ class Matcher:
         return Match(template, _values(template, found), how, score, all_steps, error_class, literal, anchored)
 
 
-def _values(template: Template, found: Any) -> dict[str, str]:
+def _values(template: MatchTemplate, found: Any) -> dict[str, str]:
     """The text each placeholder took (none for a part that did not print); a run of touching placeholders
     (`{a}{b}`) is one value, under the run's template text."""
     values: dict[str, str] = {}
@@ -237,14 +237,14 @@ def _values(template: Template, found: Any) -> dict[str, str]:
     return values
 
 
-def _captured(template: Template, found: Any) -> int:
+def _captured(template: MatchTemplate, found: Any) -> int:
     """The characters the placeholders' groups took (the rest of the match is the template's own text)."""
     index = found.re.groupindex
     spans = (found.span(index[name]) for name, _ in template.groups)
     return sum(end - start for start, end in spans if start >= 0)
 
 
-def _fixed_start(template: Template, found: Any) -> bool:
+def _fixed_start(template: MatchTemplate, found: Any) -> bool:
     """Whether the match starts with the template's own text, not with a value."""
     index = found.re.groupindex
     starts = [start for name, _ in template.groups if (start := found.span(index[name])[0]) >= 0]
@@ -257,7 +257,7 @@ def _spills(match: Match) -> bool:
     return "\n" not in match.template.errorMessage and any("\n" in value for value in match.values.values())
 
 
-def _ends_in_value(template: Template) -> bool:
+def _ends_in_value(template: MatchTemplate) -> bool:
     """Whether a rendering of the template ends in a value (give or take a final period)."""
     return bool(template.pieces) and len(template.pieces) > 1 and not template.pieces[-1].rstrip(".").strip()
 
@@ -271,11 +271,11 @@ def _best(found: Sequence[Match]) -> tuple[tuple[Match, ...], tuple[Match, ...]]
     return (top, ()) if top[0].confident else ((), top)
 
 
-def _with_period(template: Template, text: str) -> str | None:
+def _with_period(template: MatchTemplate, text: str) -> str | None:
     return text + "." if template.errorMessage.endswith(".") and not text.endswith(".") else None
 
 
-def _prefix(template: Template, text: str, steps: tuple[str, ...], error_class: str | None) -> Match | None:
+def _prefix(template: MatchTemplate, text: str, steps: tuple[str, ...], error_class: str | None) -> Match | None:
     """Match `text` as a cut rendering: each literal found in turn, leftmost, the cut inside one of them
     or inside a value. Leftmost search cannot backtrack: the work is linear in the text per piece."""
     pieces, groups = template.pieces, template.groups

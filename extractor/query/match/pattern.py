@@ -16,9 +16,9 @@ if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the mo
 
 __all__ = [
     "CATCH_ALL",
+    "MatchTemplate",
+    "RaisePlace",
     "Row",
-    "Site",
-    "Template",
     "literal_pieces",
     "read_pattern",
     "templates_of",
@@ -34,7 +34,7 @@ _COUNT = re.compile(r"\{\d+(?:,\d*)?\}\??")
 _TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
 
 
-class Site(NamedTuple):
+class RaisePlace(NamedTuple):
     """Where catalogs hold a template: the record there, and the catalogs (releases) that hold it there."""
 
     releases: tuple[str, ...]
@@ -47,7 +47,7 @@ class Site(NamedTuple):
 
 
 @dataclass(slots=True)
-class Template:
+class MatchTemplate:
     """One message template with every site, in every catalog given, that raises it."""
 
     errorClass: str
@@ -55,7 +55,7 @@ class Template:
     messagePattern: str
     groups: tuple[tuple[str, str], ...]  # (capture group, placeholder expression), in message order
     messageSource: str | None
-    sites: list[Site]
+    sites: list[RaisePlace]
     releases: list[str] = field(default_factory=list)  # the labels of the catalogs holding it, in their order
     pieces: tuple[str, ...] = ()  # literal text around the placeholders, len(groups) + 1 of them
     literal: int = 0
@@ -64,7 +64,7 @@ class Template:
     texts: tuple[str, ...] = ()
     touching: tuple[bool, ...] = ()
     compiled: Any = None
-    top: Site | None = None
+    top: RaisePlace | None = None
 
     def __post_init__(self) -> None:
         runs, names, plain = read_pattern(self.messagePattern)
@@ -93,17 +93,17 @@ class Template:
     def catch_all(self) -> bool:
         return self.literal < CATCH_ALL
 
-    def newest(self) -> Site:
+    def newest(self) -> RaisePlace:
         """The site in the newest catalog holding the template (the first in file order there), found once."""
         if self.top is None:
             held = [s for s in self.places() if not self.releases or self.releases[-1] in s.releases]
             self.top = min(held, key=lambda s: (s.filePath, s.lineNumber))
         return self.top
 
-    def places(self) -> list[Site]:
+    def places(self) -> list[RaisePlace]:
         """The sites, made from the plain rows a stored index holds on first use (most are never used)."""
         if self.sites and type(self.sites[0]) is tuple:
-            self.sites = [Site._make(row) for row in self.sites]
+            self.sites = [RaisePlace._make(row) for row in self.sites]
         return self.sites
 
     def __getstate__(self) -> tuple[Any, ...]:
@@ -203,7 +203,7 @@ class Row(NamedTuple):
     messagePattern: str
     placeholders: tuple[tuple[str, str, int, int], ...]  # (group, expression, start, end) in message order
     messageSource: str | None
-    place: tuple[str, int, str, str, str, str]  # a Site's fields after its releases
+    place: tuple[str, int, str, str, str, str]  # a RaisePlace's fields after its releases
 
     @classmethod
     def of(cls, line: CatalogLine) -> Row:
@@ -239,7 +239,7 @@ class Row(NamedTuple):
         )
 
 
-def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str = "") -> list[Template]:
+def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str = "") -> list[MatchTemplate]:
     """Group catalog lines by template (class and pattern), checking each pattern compiles with its groups.
 
     `origin` names the catalog file in errors, with the line's number.
@@ -247,9 +247,9 @@ def templates_of(lines: Iterable[CatalogLine], *, release: str = "", origin: str
     return templates_of_rows(map(Row.of, lines), release=release, origin=origin)
 
 
-def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "") -> list[Template]:
+def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "") -> list[MatchTemplate]:
     """`templates_of`, over what it reads of each line."""
-    by_key: dict[tuple[str, str], Template] = {}
+    by_key: dict[tuple[str, str], MatchTemplate] = {}
     too_large: set[tuple[str, str]] = set()
     for number, row in enumerate(rows, start=1):
         key = (row.errorClass, row.messagePattern)
@@ -259,7 +259,9 @@ def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "
         if template is None:
             held = row.placeholders
             groups = tuple((group, expression) for group, expression, _, _ in held)
-            template = Template(row.errorClass, row.errorMessage, row.messagePattern, groups, row.messageSource, [])
+            template = MatchTemplate(
+                row.errorClass, row.errorMessage, row.messagePattern, groups, row.messageSource, []
+            )
             template.texts = tuple(row.errorMessage[start:end] for _, _, start, end in held)
             template.touching = tuple(bool(k) and held[k - 1][3] == p[2] for k, p in enumerate(held))
             if not _check(template, where=f"{origin or 'catalog'}:{number}"):
@@ -268,11 +270,11 @@ def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "
             by_key[key] = template
         if release and template.releases[-1:] != [release]:
             template.releases.append(release)
-        template.sites.append(Site((release,) if release else (), *row.place))
+        template.sites.append(RaisePlace((release,) if release else (), *row.place))
     return list(by_key.values())
 
 
-def _check(template: Template, *, where: str) -> bool:
+def _check(template: MatchTemplate, *, where: str) -> bool:
     """Refuse a template whose pattern is no pattern a catalog holds; False (said in a warning) for one
     that is, but too large for the linear-time matcher's memory (a message of a megabyte in one raise):
     matching goes on without it, as the catalog is the extractor's own."""
