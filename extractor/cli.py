@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO, NamedTuple, NoReturn
 
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from extractor.model.records import Lineage
     from extractor.pipeline.options import ExtractOptions
     from extractor.query.history import Revision
-    from extractor.query.match.answer import MatchResult
     from extractor.repo.git import Commit
 
 __all__ = ["main"]
@@ -551,8 +551,6 @@ def _pasted(text: str) -> str:
 
 def _run_match(argv: Sequence[str]) -> int:
     args = _parse(_match_parser(), argv)
-    import orjson
-
     from extractor.query.match.index import match_index
     from extractor.query.match.matcher import match_lines
 
@@ -564,6 +562,7 @@ def _run_match(argv: Sequence[str]) -> int:
     options, specs = _catalogs(args)
     index = match_index(specs, repo=args.repo, options=options, progress=progress)
     lineages = _lineages_of(args)
+    notes = None if lineages is None else partial(_lineage_note, lineages)
     log = not args.text or args.text == ["-"]
     inputs: Iterable[str] = _stdin_lines() if log else map(_pasted, args.text)
     out = sys.stdout
@@ -571,42 +570,14 @@ def _run_match(argv: Sequence[str]) -> int:
     for result in match_lines(index.matcher, inputs, log=log):
         seen += 1
         matched += bool(result.matches)
-        if args.format == "json":
-            document = result.to_json()
-            if lineages is not None:
-                document["matches"] = [{**m, "history": _lineage_note(lineages, m["id"])} for m in document["matches"]]
-            out.write(orjson.dumps(document).decode() + "\n")
-        else:
-            out.write(shown(_match_text(result, lineages)))
+        page = result.render(format=args.format, notes=notes)
+        out.write(page if args.format == "json" else shown(page))
         if log:
             out.flush()  # answer as the log is read
     out.flush()
     if log:
         return ExitCode.OK if matched else ExitCode.NOT_FOUND
     return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
-
-
-def _match_text(result: MatchResult, lineages: _Followed | None) -> str:
-    lines = [result.input]
-    if not result.matches:
-        lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
-    if result.python is not None:
-        lines.append(f"  {result.python_note}")
-    for match in (*result.matches, *result.weak):
-        site = match.site
-        weak = "" if match in result.matches else "weak "
-        lines.append(f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({weak}{match.how})")
-        # (an expression written over several lines shown on one, its spaces squeezed)
-        values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in match.values.items())
-        if values:
-            lines.append(f"     {values}")
-        releases = match.releases()
-        if len(releases) > 1:
-            lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
-        lines.append(f"     {site.githubUrl}")
-        if (note := _lineage_note(lineages, site.id)) is not None:
-            lines.append(f"     history: {note}")
-    return "\n".join(lines) + "\n"
 
 
 # `--site` alone: the site beside the catalogs, in DIR/site (a value no argument can be: `--site ''` is refused).

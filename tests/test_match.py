@@ -962,3 +962,42 @@ def test_an_index_reads_the_same_rows_from_data_as_from_validated_lines(shapes_r
     assert [Row.of_data(line) for line in loaded.data] == validated
     assert [Row.of_data(orjson.loads(line)) for line in catalog.encoded.splitlines()] == validated
     assert any(row.placeholders for row in validated)
+
+
+def test_an_answer_renders_itself_as_text_or_a_json_line_with_the_history_notes_given() -> None:
+    """MatchResult.render: text shows each match's place, values (an expression over lines on one), releases,
+    link and history note, weak ones marked; JSON gives each confident match a history only when notes are."""
+    from extractor.query.match.pattern import MatchTemplate, RaisePlace
+
+    old = RaisePlace(("0.27.0",), "vllm/config/a.py", 3, "0123456789abcdef", "max-len", "", "check")
+    new = RaisePlace(("0.28.0",), "vllm/config/a.py", 5, "0123456789abcdef", "max-len", "https://x/a.py#L5", "check")
+    pattern = r"max_model_len (?P<p0>.*?) exceeds the model's (?P<p1>.*?)\."
+    groups = (("p0", "n"), ("p1", "self.model_config.\n    limit"))
+    message = "max_model_len {n} exceeds the model's {limit}."
+    template = MatchTemplate("ValueError", message, pattern, groups, None, [old, new], ["0.27.0", "0.28.0"])
+    found = Matcher([template]).match("ValueError: max_model_len 4096 exceeds the model's 2048.")
+    notes = {"0123456789abcdef": "introduced in 0.27.0"}.get
+    assert found.render(format="text", notes=notes) == (
+        "ValueError: max_model_len 4096 exceeds the model's 2048.\n"
+        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (exact)\n"
+        "     n = 4096, self.model_config. limit = 2048\n"
+        "     in 2 releases: 0.27.0 .. 0.28.0\n"
+        "     https://x/a.py#L5\n"
+        "     history: introduced in 0.27.0\n"
+    )
+    line = found.render(format="json", notes=notes)
+    assert line.endswith("}\n") and line.count("\n") == 1
+    (match,) = json.loads(line)["matches"]
+    assert match == {**found.to_json()["matches"][0], "history": "introduced in 0.27.0"}
+    assert "history" not in found.render(format="json") and "history" not in found.render(format="text")
+
+    catch_all = MatchTemplate("ValueError", "{what}", "(?P<p0>.*?)", (("p0", "what"),), None, [new], ["0.28.0"])
+    weak = Matcher([catch_all]).match("ValueError: anything")
+    assert weak.render(format="text", notes=lambda record_id: None) == (
+        "ValueError: anything\n"
+        "  no matching record (only weak ones, below)\n"
+        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (weak exact)\n"
+        "     what = anything\n"
+        "     https://x/a.py#L5\n"
+    )
+    assert "history" not in json.loads(weak.render(format="json", notes=notes))["weak"][0]

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["MIN_SCORE", "How", "Match", "MatchResult"]
 
@@ -89,6 +92,22 @@ class Match:
             ]
         return document
 
+    def to_text(self, *, weak: bool = False, note: str | None = None) -> str:
+        """Show the match in lines: where, the values, in which releases, the link, and the record's history."""
+        site, kind = self.site, "weak " if weak else ""
+        lines = [f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({kind}{self.how})"]
+        # (an expression written over several lines shown on one, its spaces squeezed)
+        values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in self.values.items())
+        if values:
+            lines.append(f"     {values}")
+        releases = self.releases()
+        if len(releases) > 1:
+            lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
+        lines.append(f"     {site.githubUrl}")
+        if note is not None:
+            lines.append(f"     history: {note}")
+        return "\n".join(lines)
+
 
 @dataclass(frozen=True)
 class MatchResult:
@@ -105,13 +124,37 @@ class MatchResult:
     def holds_message(self) -> bool:
         return self.is_error or bool(self.matches)
 
-    def to_json(self) -> dict[str, Any]:
-        document: dict[str, Any] = {"input": self.input, "matches": [m.to_json() for m in self.matches]}
+    def render(self, *, format: str, notes: Callable[[str], str | None] | None = None) -> str:
+        """Render the answers as a line of JSON or as text; `notes` gives a record's history note by its id
+        (when a history was given)."""
+        if format == "json":
+            import orjson  # (matching alone never needs it)
+
+            return orjson.dumps(self.to_json(notes)).decode() + "\n"
+        return self.to_text(notes)
+
+    def to_json(self, notes: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+        matches = [m.to_json() for m in self.matches]
+        if notes is not None:  # a history was given: each confident match says its record's, or null
+            matches = [{**m, "history": notes(m["id"])} for m in matches]
+        document: dict[str, Any] = {"input": self.input, "matches": matches}
         if self.weak:
             document["weak"] = [m.to_json(sites=False) for m in self.weak]
         if self.python is not None:
             document["python"] = self.python_note
         return document
+
+    def to_text(self, notes: Callable[[str], str | None] | None = None) -> str:
+        """Show the input, whether any record raised it, then each match, confident ones first."""
+        lines = [self.input]
+        if not self.matches:
+            lines.append("  no matching record" + (" (only weak ones, below)" if self.weak else ""))
+        if self.python is not None:
+            lines.append(f"  {self.python_note}")
+        for match in (*self.matches, *self.weak):
+            note = notes(match.site.id) if notes is not None else None
+            lines.append(match.to_text(weak=match not in self.matches, note=note))
+        return "\n".join(lines) + "\n"
 
     @property
     def python_note(self) -> str:
