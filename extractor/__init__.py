@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from extractor.pipeline.options import ExtractOptions
     from extractor.query.diff import CatalogDiff, diff_catalogs
     from extractor.query.history import History, build_history, list_revisions
-    from extractor.query.match import Matcher, MatchResult, templates_of
+    from extractor.query.match.answer import MatchResult
+    from extractor.query.match.matcher import Matcher
+    from extractor.query.match.pattern import templates_of
     from extractor.scanning.scan import ScanOptions, scan
     from extractor.scanning.template import Template, message_template
 
@@ -50,9 +52,9 @@ _HOMES = {
     "open_catalog": "extractor.catalog.load",
     "CatalogDiff": "extractor.query.diff",
     "diff_catalogs": "extractor.query.diff",
-    "Matcher": "extractor.query.match",
-    "MatchResult": "extractor.query.match",
-    "templates_of": "extractor.query.match",
+    "Matcher": "extractor.query.match.matcher",
+    "MatchResult": "extractor.query.match.answer",
+    "templates_of": "extractor.query.match.pattern",
     "History": "extractor.query.history",
     "build_history": "extractor.query.history",
     "list_revisions": "extractor.query.history",

@@ -24,18 +24,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match import Matcher, Template
-from extractor.query.matchindex import match_index
+from extractor.query.match.index import match_index
+from extractor.query.match.matcher import Matcher
+from extractor.query.match.pattern import MatchTemplate
 
 
-def render(template: Template, rng: random.Random) -> str:
+def render(template: MatchTemplate, rng: random.Random) -> str:
     out = [template.pieces[0]]
     for piece in template.pieces[1:]:
         out += [str(rng.randint(1, 99999)), piece]
     return f"{template.errorClass}: " + "".join(out)
 
 
-def make_log(templates: list[Template], count: int, seed: int = 7) -> list[str]:
+def make_log(templates: list[MatchTemplate], count: int, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
     usable = [t for t in templates if t.pieces and not t.catch_all and "\n" not in t.errorMessage]
     log = []

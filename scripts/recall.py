@@ -34,8 +34,9 @@ import regex
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match import CATCH_ALL, MIN_SCORE, Template
-from extractor.query.matchindex import match_index
+from extractor.query.match.answer import MIN_SCORE
+from extractor.query.match.index import match_index
+from extractor.query.match.pattern import CATCH_ALL, MatchTemplate
 from extractor.repo.release import fetch_sdist
 
 _DOC_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.{25,}?)\s*$")
@@ -111,7 +112,7 @@ def collect(version: str) -> list[Text]:
     return list({(t.kind, t.cls, t.text): t for t in out}.values())
 
 
-def _fits(template: Template, text: str) -> str | None:
+def _fits(template: MatchTemplate, text: str) -> str | None:
     """How a template could have printed `text`, decided with nothing of `match`: "whole" (its pattern
     fullmatches the text, or the text with a final period added), "start" (a rendering starts with the
     text: the `regex` module's partial fullmatch, only for templates that start with literal text, else
@@ -138,7 +139,7 @@ def _fits(template: Template, text: str) -> str | None:
     return "inside" if text in template.errorMessage else None
 
 
-def right_templates(text: Text, templates: list[Template]) -> set[int]:
+def right_templates(text: Text, templates: list[MatchTemplate]) -> set[int]:
     """The templates of the text's release that could have printed it (brute force): every one that fits
     it, leaving out those of under 4 characters of literal text (`f"{what}: {detail}"` fits anything)."""
     return {id(t) for t in templates if t.literal >= 4 and _fits(t, text.text) is not None}

@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.catalog.load import open_catalog
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match import CATCH_ALL, Matcher, Row, Template, templates_of_rows
+from extractor.query.match.matcher import Matcher
+from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, Row, templates_of_rows
 
 PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
 FRAME = 'Traceback (most recent call last):\n  File "/usr/lib/python3.12/site-packages/vllm/x.py", line 12, in f\n'
@@ -81,7 +82,7 @@ def render(line: Mapping[str, Any]) -> str:
     return "".join(out) + message[position:]
 
 
-def prints(template: Template, text: str, shown: str | None) -> bool:
+def prints(template: MatchTemplate, text: str, shown: str | None) -> bool:
     """Whether the template can print `text` (or, for a cut paste, a text starting with `shown`)."""
     try:
         if any(re.fullmatch(template.messagePattern, t, re.S) for t in (text, text + ".")):

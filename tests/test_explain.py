@@ -154,11 +154,11 @@ def test_a_template_is_reworded_only_into_one_that_reads_like_it() -> None:
     """Between two releases, a check gone from a function that raises another, unrelated message of its
     class there is gone, not reworded (as diff and a history say)."""
     from extractor.query.explain import _fate
-    from extractor.query.match import Site, Template
+    from extractor.query.match.pattern import MatchTemplate, RaisePlace
 
-    def template(message: str, release: str) -> Template:
-        site = Site((release,), "vllm/config/a.py", 3, message[:8], "slug", "", "Config.check")
-        return Template("ValueError", message, message, (), None, [site], [release])
+    def template(message: str, release: str) -> MatchTemplate:
+        site = RaisePlace((release,), "vllm/config/a.py", 3, message[:8], "slug", "", "Config.check")
+        return MatchTemplate("ValueError", message, message, (), None, [site], [release])
 
     old = template("Speculative decoding with the inkling method needs a draft model.", "1.0")
     reworded = template("Speculative decoding with the inkling method needs a draft model first.", "1.1")

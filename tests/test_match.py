@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from extractor.pipeline.extract import ExtractOptions, extract
-from extractor.query.match import Matcher
+from extractor.query.match.matcher import Matcher
 from tests.conftest import GitRepo, cli
 from tests.test_release import Index
 
@@ -566,7 +566,7 @@ def test_a_line_with_no_end_is_read_in_bounded_memory(monkeypatch: pytest.Monkey
     import types
 
     from extractor.cli.commands import match as command_line
-    from extractor.query.match import MAX_LINE
+    from extractor.query.match.matcher import MAX_LINE
 
     class Endless(io.RawIOBase):  # a start, `size` times one character, then the rest, made as they are read
         def __init__(self, start: bytes, unit: bytes, size: int, after: bytes) -> None:
@@ -925,14 +925,14 @@ def test_a_pattern_with_optional_parts_is_found_by_its_literal_runs() -> None:
     """Patterns with optional parts or alternatives (issue 14 writes them) are indexed by the text between
     their syntax, so they are tried, matched whole, and not taken for catch-alls; a part that did not print
     gives no value."""
-    from extractor.query.match import Site, Template
+    from extractor.query.match.pattern import MatchTemplate, RaisePlace
 
-    site = Site((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
+    site = RaisePlace((), "vllm/lora/a.py", 3, "0123456789abcdef", "lora-rank", "https://x", "check")
     pattern = (
         r"LoRA rank (?P<p0>.*?) is greater than max_lora_rank (?P<p1>.*?)\."
         r"(?: Please use a rank of at most (?P<p2>.*?)\.)?(?:| Also check the adapter\.)"
     )
-    template = Template(
+    template = MatchTemplate(
         "ValueError", "LoRA rank {a} ...", pattern, (("p0", "a"), ("p1", "b"), ("p2", "c")), None, [site]
     )
     matcher = Matcher([template])
@@ -952,7 +952,7 @@ def test_an_index_reads_the_same_rows_from_data_as_from_validated_lines(shapes_r
     import orjson
 
     from extractor.catalog.load import LoadedCatalog
-    from extractor.query.match import Row
+    from extractor.query.match.pattern import Row
 
     options = ExtractOptions(paths=("pkg",), exceptions=("*",), cache=False)
     catalog = extract(repo=str(shapes_repo.path), revision="v1", options=options)
@@ -962,3 +962,42 @@ def test_an_index_reads_the_same_rows_from_data_as_from_validated_lines(shapes_r
     assert [Row.of_data(line) for line in loaded.data] == validated
     assert [Row.of_data(orjson.loads(line)) for line in catalog.encoded.splitlines()] == validated
     assert any(row.placeholders for row in validated)
+
+
+def test_an_answer_renders_itself_as_text_or_a_json_line_with_the_history_notes_given() -> None:
+    """MatchResult.render: text shows each match's place, values (an expression over lines on one), releases,
+    link and history note, weak ones marked; JSON gives each confident match a history only when notes are."""
+    from extractor.query.match.pattern import MatchTemplate, RaisePlace
+
+    old = RaisePlace(("0.27.0",), "vllm/config/a.py", 3, "0123456789abcdef", "max-len", "", "check")
+    new = RaisePlace(("0.28.0",), "vllm/config/a.py", 5, "0123456789abcdef", "max-len", "https://x/a.py#L5", "check")
+    pattern = r"max_model_len (?P<p0>.*?) exceeds the model's (?P<p1>.*?)\."
+    groups = (("p0", "n"), ("p1", "self.model_config.\n    limit"))
+    message = "max_model_len {n} exceeds the model's {limit}."
+    template = MatchTemplate("ValueError", message, pattern, groups, None, [old, new], ["0.27.0", "0.28.0"])
+    found = Matcher([template]).match("ValueError: max_model_len 4096 exceeds the model's 2048.")
+    notes = {"0123456789abcdef": "introduced in 0.27.0"}.get
+    assert found.render(format="text", notes=notes) == (
+        "ValueError: max_model_len 4096 exceeds the model's 2048.\n"
+        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (exact)\n"
+        "     n = 4096, self.model_config. limit = 2048\n"
+        "     in 2 releases: 0.27.0 .. 0.28.0\n"
+        "     https://x/a.py#L5\n"
+        "     history: introduced in 0.27.0\n"
+    )
+    line = found.render(format="json", notes=notes)
+    assert line.endswith("}\n") and line.count("\n") == 1
+    (match,) = json.loads(line)["matches"]
+    assert match == {**found.to_json()["matches"][0], "history": "introduced in 0.27.0"}
+    assert "history" not in found.render(format="json") and "history" not in found.render(format="text")
+
+    catch_all = MatchTemplate("ValueError", "{what}", "(?P<p0>.*?)", (("p0", "what"),), None, [new], ["0.28.0"])
+    weak = Matcher([catch_all]).match("ValueError: anything")
+    assert weak.render(format="text", notes=lambda record_id: None) == (
+        "ValueError: anything\n"
+        "  no matching record (only weak ones, below)\n"
+        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (weak exact)\n"
+        "     what = anything\n"
+        "     https://x/a.py#L5\n"
+    )
+    assert "history" not in json.loads(weak.render(format="json", notes=notes))["weak"][0]

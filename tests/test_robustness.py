@@ -956,7 +956,7 @@ def test_control_characters_and_huge_arguments_stay_on_one_line(git_repo: GitRep
 def test_a_pattern_of_many_groups_is_checked_in_one_look_at_its_names() -> None:
     """re2 makes `groupindex` anew at each look: looked at once per placeholder, a message of N placeholders
     cost N² (8,000 of them: minutes in `match` and `explain`)."""
-    from extractor.query import match
+    from extractor.query.match import pattern
 
     looks = 0
 
@@ -974,7 +974,7 @@ def test_a_pattern_of_many_groups_is_checked_in_one_look_at_its_names() -> None:
         def regex(self) -> Compiled:
             return Compiled()
 
-    match._check(Many(), where="here")  # type: ignore[arg-type]
+    pattern._check(Many(), where="here")  # type: ignore[arg-type]
     assert looks == 1
 
 

@@ -21,7 +21,7 @@ from extractor.model.schema import json_schema
 from extractor.pipeline.cache import ScanCache, wait_for_writes
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.diff import CatalogDiff, diff_catalogs
-from extractor.query.match import Matcher
+from extractor.query.match.matcher import Matcher
 from extractor.repo.git import list_blobs, read_blobs, resolve
 from tests.conftest import cli, copy_scans
 from tests.rendering import collector_paused, statements

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from extractor.errors import ExtractorError
 from extractor.model.records import CatalogLine, ConditionKind, FieldRef
 from extractor.pipeline.write import dumps_document
-from extractor.query.match import Matcher, Row, Template, templates_of_rows
+from extractor.query.match.matcher import Matcher
+from extractor.query.match.pattern import MatchTemplate, Row, templates_of_rows
 from extractor.query.similarity import WITHIN_FUNCTION, similarity
 from extractor.util import markdown
 from extractor.util.progress import one_line
@@ -17,7 +18,7 @@ from extractor.util.progress import one_line
 if TYPE_CHECKING:
     from extractor.catalog.load import LoadedCatalog
     from extractor.pipeline.extract import ExtractOptions
-    from extractor.query.matchindex import MatchIndex
+    from extractor.query.match.index import MatchIndex
 
 __all__ = ["Explanation", "condition_in_words", "explain_in", "find", "find_in", "history", "render"]
 
@@ -105,7 +106,7 @@ def _find(
     return Explanation(found, values, related)
 
 
-def history(template: Template, labels: Sequence[str], templates: Sequence[Template]) -> str:
+def history(template: MatchTemplate, labels: Sequence[str], templates: Sequence[MatchTemplate]) -> str:
     """Say in which of the catalogs `labels` names a template was raised, where, and what became of it."""
     held = set(template.releases)
     parts: list[str] = []
@@ -126,7 +127,7 @@ def history(template: Template, labels: Sequence[str], templates: Sequence[Templ
     return "; ".join(parts)
 
 
-def _fate(template: Template, last: str, label: str, templates: Sequence[Template]) -> str:
+def _fate(template: MatchTemplate, last: str, label: str, templates: Sequence[MatchTemplate]) -> str:
     """What happened to a template between two catalogs: reworded (its function raises a message of its
     class there that reads like it, as diff pairs rewordings within a function), or gone."""
     places = {(s.filePath, s.function) for s in template.places() if last in s.releases}
@@ -142,7 +143,7 @@ def _fate(template: Template, last: str, label: str, templates: Sequence[Templat
 def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation | None:
     """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised."""
     from extractor.catalog.load import open_catalog
-    from extractor.query.matchindex import expand_specs, match_index, origin
+    from extractor.query.match.index import expand_specs, match_index, origin
 
     if len(expand_specs(specs)) == 1:
         (spec,) = expand_specs(specs)
@@ -165,7 +166,7 @@ def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractO
     )
 
 
-def _find_template(index: MatchIndex, query: str) -> tuple[Template, dict[str, str]] | None:
+def _find_template(index: MatchIndex, query: str) -> tuple[MatchTemplate, dict[str, str]] | None:
     templates = index.matcher.templates
     named = {f"{t.places()[-1].slug} [{t.places()[-1].id}]": t for t in templates}
     names: dict[str, list[str]] = {}

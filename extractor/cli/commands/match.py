@@ -5,6 +5,7 @@ import argparse
 import io
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO
 
 from extractor.errors import ExitCode, ExtractorError
@@ -12,11 +13,10 @@ from extractor.util import lifecycle
 from extractor.util.progress import one_line, shown
 
 if TYPE_CHECKING:
-    from extractor.query.match import MatchResult
+    pass
 
 from extractor.cli.options import (
     PROG,
-    Followed,
     Parser,
     add_catalogs,
     add_history,
@@ -52,7 +52,7 @@ def _stdin_lines() -> Iterator[str]:
     order mark (what Windows PowerShell's `>` writes) is read as such."""
     import codecs
 
-    from extractor.query.match import MAX_LINE
+    from extractor.query.match.matcher import MAX_LINE
 
     if 0 in lifecycle.closed:
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
@@ -102,10 +102,8 @@ class _Prefixed(io.RawIOBase):
 
 def run(argv: Sequence[str]) -> int:
     args = parse(parser(), argv)
-    import orjson
-
-    from extractor.query.match import match_lines
-    from extractor.query.matchindex import match_index
+    from extractor.query.match.index import match_index
+    from extractor.query.match.matcher import match_lines
 
     def progress(line: str) -> None:
         print(f"{PROG} match: {one_line(line)}", file=sys.stderr, flush=True)
@@ -115,6 +113,7 @@ def run(argv: Sequence[str]) -> int:
     options, specs = catalogs_of(args)
     index = match_index(specs, repo=args.repo, options=options, progress=progress)
     lineages = lineages_of(args)
+    notes = None if lineages is None else partial(lineage_note, lineages)
     log = not args.text or args.text == ["-"]
     inputs: Iterable[str] = _stdin_lines() if log else map(pasted, args.text)
     out = sys.stdout
@@ -122,39 +121,11 @@ def run(argv: Sequence[str]) -> int:
     for result in match_lines(index.matcher, inputs, log=log):
         seen += 1
         matched += bool(result.matches)
-        if args.format == "json":
-            document = result.to_json()
-            if lineages is not None:
-                document["matches"] = [{**m, "history": lineage_note(lineages, m["id"])} for m in document["matches"]]
-            out.write(orjson.dumps(document).decode() + "\n")
-        else:
-            out.write(shown(_match_text(result, lineages)))
+        page = result.render(format=args.format, notes=notes)
+        out.write(page if args.format == "json" else shown(page))
         if log:
             out.flush()  # answer as the log is read
     out.flush()
     if log:
         return ExitCode.OK if matched else ExitCode.NOT_FOUND
     return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
-
-
-def _match_text(result: MatchResult, lineages: Followed | None) -> str:
-    lines = [result.input]
-    if not result.matches:
-        lines.append("  no matching record" + (" (only weak ones, below)" if result.weak else ""))
-    if result.python is not None:
-        lines.append(f"  {result.python_note}")
-    for match in (*result.matches, *result.weak):
-        site = match.site
-        weak = "" if match in result.matches else "weak "
-        lines.append(f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({weak}{match.how})")
-        # (an expression written over several lines shown on one, its spaces squeezed)
-        values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in match.values.items())
-        if values:
-            lines.append(f"     {values}")
-        releases = match.releases()
-        if len(releases) > 1:
-            lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
-        lines.append(f"     {site.githubUrl}")
-        if (note := lineage_note(lineages, site.id)) is not None:
-            lines.append(f"     history: {note}")
-    return "\n".join(lines) + "\n"

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from extractor._version import __version__, code_digest
 from extractor.errors import ReleaseError
 from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog.py's: a cached index need not import the pipeline)
-from extractor.query.match import Matcher, Row, Site, Template, templates_of_rows
+from extractor.query.match.matcher import Matcher
+from extractor.query.match.pattern import MatchTemplate, RaisePlace, Row, templates_of_rows
 from extractor.repo.git import cache_dir
 from extractor.util.atomic import replace_bytes
 
@@ -27,9 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["MatchIndex", "expand_specs", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
-# extraction's code and match.py's: the key holds every module's code (an edit to any makes a new index),
-# and this number, for a change of how the stored structure is laid out.
-_FORMAT = 8
+# extraction's code and match's: the key holds every module's code (an edit to any makes a new index),
+# and this number, for a change of how the stored structure is laid out (9: its classes renamed, in match/).
+_FORMAT = 9
 _KEEP = 8
 
 
@@ -69,9 +70,9 @@ def origin(spec: str) -> str:
     return str(path / RECORDS) if path.is_dir() else spec
 
 
-def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[Template]:
+def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[MatchTemplate]:
     """Merge (label, origin, catalog)s into templates, each listing its sites in the catalogs' order."""
-    merged: dict[tuple[str, str], Template] = {}
+    merged: dict[tuple[str, str], MatchTemplate] = {}
     for label, origin, catalog in catalogs:
         # One catalog needs no labels: its matches say where, not in which of the catalogs.
         release = label if len(catalogs) > 1 else ""
@@ -88,11 +89,11 @@ def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[Template]:
     return [_compact(template) for template in merged.values()]
 
 
-def _compact(template: Template) -> Template:
+def _compact(template: MatchTemplate) -> MatchTemplate:
     """One site per place, listing the releases that hold the template there; only the newest release's
     sites keep their permalink (the one a match shows), so that the index stays small."""
     newest = template.releases[-1] if template.releases else ""
-    places: dict[tuple[str, int, str, str, str], Site] = {}
+    places: dict[tuple[str, int, str, str, str], RaisePlace] = {}
     for site in template.sites:
         key = (site.filePath, site.lineNumber, site.id, site.slug, site.function)
         held = places.get(key)

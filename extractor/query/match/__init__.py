@@ -1,0 +1,1 @@
+# Match: a pasted error or a log -> the catalog records that raised it: normalize, pattern, answer, matcher, index.

@@ -1,0 +1,161 @@
+# Answer: what matching one input answers (each template that explains it, with its values), as JSON or text.
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["MIN_SCORE", "How", "Match", "MatchResult"]
+
+MIN_SCORE = 0.5  # share of the input's characters a confident answer's literal text must explain
+
+
+class How(StrEnum):
+    """How an input met its template: as printed, once cleaned, as a cut prefix, or as the raise's source."""
+
+    EXACT = "exact"
+    NORMALIZED = "normalized"
+    PARTIAL = "partial"
+    SOURCE = "source"
+
+
+_HOW_RANK = {How.EXACT: 3, How.NORMALIZED: 3, How.SOURCE: 2, How.PARTIAL: 1}
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One template that explains an input, with the value each placeholder took and how it matched."""
+
+    template: MatchTemplate
+    values: dict[str, str]
+    how: How
+    score: float  # share of the input's characters the template's literal text explains
+    normalized: tuple[str, ...] = ()
+    error_class: str | None = None
+    literal: int = 0  # characters of the template's literal text the input shows (optional parts may not print)
+    # The whole message after the input's `SomeError: ` is a rendering of the template, from fixed text on,
+    # with as much literal text as a cut paste must show (the matcher's MIN_PARTIAL), and the classes agree:
+    # long values (a list of choices, a traceback) then do not make it less certain.
+    anchored: bool = False
+
+    @property
+    def confident(self) -> bool:
+        enough = not self.template.catch_all and self.literal >= CATCH_ALL
+        return enough and (self.score >= MIN_SCORE or self.anchored)
+
+    @property
+    def site(self) -> RaisePlace:
+        """The site in the newest catalog given (the first in file order there)."""
+        return self.template.newest()
+
+    def rank(self) -> tuple[bool, bool, bool, int, bool, int]:
+        return (
+            self.confident,
+            self.template.errorClass == self.error_class,
+            # A template that explains the text to its end (even cut) beats one with text left after it.
+            "trailing-text" not in self.normalized,
+            _HOW_RANK[self.how],
+            "period" not in self.normalized,  # a template met as printed beats one that needed a period added
+            self.literal,
+        )
+
+    def releases(self) -> list[str]:
+        return list(self.template.releases)
+
+    def to_json(self, *, sites: bool = True) -> dict[str, Any]:
+        site = self.site
+        document: dict[str, Any] = {
+            "id": site.id,
+            "slug": site.slug,
+            "filePath": site.filePath,
+            "lineNumber": site.lineNumber,
+            "githubUrl": site.githubUrl,
+            "errorMessage": self.template.errorMessage,
+            "values": self.values,
+            "how": str(self.how),
+            "partial": self.how is How.PARTIAL,
+            "score": round(self.score, 3),
+            "normalized": list(self.normalized),
+        }
+        releases = self.releases()
+        if releases:
+            document["releases"] = releases
+        if sites and (releases or len(self.template.places()) > 1):  # every place, when there is another
+            document["sites"] = [
+                {"releases": list(s.releases), "filePath": s.filePath, "lineNumber": s.lineNumber, "id": s.id}
+                for s in self.template.places()
+            ]
+        return document
+
+    def to_text(self, *, weak: bool = False, note: str | None = None) -> str:
+        """Show the match in lines: where, the values, in which releases, the link, and the record's history."""
+        site, kind = self.site, "weak " if weak else ""
+        lines = [f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({kind}{self.how})"]
+        # (an expression written over several lines shown on one, its spaces squeezed)
+        values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in self.values.items())
+        if values:
+            lines.append(f"     {values}")
+        releases = self.releases()
+        if len(releases) > 1:
+            lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
+        lines.append(f"     {site.githubUrl}")
+        if note is not None:
+            lines.append(f"     history: {note}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """What one input yielded: whether it looks like an error, its confident matches, else its weak ones."""
+
+    input: str
+    is_error: bool
+    matches: tuple[Match, ...] = field(default=())
+    weak: tuple[Match, ...] = field(default=())
+    # The class of a message Python itself prints (`No module named 'x'`): why its answers are weak ones.
+    python: str | None = None
+
+    @property
+    def holds_message(self) -> bool:
+        return self.is_error or bool(self.matches)
+
+    def render(self, *, format: str, notes: Callable[[str], str | None] | None = None) -> str:
+        """Render the answers as a line of JSON or as text; `notes` gives a record's history note by its id
+        (when a history was given)."""
+        if format == "json":
+            import orjson  # (matching alone never needs it)
+
+            return orjson.dumps(self.to_json(notes)).decode() + "\n"
+        return self.to_text(notes)
+
+    def to_json(self, notes: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+        matches = [m.to_json() for m in self.matches]
+        if notes is not None:  # a history was given: each confident match says its record's, or null
+            matches = [{**m, "history": notes(m["id"])} for m in matches]
+        document: dict[str, Any] = {"input": self.input, "matches": matches}
+        if self.weak:
+            document["weak"] = [m.to_json(sites=False) for m in self.weak]
+        if self.python is not None:
+            document["python"] = self.python_note
+        return document
+
+    def to_text(self, notes: Callable[[str], str | None] | None = None) -> str:
+        """Show the input, whether any record raised it, then each match, confident ones first."""
+        lines = [self.input]
+        if not self.matches:
+            lines.append("  no matching record" + (" (only weak ones, below)" if self.weak else ""))
+        if self.python is not None:
+            lines.append(f"  {self.python_note}")
+        for match in (*self.matches, *self.weak):
+            note = notes(match.site.id) if notes is not None else None
+            lines.append(match.to_text(weak=match not in self.matches, note=note))
+        return "\n".join(lines) + "\n"
+
+    @property
+    def python_note(self) -> str:
+        return f"Python itself prints this {self.python}: the raise may be the interpreter's"
