@@ -60,6 +60,16 @@ def _layers(stages: Sequence[tuple[str, list[tuple[str, ...]]]] = STAGES) -> lis
     ]
 
 
+def _subpackages(layers: Sequence[tuple[str, ...]]) -> list[str]:
+    """The folders that hold the listed modules, by dotted name: each stage's, and any folder inside one."""
+    folders = set()
+    for name in (name for names in layers for name in names):
+        while "." in name:
+            name = name.rpartition(".")[0]
+            folders.add(name)
+    return sorted(folders)
+
+
 def _modules(package: Path) -> list[str]:
     """The package's modules by dotted name below it; a subpackage's `__init__.py` is the subpackage."""
     found = []
@@ -158,9 +168,15 @@ def _backwards(graph: dict[str, dict[str, int]], layers: Sequence[tuple[str, ...
 
 def test_every_module_has_one_layer() -> None:
     listed = [name for names in _layers() for name in names]
-    subpackages = sorted({stage for stage, _ in STAGES if stage and stage != "cli"})
+    subpackages = _subpackages(_layers())
     assert sorted(set(listed)) == sorted(listed), "a module listed twice"
     assert sorted([*listed, *subpackages]) == _modules(PACKAGE), "every module has its place in STAGES, and only those"
+
+
+def test_a_folder_inside_a_stage_is_a_subpackage_too() -> None:
+    """The folders are read from the listed names, to any depth: a stage's folder is one, and so is a folder
+    inside it."""
+    assert _subpackages([("_version",), ("s.a", "s.t.b"), ("s.t.c",)]) == ["s", "s.t"]
 
 
 def test_the_reader_sees_the_subpackages() -> None:
@@ -174,11 +190,10 @@ def test_the_reader_sees_the_subpackages() -> None:
 
 def test_subpackages_are_folders_that_import_nothing() -> None:
     """A subpackage's `__init__.py` says what lives there and imports nothing: importing one module of a
-    stage never loads the rest of it."""
+    stage (or of a folder inside one) never loads the rest of it."""
     graph = _graph(PACKAGE)
-    assert {stage: graph[stage] for stage, _ in STAGES if stage and stage != "cli"} == {
-        stage: {} for stage, _ in STAGES if stage and stage != "cli"
-    }
+    subpackages = _subpackages(_layers())
+    assert {folder: graph[folder] for folder in subpackages} == {folder: {} for folder in subpackages}
 
 
 def test_no_import_cycle() -> None:
