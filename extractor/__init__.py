@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from extractor.query.match.matcher import Matcher
     from extractor.query.match.pattern import templates_of
     from extractor.scanning.scan import ScanOptions, scan
-    from extractor.scanning.template import Template, message_template
+    from extractor.scanning.template.message import Template, message_template
 
 # name -> the module that defines it
 _HOMES = {
@@ -45,8 +45,8 @@ _HOMES = {
     "Record": "extractor.model.records",
     "ScanOptions": "extractor.scanning.scan",
     "scan": "extractor.scanning.scan",
-    "Template": "extractor.scanning.template",
-    "message_template": "extractor.scanning.template",
+    "Template": "extractor.scanning.template.message",
+    "message_template": "extractor.scanning.template.message",
     "LoadedCatalog": "extractor.catalog.load",
     "load_catalog": "extractor.catalog.load",
     "open_catalog": "extractor.catalog.load",

@@ -10,7 +10,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, assume, given, settings
 
 from extractor.scanning.scan import Scanned, ScanOptions, scan
-from extractor.scanning.template import message_template
+from extractor.scanning.template.message import message_template
 
 # Values are digits and literal text has none: a capture group can only end where its value ends.
 NAMES = ["a", "b", "value", "obj.attr"]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 
 from extractor.model.records import MessageKind
-from extractor.scanning.template import message_template
+from extractor.scanning.template.message import message_template
 
 
 @pytest.mark.parametrize(
@@ -265,20 +265,20 @@ def test_messages_read_without_libcst_are_read_as_libcst_reads_them(sources: lis
 
 def _read_as_libcst_reads(sources: list[str], error_class: str) -> None:
     """The template of a raise of these arguments (each valid Python) is the one libcst alone reads."""
-    import extractor.scanning.template as template
+    from extractor.scanning.template import cst, quick
 
     try:
         for source in sources:
             ast.parse(f"({source}\n)", mode="eval")
     except SyntaxError:
         assume(False)
-    quick = message_template(sources, error_class=error_class)
+    read_quickly = message_template(sources, error_class=error_class)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(template, "_quick_read", lambda source, joins: None)
-        patch.setattr(template, "_quick_other", lambda source: None)
-        patch.setattr(template, "_bare", lambda source: None)
-        patch.setattr(template, "_quick_operation", lambda builder, source: None)
-        assert quick == message_template(sources, error_class=error_class)
+        patch.setattr(quick, "literals", lambda source, joins: None)
+        patch.setattr(quick, "not_text", lambda source: None)
+        patch.setattr(quick, "operation", lambda reading, source: None)
+        patch.setattr(cst, "bare", lambda source: None)  # (`cst.flatten`'s shortcut)
+        assert read_quickly == message_template(sources, error_class=error_class)
 
 
 @settings(max_examples=150, deadline=None)
@@ -299,21 +299,19 @@ def test_libcst_is_imported_only_for_a_message_the_quick_reading_leaves(tmp_path
     process libcst's import, and whatever libcst reads first, it is there."""
     script = """
 import sys
-from extractor.scanning.template import message_template
+import extractor.scanning.template as template
+from extractor.scanning.template.message import message_template
 
 message_template(['f"{x!r} is {sorted(y)}"'], error_class="ValueError")
 message_template(['"no such key"', "name"], error_class="KeyError")
 message_template(['"a: " + str(b) + (\\n    f", c {c}"\\n    if c\\n    else "."\\n)'], error_class="ValueError")
 message_template(['"é" + b if c else "no " + d'], error_class="KeyError")
-assert "libcst" not in sys.modules
+assert "libcst" not in sys.modules and not hasattr(template, "cst")
 for first in (['"a %s" % x'], ['"{}".format(b)'], ['x.y()']):
     for name in [n for n in sys.modules if n == "libcst" or n.startswith("libcst.")]:
         del sys.modules[name]
-    import extractor.scanning.template as template
-
-    template.__dict__.pop("cst", None)  # as in a fresh process
-    template._parse.cache_clear()
-    template._empty_module.cache_clear()
+    sys.modules.pop("extractor.scanning.template.cst", None)  # as in a fresh process
+    template.__dict__.pop("cst", None)
     print(message_template(first, error_class="ValueError").message)
 """
     found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)

@@ -17,7 +17,7 @@ from extractor.scanning.chains import reads
 from extractor.scanning.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
 from extractor.scanning.slugs import slug_stem
 from extractor.scanning.source import ScanOptions, lines_with_raise, node_source, window
-from extractor.scanning.template import Template, message_template
+from extractor.scanning.template.message import Template, message_template
 
 __all__ = ["Unparsed", "Visitor", "extent", "visit"]
 
