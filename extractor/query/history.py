@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import fnmatch
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,8 +38,17 @@ from extractor.query.diff import (
     is_generic,
     pair_checks,
 )
-from extractor.repo.git import Commit, decode_name, open_repo, resolve, shown_repo
-from extractor.repo.git import _git as _git_bytes
+from extractor.repo.git import (
+    Commit,
+    first_parent_commits,
+    is_ancestor,
+    list_tags,
+    open_repo,
+    read_objects,
+    resolve,
+    shown_repo,
+    tag_commits,
+)
 from extractor.util.atomic import read_whole
 from extractor.util.progress import warn
 
@@ -156,48 +164,14 @@ def _releases(spec: str) -> list[Revision]:
     versions = resolve_releases(spec)
     git_dir = release_repo(versions)  # every missing release goes into one fast-import
     template = resolve(str(git_dir), release_tag(versions[0]))
-    refs: dict[str, tuple[str, int]] = {}
-    for row in _git(
-        git_dir, "for-each-ref", "--format=%(refname) %(objectname) %(committerdate:unix)", "refs/tags/"
-    ).splitlines():
-        name, oid, seconds = row.split()
-        refs[name.removeprefix("refs/tags/")] = (oid, int(seconds))
-    batch = "".join(f"{refs[release_tag(v)][0]}:vllm/_version.py\n" for v in versions)
-    answers = _version_files(git_dir, batch)
+    tags = tag_commits(git_dir)
+    answers = read_objects(git_dir, [f"{tags[release_tag(v)][0]}:vllm/_version.py" for v in versions])
     out = []
     for version, version_py in zip(versions, answers, strict=True):
-        sha, epoch = refs[release_tag(version)]
-        commit = replace(template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=_date(epoch))
+        sha, committed = tags[release_tag(version)]
+        commit = replace(template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=committed)
         out.append(Revision(version, commit, commit_id(version_py) if version_py is not None else None))
     return out
-
-
-def _version_files(git_dir: Path, batch: str) -> list[bytes | None]:
-    """Answer `git cat-file --batch` requests in order; None where the object is missing."""
-    import subprocess
-
-    raw = subprocess.run(
-        ["git", "cat-file", "--batch"], cwd=git_dir, input=batch.encode(), capture_output=True, check=True
-    ).stdout
-    out: list[bytes | None] = []
-    position = 0
-    while position < len(raw):
-        end = raw.index(b"\n", position)
-        header = raw[position:end].split()
-        position = end + 1
-        if len(header) == 3:
-            size = int(header[2])
-            out.append(raw[position : position + size])
-            position += size + 1
-        else:
-            out.append(None)
-    return out
-
-
-def _date(epoch: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _range(repo: str, spec: str) -> list[Revision]:
@@ -205,38 +179,25 @@ def _range(repo: str, spec: str) -> list[Revision]:
         raise RevisionError(f"{spec}: A...B is no range to follow: say A..B (A, then the commits after it up to B)")
     low, _, high = spec.partition("..")
     start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
-    listed = _git(start.git_dir, "log", "--first-parent", "--reverse", "--format=%H %ct", f"{start.sha}..{end.sha}")
-    if not listed.strip() and start.sha != end.sha:  # B is A's ancestor: nothing comes after A up to it
+    after = first_parent_commits(start, end)
+    if not after and start.sha != end.sha:  # B is A's ancestor: nothing comes after A up to it
         raise RevisionError(
             f"{spec}: no commit of {high or 'HEAD'} comes after {low or 'HEAD'}: is the range backwards?"
         )
-    ancestor = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", start.sha, end.sha], cwd=start.git_dir, capture_output=True
-    )
-    if ancestor.returncode == 1:  # unrelated, or on branches that went apart: no line of commits from A to B
+    if is_ancestor(start.git_dir, start.sha, end.sha) is False:  # unrelated, or on branches that went apart
         warn(
             f"{spec}: {low or 'HEAD'} is not an ancestor of {high or 'HEAD'}: the history is {low or 'HEAD'}, then "
-            f"the {len(listed.splitlines())} first-parent commit(s) of {high or 'HEAD'} it does not hold"
+            f"the {len(after)} first-parent commit(s) of {high or 'HEAD'} it does not hold"
         )
-    commits = [start]
-    for row in listed.splitlines():
-        sha, epoch = row.split()
-        commits.append(replace(end, sha=sha, revision=sha[:12], committed_at=_date(int(epoch))))
-    return [Revision(commit.sha[:12], commit) for commit in commits]
+    return [Revision(commit.sha[:12], commit) for commit in [start, *after]]
 
 
 def _tags(repo: str, pattern: str) -> list[Revision]:
     git_dir = open_repo(repo)
-    tags = _git(git_dir, "tag", "--list", "--sort=v:refname", pattern).split()
-    tags = [tag for tag in tags if fnmatch.fnmatchcase(tag, pattern)]
+    tags = [tag for tag in list_tags(git_dir, pattern) if fnmatch.fnmatchcase(tag, pattern)]
     if not tags:
         raise RevisionError(f"no tag matches {pattern!r} in {shown_repo(repo)}")
     return [Revision(tag, resolve(repo, tag)) for tag in tags]
-
-
-def _git(git_dir: Path, *args: str) -> str:
-    """Run git and return its output as text (refs, ids and dates: ASCII)."""
-    return decode_name(_git_bytes(git_dir, *args))
 
 
 # Lineages ----------------------------------------------------------------------------------------------------
