@@ -20,7 +20,7 @@ from extractor.util.progress import note, one_line, quiet_for_one_run, set_quiet
 if TYPE_CHECKING:
     from extractor.model.records import Lineage
     from extractor.pipeline.options import ExtractOptions
-    from extractor.query.history import Revision
+    from extractor.query.history.revisions import Revision
     from extractor.query.match import MatchResult
     from extractor.repo.git import Commit
 
@@ -263,7 +263,7 @@ def _catalogs(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:
     (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
     read alike; catalogs named one by one are read in the scope given (a folder written before is read as
     it is). A nightly root stands for its latest catalog."""
-    from extractor.query.history import followed
+    from extractor.query.history.revisions import followed
 
     options = _options(args)
     if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
@@ -413,7 +413,7 @@ def _run_diff(argv: Sequence[str]) -> int:
     from extractor.errors import ScopeError
     from extractor.pipeline.write import atomic_write, page_bytes
     from extractor.query.diff import diff_catalogs, render_json, render_markdown
-    from extractor.query.history import followed
+    from extractor.query.history.revisions import followed
 
     root = Path(args.catalog_root) if args.catalog_root else None
     if root is not None and root.exists() and not root.is_dir():
@@ -781,7 +781,9 @@ def _lineages_of(args: argparse.Namespace) -> _Followed | None:
     if not args.history:
         return None
     from extractor.catalog.load import looks_like_path, present
-    from extractor.query.history import build_history, followed, list_revisions, read_written
+    from extractor.query.history.lineage import build_history
+    from extractor.query.history.revisions import followed, list_revisions
+    from extractor.query.history.store import read_written
     from extractor.repo.git import is_url, shown_repo
 
     path = Path(args.history)
@@ -804,7 +806,8 @@ def _lineage_note(followed: _Followed | None, record_id: str) -> str | None:
     """The history sentence of a record, when a history was given and holds it."""
     if followed is None:
         return None
-    from extractor.query.history import find_lineage, lineage_sentence
+    from extractor.query.history.changelog import lineage_sentence
+    from extractor.query.history.lineage import find_lineage
 
     found = find_lineage(followed.lineages, record_id)
     return lineage_sentence(found, start=followed.start) if found is not None else None
@@ -813,7 +816,9 @@ def _lineage_note(followed: _Followed | None, record_id: str) -> str | None:
 def _run_history(argv: Sequence[str]) -> int:
     args = _parse(_history_parser(), argv)
     from extractor.pipeline.write import atomic_write_all, default_root, page_bytes
-    from extractor.query.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
+    from extractor.query.history.lineage import build_history
+    from extractor.query.history.revisions import followed, list_revisions
+    from extractor.query.history.store import HISTORY, HISTORY_MANIFEST, folder_name
 
     specs = [*args.revisions, *(args.more or [])]
     if not specs:
@@ -837,7 +842,7 @@ def _run_history(argv: Sequence[str]) -> int:
             (root / stale).unlink(missing_ok=True)
         copy = lines
     else:
-        from extractor.query.changelog import render_chart, render_markdown
+        from extractor.query.history.changelog import render_chart, render_markdown
 
         title = f"History of the checks in {', '.join(options.paths)} ({history.repo})"
         files += [

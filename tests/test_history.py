@@ -13,7 +13,10 @@ import pytest
 
 from extractor.model.schema import json_schema
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.history import build_history, folder_name, following, lineage_sentence, list_revisions
+from extractor.query.history.changelog import lineage_sentence
+from extractor.query.history.lineage import build_history
+from extractor.query.history.revisions import following, list_revisions
+from extractor.query.history.store import folder_name
 from extractor.util import markdown
 from tests.conftest import GitRepo, cli, git
 
@@ -352,7 +355,8 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
     from extractor.model.records import CatalogLine
     from extractor.pipeline.extract import carrying_results, extract_commit, scan_revision
     from extractor.query.diff import Check, pair_checks
-    from extractor.query.history import _Checks, _known
+    from extractor.query.history.checks import ChecksByFile
+    from extractor.query.history.lineage import _known
     from extractor.repo.git import resolve
 
     other = 'def f(n):\n    if n:\n        raise ValueError("block_size is too large.")\n'
@@ -384,7 +388,7 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
     assert [c.fields for c in expected[1][:2]] == resolved
     assert not expected[2][0].fields  # (no such field any more)
 
-    made = _Checks()
+    made = ChecksByFile()
     previous = None
     with carrying_results():
         for tag, checks in zip(tags, expected, strict=True):
@@ -422,7 +426,7 @@ def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRe
     from extractor.catalog.load import LoadedCatalog
     from extractor.pipeline.extract import extract_commit
     from extractor.query.diff import checks_of, diff_catalogs
-    from extractor.query.history import sides
+    from extractor.query.history.checks import sides
     from extractor.repo.git import resolve
 
     options = ExtractOptions(paths=following(("pkg/config",)))
@@ -472,7 +476,7 @@ def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from extractor.cli import _warn_if_unordered
-    from extractor.query.history import Revision
+    from extractor.query.history.revisions import Revision
     from extractor.repo.git import Commit
 
     def revision(version: str) -> Revision:
