@@ -16,7 +16,7 @@ from extractor.pipeline.extract import ExtractOptions
 from extractor.query.history.changelog import lineage_sentence
 from extractor.query.history.lineage import build_history
 from extractor.query.history.revisions import following, list_revisions
-from extractor.query.history.store import folder_name
+from extractor.query.history.store import folder_name, write_history
 from extractor.util import markdown
 from tests.conftest import GitRepo, cli, git
 
@@ -218,6 +218,20 @@ def test_cli_bad_revisions_and_scopes_are_one_line_errors(
     assert result.stderr.startswith("extractor: error: ") and len(result.stderr.splitlines()) == 1
     assert said in result.stderr
     assert list(place.iterdir()) == []
+
+
+def test_write_history_writes_the_scopes_folder_and_returns_what_is_printed(
+    history_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a folder, a history goes where `extractor history` puts it, output/<owner>/<name>/ and the
+    scope's folder name; what the command prints of it is history.jsonl as written."""
+    monkeypatch.chdir(tmp_path)
+    options = ExtractOptions(paths=following(["pkg/config"]))
+    history = build_history(list_revisions(["v1..v2"], repo=str(history_repo.path)), options=options)
+    written = write_history(history)
+    assert written.folder == Path("output", "vllm-project", "vllm", folder_name(options))
+    assert sorted(path.name for path in written.folder.iterdir()) == ["history.json", "history.jsonl"]
+    assert written.printed == (written.folder / "history.jsonl").read_bytes() != b""
 
 
 def test_a_json_history_over_a_markdown_one_leaves_none_of_its_files(history_repo: GitRepo, tmp_path: Path) -> None:

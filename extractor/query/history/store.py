@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -11,14 +12,24 @@ from extractor.catalog.load import LoadedCatalog, first_problem, present, read_d
 from extractor.errors import CatalogError
 from extractor.model.records import HistoryManifest, Lineage, Scope
 from extractor.pipeline.options import ExtractOptions
-from extractor.pipeline.write import atomic_write, scope_label
+from extractor.pipeline.write import atomic_write, atomic_write_all, default_root, page_bytes, scope_label
 from extractor.query.diff import Pair
 from extractor.query.history.checks import RevisionChecks, sides
 from extractor.query.history.lineage import History, advance
 from extractor.query.history.revisions import followed
 from extractor.util.atomic import read_whole
 
-__all__ = ["HISTORY", "HISTORY_MANIFEST", "folder_name", "load_lineages", "read_history", "read_written", "roll"]
+__all__ = [
+    "HISTORY",
+    "HISTORY_MANIFEST",
+    "WrittenHistory",
+    "folder_name",
+    "load_lineages",
+    "read_history",
+    "read_written",
+    "roll",
+    "write_history",
+]
 
 
 HISTORY = "history.jsonl"
@@ -40,6 +51,41 @@ def folder_name(options: ExtractOptions) -> str:
         named(options.scope).model_dump(mode="json"), default=named(default.scope).model_dump(mode="json")
     )
     return f"history-{label}" if label else "history"
+
+
+@dataclass(frozen=True)
+class WrittenHistory:
+    """Where a history's folder was written, and what a run prints of it: history.jsonl, or the Markdown page
+    with its chart named by its path."""
+
+    folder: Path
+    printed: bytes
+
+
+def write_history(history: History, *, folder: Path | None = None, markdown: bool = False) -> WrittenHistory:
+    """Write a history's folder (`folder`, else its repository's, named by folder_name): history.jsonl and
+    history.json, and with `markdown` history.md and its chart (history.svg, history.png), all together or
+    none. Without `markdown`, an earlier Markdown run's page and chart are removed: they told of another
+    history."""
+    root = folder if folder is not None else default_root(history.repo) / folder_name(history.options)
+    lines, manifest = history.encode()
+    files = [(root / HISTORY, lines), (root / HISTORY_MANIFEST, manifest)]  # written together, or none
+    if not markdown:
+        atomic_write_all(files)
+        for stale in ("history.md", "history.svg", "history.png"):
+            (root / stale).unlink(missing_ok=True)
+        return WrittenHistory(root, lines)
+    from extractor.query.history.changelog import render_chart, render_markdown
+
+    title = f"History of the checks in {', '.join(history.options.paths)} ({history.repo})"
+    files += [
+        (root / f"history{suffix}", data) for suffix, data in render_chart(history.revisions, title=title).items()
+    ]
+    lineages = history.lineages
+    page = render_markdown(lineages, history.revisions, title=title, chart="history.svg")
+    atomic_write_all([*files, (root / "history.md", page_bytes(page))])
+    shown = render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg"))
+    return WrittenHistory(root, page_bytes(shown))
 
 
 def roll(
