@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from extractor.pipeline.extract import Catalog, extract
     from extractor.pipeline.options import ExtractOptions
     from extractor.query.diff import CatalogDiff, diff_catalogs
-    from extractor.query.history import History, build_history, list_revisions
+    from extractor.query.history.lineage import History, build_history
+    from extractor.query.history.revisions import list_revisions
     from extractor.query.match.answer import MatchResult
     from extractor.query.match.matcher import Matcher
     from extractor.query.match.pattern import templates_of
@@ -55,9 +56,9 @@ _HOMES = {
     "Matcher": "extractor.query.match.matcher",
     "MatchResult": "extractor.query.match.answer",
     "templates_of": "extractor.query.match.pattern",
-    "History": "extractor.query.history",
-    "build_history": "extractor.query.history",
-    "list_revisions": "extractor.query.history",
+    "History": "extractor.query.history.lineage",
+    "build_history": "extractor.query.history.lineage",
+    "list_revisions": "extractor.query.history.revisions",
 }
 
 __all__ = [

@@ -374,7 +374,8 @@ def test_numpy_is_imported_only_to_pair_rewordings() -> None:
         "import sys\n"
         "from extractor import cli\n"
         "from extractor.publish import nightly, site\n"
-        "from extractor.query import diff, history\n"
+        "from extractor.query import diff\n"
+        "from extractor.query.history import checks, lineage, revisions, store\n"
         "diff.pair_checks([], [])\n"
         "print('numpy' in sys.modules)\n"
     )

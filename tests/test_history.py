@@ -13,7 +13,10 @@ import pytest
 
 from extractor.model.schema import json_schema
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.history import build_history, folder_name, following, lineage_sentence, list_revisions
+from extractor.query.history.changelog import lineage_sentence
+from extractor.query.history.lineage import build_history
+from extractor.query.history.revisions import following, list_revisions
+from extractor.query.history.store import folder_name, write_history
 from extractor.util import markdown
 from tests.conftest import GitRepo, cli, git
 
@@ -217,6 +220,20 @@ def test_cli_bad_revisions_and_scopes_are_one_line_errors(
     assert list(place.iterdir()) == []
 
 
+def test_write_history_writes_the_scopes_folder_and_returns_what_is_printed(
+    history_repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a folder, a history goes where `extractor history` puts it, output/<owner>/<name>/ and the
+    scope's folder name; what the command prints of it is history.jsonl as written."""
+    monkeypatch.chdir(tmp_path)
+    options = ExtractOptions(paths=following(["pkg/config"]))
+    history = build_history(list_revisions(["v1..v2"], repo=str(history_repo.path)), options=options)
+    written = write_history(history)
+    assert written.folder == Path("output", "vllm-project", "vllm", folder_name(options))
+    assert sorted(path.name for path in written.folder.iterdir()) == ["history.json", "history.jsonl"]
+    assert written.printed == (written.folder / "history.jsonl").read_bytes() != b""
+
+
 def test_a_json_history_over_a_markdown_one_leaves_none_of_its_files(history_repo: GitRepo, tmp_path: Path) -> None:
     """history.md and its chart describe the history they were written with: a later run without them
     into the same folder removes them rather than leave them beside another history."""
@@ -352,7 +369,8 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
     from extractor.model.records import CatalogLine
     from extractor.pipeline.extract import carrying_results, extract_commit, scan_revision
     from extractor.query.diff import Check, pair_checks
-    from extractor.query.history import _Checks, _known
+    from extractor.query.history.checks import ChecksByFile
+    from extractor.query.history.lineage import _known
     from extractor.repo.git import resolve
 
     other = 'def f(n):\n    if n:\n        raise ValueError("block_size is too large.")\n'
@@ -384,7 +402,7 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
     assert [c.fields for c in expected[1][:2]] == resolved
     assert not expected[2][0].fields  # (no such field any more)
 
-    made = _Checks()
+    made = ChecksByFile()
     previous = None
     with carrying_results() as carry:
         for tag, checks in zip(tags, expected, strict=True):
@@ -422,7 +440,7 @@ def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRe
     from extractor.catalog.load import LoadedCatalog
     from extractor.pipeline.extract import extract_commit
     from extractor.query.diff import checks_of, diff_catalogs
-    from extractor.query.history import sides
+    from extractor.query.history.checks import sides
     from extractor.repo.git import resolve
 
     options = ExtractOptions(paths=following(("pkg/config",)))
@@ -471,7 +489,7 @@ def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from extractor.cli.commands.history import _warn_if_unordered
-    from extractor.query.history import Revision
+    from extractor.query.history.revisions import Revision
     from extractor.repo.git import Commit
 
     def revision(version: str) -> Revision:

@@ -48,14 +48,17 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     ),
     ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; the published index
     (
-        "query",  # what is read from catalogs; match/: a paste cleaned, the templates, answers, matcher, index
+        "query",  # what is read from catalogs; match/: a paste cleaned, the templates, answers, matcher, index;
+        # history/: revisions, their checks, lineages, the written folder
         [
             ("similarity", "match.normalize", "match.pattern", "analysis", "listing"),
             ("match.answer",),
             ("match.matcher",),
             ("rewording", "match.index"),
             ("diff",),
-            ("changelog", "history", "explain"),
+            ("history.revisions", "history.checks", "history.changelog", "explain"),
+            ("history.lineage",),
+            ("history.store",),
         ],
     ),
     (
@@ -207,7 +210,9 @@ def test_subpackages_are_folders_that_import_nothing() -> None:
     stage (or of a folder inside one) never loads the rest of it."""
     graph = _graph(PACKAGE)
     subpackages = _subpackages(PACKAGE)
-    assert {"util", "cli.commands", "publish.site", "query.match", "scanning.template"} <= set(subpackages)
+    assert {"util", "cli.commands", "publish.site", "query.match", "query.history", "scanning.template"} <= set(
+        subpackages
+    )
     assert {name: graph[name] for name in subpackages if graph[name]} == {}
 
 

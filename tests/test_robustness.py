@@ -868,7 +868,7 @@ def test_every_reader_refuses_a_fifo_at_once_and_names_a_folder(tmp_path: Path) 
     from extractor.catalog.published import read_index
     from extractor.errors import CatalogError
     from extractor.query.analysis import read_analysis
-    from extractor.query.history import load_lineages, read_history
+    from extractor.query.history.store import load_lineages, read_history
     from extractor.util.atomic import read_whole
 
     readers = {

@@ -292,7 +292,7 @@ def catalogs_of(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:
     (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
     read alike; catalogs named one by one are read in the scope given (a folder written before is read as
     it is). A nightly root stands for its latest catalog."""
-    from extractor.query.history import followed
+    from extractor.query.history.revisions import followed
 
     options = extract_options(args)
     if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
@@ -330,7 +330,9 @@ def lineages_of(args: argparse.Namespace) -> Followed | None:
     if not args.history:
         return None
     from extractor.catalog.load import looks_like_path, present
-    from extractor.query.history import build_history, followed, list_revisions, read_written
+    from extractor.query.history.lineage import build_history
+    from extractor.query.history.revisions import followed, list_revisions
+    from extractor.query.history.store import read_written
     from extractor.repo.git import is_url, shown_repo
 
     path = Path(args.history)
@@ -353,7 +355,8 @@ def lineage_note(followed: Followed | None, record_id: str) -> str | None:
     """The history sentence of a record, when a history was given and holds it."""
     if followed is None:
         return None
-    from extractor.query.history import find_lineage, lineage_sentence
+    from extractor.query.history.changelog import lineage_sentence
+    from extractor.query.history.lineage import find_lineage
 
     found = find_lineage(followed.lineages, record_id)
     return lineage_sentence(found, start=followed.start) if found is not None else None

@@ -28,7 +28,7 @@ from extractor.pipeline.write import (
     write_catalog,
 )
 from extractor.query.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
-from extractor.query.history import HISTORY, HISTORY_MANIFEST, roll
+from extractor.query.history.store import HISTORY, HISTORY_MANIFEST, roll
 from extractor.repo.git import Commit, is_url, open_repo, resolve
 from extractor.util.atomic import read_whole
 

@@ -8,11 +8,11 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 import platformdirs
 
@@ -23,21 +23,33 @@ __all__ = [
     "Blob",
     "BlobReader",
     "Commit",
+    "FastImportError",
     "GitError",
     "cache_dir",
     "close_readers",
     "complaint",
     "config_value",
     "damage_hint",
+    "fast_import",
+    "first_parent_commits",
+    "init_bare",
+    "is_ancestor",
     "list_blobs",
+    "list_tags",
     "open_repo",
     "prefetch",
     "read_blobs",
     "read_file",
+    "read_objects",
     "reader",
     "redact_url",
+    "repack_whole",
     "resolve",
+    "set_config",
     "shown_repo",
+    "tag_commits",
+    "tag_targets",
+    "update_ref",
     "with_sizes",
 ]
 
@@ -314,11 +326,15 @@ def resolve(repo: str, revision: str) -> Commit:
         sha = _rev_parse(handle, revision)
     if sha is None:
         _not_a_commit(handle, repo, revision)
-    epoch = int(_value(handle, "show", "-s", "--format=%ct", sha))
-    committed = datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    committed = _date(int(_value(handle, "show", "-s", "--format=%ct", sha)))
     remote = repo if is_url(repo) else config_value(handle, "remote.origin.url")
     name = repo_name_from_url(remote) or DEFAULT_REPO_NAME
     return Commit(git_dir=handle, sha=sha, revision=revision, committed_at=committed, repo_name=name)
+
+
+def _date(epoch: int) -> str:
+    """A commit's date as records carry it: UTC, to the second."""
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _rev_parse(repo: Path, revision: str) -> str | None:
@@ -379,6 +395,71 @@ def config_value(repo: Path, key: str) -> str | None:
         return _value(repo, "config", "--get", key) or None
     except RepositoryError:
         return None
+
+
+def list_tags(git_dir: Path, pattern: str) -> list[str]:
+    """The tags whose names match a glob as git matches it, sorted by version (v0.9 before v0.10)."""
+    return decode_name(_git(git_dir, "tag", "--list", "--sort=v:refname", pattern)).split()
+
+
+def tag_targets(git_dir: Path) -> dict[str, str]:
+    """Each tag, by its ref name (`refs/tags/v0.1`), with the object it names."""
+    listing = decode_name(_git(git_dir, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/"))
+    return dict(line.split(" ", 1) for line in listing.splitlines() if " " in line)
+
+
+def tag_commits(git_dir: Path) -> dict[str, tuple[str, str]]:
+    """Each tag of a repository whose tags all name commits, by its name (`v0.1`), with the commit and its
+    date, read with one `git for-each-ref` (not a few git processes per tag)."""
+    listing = decode_name(
+        _git(git_dir, "for-each-ref", "--format=%(refname) %(objectname) %(committerdate:unix)", "refs/tags/")
+    )
+    tags = {}
+    for row in listing.splitlines():
+        name, oid, seconds = row.split()
+        tags[name.removeprefix("refs/tags/")] = (oid, _date(int(seconds)))
+    return tags
+
+
+def first_parent_commits(start: Commit, end: Commit) -> list[Commit]:
+    """The first-parent commits of `end` that `start` does not hold, oldest first, each named by its short
+    SHA in `end`'s repository."""
+    listing = decode_name(
+        _git(start.git_dir, "log", "--first-parent", "--reverse", "--format=%H %ct", f"{start.sha}..{end.sha}")
+    )
+    commits = []
+    for row in listing.splitlines():
+        sha, epoch = row.split()
+        commits.append(replace(end, sha=sha, revision=sha[:12], committed_at=_date(int(epoch))))
+    return commits
+
+
+def is_ancestor(git_dir: Path, older: str, newer: str) -> bool | None:
+    """Whether commit `older` is `newer` or one of its ancestors; None where git cannot tell (an object it
+    cannot read): git answers with its exit status."""
+    status = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", older, newer], cwd=git_dir, capture_output=True, env=_environment()
+    ).returncode
+    return {0: True, 1: False}.get(status)
+
+
+def read_objects(git_dir: Path, names: Sequence[str]) -> list[bytes | None]:
+    """The contents of objects named as git names them (`v0.1:vllm/_version.py`), in order, read with one
+    `git cat-file --batch`; None where a name gives no object (a release without that file)."""
+    raw = _git(git_dir, "cat-file", "--batch", input="".join(f"{name}\n" for name in names).encode())
+    out: list[bytes | None] = []
+    position = 0
+    while position < len(raw):
+        end = raw.index(b"\n", position)
+        header = raw[position:end].split()  # "<oid> <type> <size>", else "<name> missing" (or ambiguous)
+        position = end + 1
+        if len(header) == 3:
+            size = int(header[2])
+            out.append(raw[position : position + size])
+            position += size + 1
+        else:
+            out.append(None)
+    return out
 
 
 def list_blobs(commit: Commit, prefixes: Sequence[str]) -> list[Blob]:
@@ -567,3 +648,67 @@ def prefetch(commit: Commit, blobs: Sequence[Blob]) -> None:
             f"cannot fetch {len(missing)} file(s) of {commit.sha} from {url} into {repo}: {reason}"
             f"{_offline_hint(reason)}"
         ) from None
+
+
+# Writing a repository (the release repository, built from sdists) -------------------------------------------
+
+
+def init_bare(target: Path) -> None:
+    """Make an empty bare repository at `target`, whose parent folder exists."""
+    _git(target.parent, "init", "--quiet", "--bare", str(target))
+
+
+def update_ref(git_dir: Path, ref: str, oid: str) -> None:
+    """Point a ref (`refs/tags/v0.1`) at an object."""
+    _git(git_dir, "update-ref", ref, oid)
+
+
+def set_config(git_dir: Path, key: str, value: str) -> None:
+    """Set a setting in a repository's own config."""
+    _git(git_dir, "config", key, value)
+
+
+def repack_whole(git_dir: Path) -> None:
+    """Repack every object of a repository into one pack, each stored whole (no object a delta of another)."""
+    _git(git_dir, "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0")
+
+
+class FastImportError(GitError):
+    """`git fast-import` failed: `said` is the end of what it wrote, as written (empty if it said nothing)."""
+
+    def __init__(self, git_dir: Path, said: str) -> None:
+        super().__init__(git_dir, "fast-import", said)
+        self.said = said
+
+
+@contextlib.contextmanager
+def fast_import(
+    git_dir: Path, *, whole: bool = False, after_abort: Callable[[], None] = lambda: None
+) -> Iterator[IO[bytes]]:
+    """Feed a `git fast-import` of a repository: the stream its commands are written to. `whole` stores
+    every object whole, as repack_whole does (fast-import would make each a delta of the one before it).
+
+    The import is done (`done` written, its refs updated) when the block ends. If the block raises, git is
+    stopped, then `after_abort` runs (to remove what it left): without `done`, fast-import updates no ref,
+    so nothing half-written is named. git that stops reading (a broken pipe) has failed: its exit status
+    and words say how, as a FastImportError."""
+    with tempfile.TemporaryFile() as errors:
+        options = ["--depth=0"] if whole else []
+        process = subprocess.Popen(
+            ["git", "fast-import", "--quiet", "--done", *options], cwd=git_dir, stdin=subprocess.PIPE, stderr=errors
+        )
+        assert process.stdin is not None
+        try:
+            yield process.stdin
+            process.stdin.write(b"done\n")
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        except BaseException:
+            process.kill()
+            process.wait()
+            after_abort()
+            raise
+        if process.wait() != 0:
+            errors.seek(0)
+            raise FastImportError(git_dir, errors.read().decode(errors="replace").strip()[-300:])

@@ -10,9 +10,7 @@ import itertools
 import json
 import os
 import re
-import subprocess
 import tarfile
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -27,7 +25,20 @@ from filelock import FileLock
 from packaging.version import InvalidVersion, Version
 
 from extractor.errors import ReleaseError
-from extractor.repo.git import cache_dir, complaint, config_value, damage_hint, redact_url
+from extractor.repo.git import (
+    FastImportError,
+    GitError,
+    cache_dir,
+    config_value,
+    damage_hint,
+    fast_import,
+    init_bare,
+    redact_url,
+    repack_whole,
+    set_config,
+    tag_targets,
+    update_ref,
+)
 from extractor.util.atomic import replace_bytes, replacing
 
 __all__ = [
@@ -385,7 +396,8 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
         if os.path.lexists(target) and not target.is_dir():  # a file, a dangling symlink, a loop of them
             raise _damaged(target, "it is not a folder")
         if not (target / "HEAD").exists():
-            _release_git(target.parent, "init", "--quiet", "--bare", str(target), repo=target)
+            with _git_failure_is_damage(target):
+                init_bare(target)
             _mark_whole(target)
         listed = _tags(target)
         if config_value(target, _WHOLE) is None:
@@ -395,7 +407,8 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
             _import(target, missing)
             moved = {ref for ref, sha in _tags(target).items() if ref in listed and listed[ref] != sha}
             for ref in sorted(moved):  # never so (fast-import is not forced, paths are quoted): yet never kept
-                _release_git(target, "update-ref", ref, listed[ref], repo=target)
+                with _git_failure_is_damage(target):
+                    update_ref(target, ref, listed[ref])
             if moved:
                 raise ReleaseError(f"the import of {', '.join(missing)} into {target} moved {', '.join(sorted(moved))}")
     return target
@@ -403,19 +416,20 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
 
 def _tags(target: Path) -> dict[str, str]:
     """The repository's tags, by ref name, each with the object it names."""
-    listing = _release_git(target, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/", repo=target)
-    return dict(line.split(" ", 1) for line in listing.splitlines() if " " in line)
+    with _git_failure_is_damage(target):
+        tags = tag_targets(target)
+    return tags
 
 
-def _release_git(cwd: Path, *args: str, repo: Path) -> str:
-    """Run git on the release repository; git failing there is a ReleaseError naming it and the remedy."""
+@contextlib.contextmanager
+def _git_failure_is_damage(repo: Path) -> Iterator[None]:
+    """Make git failing on the release repository a ReleaseError naming it and the remedy."""
     try:
-        result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
+        yield
+    except GitError as error:
+        raise _damaged(repo, error.complaint) from None
     except OSError as error:  # no git, or a folder that cannot be entered
         raise _damaged(repo, error.strerror or str(error)) from None
-    if result.returncode != 0:
-        raise _damaged(repo, complaint(result.stderr) or f"git {args[0]} failed")
-    return result.stdout.decode(errors="replace")
 
 
 def _damaged(repo: Path, what: str) -> ReleaseError:
@@ -423,22 +437,22 @@ def _damaged(repo: Path, what: str) -> ReleaseError:
     return ReleaseError(f"cannot use the release repository {repo}: {what}{remedy}")
 
 
-# Objects are stored whole, never as deltas. fast-import makes a blob a delta of the blob written before it,
-# which in a release's stream is another file: such deltas save nothing (vLLM's 97 releases took 141.4 MB
-# with chains up to 50 deep, 137.6 MB without any), and every read of a blob applies its chain. Reading
-# every blob of those releases took git 34 s of CPU, 2.4 s stored whole (0.28.0's whole package 0.75 s
-# against 0.15 s).
-_FAST_IMPORT = ["git", "fast-import", "--quiet", "--done", "--depth=0"]
+# Objects are stored whole, never as deltas (imported and repacked `whole`). fast-import makes a blob a delta
+# of the blob written before it, which in a release's stream is another file: such deltas save nothing (vLLM's
+# 97 releases took 141.4 MB with chains up to 50 deep, 137.6 MB without any), and every read of a blob applies
+# its chain. Reading every blob of those releases took git 34 s of CPU, 2.4 s stored whole (0.28.0's whole
+# package 0.75 s against 0.15 s).
 # Set in a repository whose objects are all stored whole; one built by earlier code is repacked once.
 _WHOLE = "extractor.wholeObjects"
 
 
 def _mark_whole(target: Path) -> None:
-    subprocess.run(["git", "config", _WHOLE, "true"], cwd=target, capture_output=True, check=False)
+    with contextlib.suppress(GitError):  # left unmarked, a repository is repacked once more next time
+        set_config(target, _WHOLE, "true")
 
 
 def _undeltify(target: Path) -> None:
-    """Store every object of a repository built by earlier code whole (see _FAST_IMPORT): once, some 20 s
+    """Store every object of a repository built by earlier code whole (see _WHOLE): once, some 20 s
     for vLLM's 97 releases. Readers meanwhile keep reading the old pack (git deletes it only once the new
     one is in place). A repack that fails (a full disk, a folder that cannot be written) leaves the
     repository as it was (readable, only slower), and is tried again next time."""
@@ -446,39 +460,27 @@ def _undeltify(target: Path) -> None:
 
     note(f"storing the objects of {target} whole (once: reading them becomes several times faster)", no_bar=True)
     _remove_unfinished_packs(target)
-    repacked = subprocess.run(
-        ["git", "repack", "-a", "-d", "-f", "-q", "--window=0", "--depth=0"], cwd=target, capture_output=True
-    )
-    if repacked.returncode == 0:
-        _mark_whole(target)
+    try:
+        repack_whole(target)
+    except GitError:
+        return
+    _mark_whole(target)
 
 
 def _import(target: Path, versions: list[str]) -> None:
     _remove_unfinished_packs(target)  # of an import killed before it could clean up (SIGKILL)
-    with tempfile.TemporaryFile() as errors:
-        process = subprocess.Popen(_FAST_IMPORT, cwd=target, stdin=subprocess.PIPE, stderr=errors)
-        assert process.stdin is not None
-        try:
+    # (The packs a stopped import leaves are removed under the repository's lock: no other import runs.)
+    try:
+        with fast_import(target, whole=True, after_abort=lambda: _remove_unfinished_packs(target)) as stream:
             marks = itertools.count(1)
             with ThreadPoolExecutor(max_workers=1) as downloads:  # the next sdist downloads meanwhile
                 pending = [downloads.submit(fetch_sdist, version) for version in versions]
                 for version, future in zip(versions, pending, strict=True):
-                    _write_release(future.result(), release_tag(version), process.stdin, marks)
-            process.stdin.write(b"done\n")
-            process.stdin.close()
-        except BrokenPipeError:
-            pass
-        except BaseException:
-            process.kill()  # without `done`, fast-import updates no ref: nothing half-written is named
-            process.wait()
-            _remove_unfinished_packs(target)  # (called under the repository's lock: no other import runs)
-            raise
-        if process.wait() != 0:
-            errors.seek(0)
-            said = errors.read().decode(errors="replace").strip()[-300:]
-            raise ReleaseError(
-                f"cannot build the release repository {target} for {', '.join(versions)}: {said}{damage_hint(target)}"
-            )
+                    _write_release(future.result(), release_tag(version), stream, marks)
+    except FastImportError as error:
+        raise ReleaseError(
+            f"cannot build the release repository {target} for {', '.join(versions)}: {error.said}{damage_hint(target)}"
+        ) from None
 
 
 def _remove_unfinished_packs(target: Path) -> None:

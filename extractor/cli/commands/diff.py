@@ -47,7 +47,7 @@ def run(argv: Sequence[str]) -> int:
     from extractor.errors import ScopeError
     from extractor.pipeline.write import atomic_write, page_bytes
     from extractor.query.diff import diff_catalogs, render_json, render_markdown
-    from extractor.query.history import followed
+    from extractor.query.history.revisions import followed
 
     root = Path(args.catalog_root) if args.catalog_root else None
     if root is not None and root.exists() and not root.is_dir():

@@ -11,7 +11,7 @@ from extractor.util import lifecycle
 from extractor.util.progress import one_line, warn
 
 if TYPE_CHECKING:
-    from extractor.query.history import Revision
+    from extractor.query.history.revisions import Revision
 
 from extractor.cli.options import PROG, Parser, add_repo, add_run, add_scope, extract_options, output_folder, parse
 
@@ -64,8 +64,9 @@ def _warn_if_unordered(revisions: Sequence[Revision]) -> None:
 
 def run(argv: Sequence[str]) -> int:
     args = parse(parser(), argv)
-    from extractor.pipeline.write import atomic_write_all, default_root, page_bytes
-    from extractor.query.history import HISTORY, HISTORY_MANIFEST, build_history, folder_name, followed, list_revisions
+    from extractor.query.history.lineage import build_history
+    from extractor.query.history.revisions import followed, list_revisions
+    from extractor.query.history.store import write_history
 
     specs = [*args.revisions, *(args.more or [])]
     if not specs:
@@ -80,30 +81,12 @@ def run(argv: Sequence[str]) -> int:
     revisions = list_revisions(specs, repo=args.repo)
     _warn_if_unordered(revisions)
     history = build_history(revisions, options=options, log=log)
-    root = output if output is not None else default_root(history.repo) / folder_name(options)
-    lines, manifest = history.encode()
-    files = [(root / HISTORY, lines), (root / HISTORY_MANIFEST, manifest)]  # written together, or none
-    if args.format == "json":
-        atomic_write_all(files)
-        for stale in ("history.md", "history.svg", "history.png"):  # an earlier Markdown run's, of another history
-            (root / stale).unlink(missing_ok=True)
-        copy = lines
-    else:
-        from extractor.query.changelog import render_chart, render_markdown
-
-        title = f"History of the checks in {', '.join(options.paths)} ({history.repo})"
-        files += [
-            (root / f"history{suffix}", data) for suffix, data in render_chart(history.revisions, title=title).items()
-        ]
-        lineages = history.lineages
-        page = render_markdown(lineages, history.revisions, title=title, chart="history.svg")
-        atomic_write_all([*files, (root / "history.md", page_bytes(page))])
-        copy = page_bytes(render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg")))
+    written = write_history(history, folder=output, markdown=args.format == "markdown")
     if 1 not in lifecycle.closed:  # (`>&-`: the files alone, as a run that writes files does)
         try:
-            sys.stdout.buffer.write(copy)
+            sys.stdout.buffer.write(written.printed)
             sys.stdout.flush()
         except OutputError as error:  # (a full disk, say): the files stand, the copy asked for did not come
-            raise OutputError(f"{error}; the history itself is written, in {root}") from None
-    log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {root}")
+            raise OutputError(f"{error}; the history itself is written, in {written.folder}") from None
+    log(f"{len(history.threads)} lineages over {len(history.revisions)} revisions -> {written.folder}")
     return ExitCode.OK

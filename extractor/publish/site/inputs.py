@@ -16,7 +16,7 @@ from extractor.pipeline.extract import ExtractOptions
 from extractor.pipeline.write import RECORDS
 from extractor.query.analysis import ANALYSIS, AnalysisEntry, read_analysis
 from extractor.query.diff import ChangeKind
-from extractor.query.history import HISTORY, read_written
+from extractor.query.history.store import HISTORY, read_written
 
 __all__ = [
     "HistoryEvent",

@@ -1,4 +1,5 @@
-# Changelog: a history -> Markdown (a changelog per revision, then a timeline per lineage) and a chart.
+# Changelog: a history -> Markdown (a changelog per revision, then a timeline per lineage), a chart, and a
+# lineage's life in one sentence.
 from __future__ import annotations
 
 import io
@@ -9,7 +10,7 @@ from extractor.query.diff import _marked
 from extractor.util import markdown
 from extractor.util.progress import shown
 
-__all__ = ["CHURN", "render_chart", "render_markdown"]
+__all__ = ["CHURN", "lineage_sentence", "render_chart", "render_markdown"]
 
 # What counts as churn at a revision (the chart stacks them; introductions at the first revision are not churn).
 CHURN = (
@@ -141,3 +142,30 @@ def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[st
             drawn[suffix] = buffer.getvalue()
         plt.close(figure)
     return drawn
+
+
+def _short(text: str, limit: int = 90) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def lineage_sentence(lineage: Lineage, *, start: str | None = None) -> str:
+    """Say a lineage's life in one sentence: "introduced in 0.6.0, reworded in 0.8.0 (was: ...), raised at
+    vllm/config/model.py:1234 in 0.33.0". A check there at `start`, the history's first revision, may be
+    older than it: "present at 0.6.0 (the first revision followed)"."""
+    parts = []
+    for event in lineage.events:
+        if event.kind is EventKind.INTRODUCED and event.revision == start:
+            parts.append(f"present at {event.revision} (the first revision followed)")
+        elif event.kind is EventKind.REWORDED and event.previous is not None:
+            parts.append(f"reworded in {event.revision} (was: {_short(event.previous.errorMessage)})")
+        elif event.kind is EventKind.MOVED and event.previous is not None:
+            before = event.previous
+            where = event.filePath if before.filePath != event.filePath else f"{event.function}()"
+            parts.append(f"moved to {where} in {event.revision}")
+        elif event.kind is EventKind.MODIFIED:
+            parts.append(f"modified in {event.revision} ({', '.join(event.fields)})")
+        else:
+            parts.append(f"{event.kind.value} in {event.revision}")
+    where = f"{lineage.filePath}:{lineage.lineNumber} in {lineage.lastSeen}"
+    parts.append(f"raised at {where}" if lineage.present else f"last raised at {where}")
+    return ", ".join(parts)

@@ -1,0 +1,121 @@
+# Revisions: what a user lists (releases, a range, a tag glob, a revision) -> the commits a history follows,
+# oldest first; the scope that follows a module across them as it becomes a package.
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from extractor.catalog.load import RELEASE_PREFIX
+from extractor.errors import RevisionError
+from extractor.pipeline.options import ExtractOptions
+from extractor.repo.git import (
+    Commit,
+    first_parent_commits,
+    is_ancestor,
+    list_tags,
+    open_repo,
+    read_objects,
+    resolve,
+    shown_repo,
+    tag_commits,
+)
+from extractor.util.progress import warn
+
+__all__ = ["Revision", "followed", "following", "list_revisions"]
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One revision of a history: the label it is shown by, its commit, and the SHA its records point at."""
+
+    label: str
+    commit: Commit
+    pinned: str | None = None
+
+
+def following(paths: Sequence[str]) -> tuple[str, ...]:
+    """Widen a scope so it follows a module that becomes a package (or back): `vllm/config` names both the
+    `vllm/config/` package and the `vllm/config.py` module, and `vllm/config.py` names both too."""
+    out: list[str] = []
+    for path in paths:
+        stem = path.strip("/").removesuffix(".py")
+        out += [stem, f"{stem}.py"] if stem else [path]
+    return tuple(dict.fromkeys(out))
+
+
+def followed(options: ExtractOptions) -> ExtractOptions:
+    """The options with their `--path` and `--config-from` following a module that becomes a package."""
+    return replace(options, paths=following(options.paths), config_from=following(options.config_from))
+
+
+def list_revisions(specs: Sequence[str], *, repo: str) -> list[Revision]:
+    """Resolve what the user listed, oldest first: `release:all`, `release:A..B` or `release:X.Y.Z`; and of
+    `repo`, `A..B` (A, then the first-parent commits after it up to B), a tag glob such as `v*` (sorted by
+    version), or one revision. A revision listed twice is kept once, where first listed."""
+    out: list[Revision] = []
+    for spec in specs:
+        if spec.startswith(RELEASE_PREFIX):
+            out += _releases(spec.removeprefix(RELEASE_PREFIX))
+        elif ".." in spec:
+            out += _range(repo, spec)
+        elif any(char in spec for char in "*?["):
+            out += _tags(repo, spec)
+        else:
+            out.append(Revision(spec, resolve(repo, spec)))
+    seen: set[str] = set()
+    unique = []
+    for revision in out:
+        if revision.commit.sha not in seen:
+            seen.add(revision.commit.sha)
+            unique.append(revision)
+    if not unique:
+        raise RevisionError(f"no revision in {' '.join(specs)}")
+    return unique
+
+
+def _releases(spec: str) -> list[Revision]:
+    """The releases a spec names, as commits of the release repository: its tags and dates read with one
+    `git for-each-ref`, each release's recorded commit with one `git cat-file --batch` (not a few git
+    processes per release)."""
+    from extractor.repo.release import commit_id, release_repo, release_tag, resolve_releases
+
+    if not spec:
+        raise RevisionError("release: needs a version, a range A..B or all, as in release:0.5.0..0.8.0")
+    versions = resolve_releases(spec)
+    git_dir = release_repo(versions)  # every missing release goes into one fast-import
+    template = resolve(str(git_dir), release_tag(versions[0]))
+    tags = tag_commits(git_dir)
+    answers = read_objects(git_dir, [f"{tags[release_tag(v)][0]}:vllm/_version.py" for v in versions])
+    out = []
+    for version, version_py in zip(versions, answers, strict=True):
+        sha, committed = tags[release_tag(version)]
+        commit = replace(template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=committed)
+        out.append(Revision(version, commit, commit_id(version_py) if version_py is not None else None))
+    return out
+
+
+def _range(repo: str, spec: str) -> list[Revision]:
+    if "..." in spec:  # git's symmetric difference: no line of commits to follow
+        raise RevisionError(f"{spec}: A...B is no range to follow: say A..B (A, then the commits after it up to B)")
+    low, _, high = spec.partition("..")
+    start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
+    after = first_parent_commits(start, end)
+    if not after and start.sha != end.sha:  # B is A's ancestor: nothing comes after A up to it
+        raise RevisionError(
+            f"{spec}: no commit of {high or 'HEAD'} comes after {low or 'HEAD'}: is the range backwards?"
+        )
+    if is_ancestor(start.git_dir, start.sha, end.sha) is False:  # unrelated, or on branches that went apart
+        warn(
+            f"{spec}: {low or 'HEAD'} is not an ancestor of {high or 'HEAD'}: the history is {low or 'HEAD'}, then "
+            f"the {len(after)} first-parent commit(s) of {high or 'HEAD'} it does not hold"
+        )
+    return [Revision(commit.sha[:12], commit) for commit in [start, *after]]
+
+
+def _tags(repo: str, pattern: str) -> list[Revision]:
+    git_dir = open_repo(repo)
+    tags = [tag for tag in list_tags(git_dir, pattern) if fnmatch.fnmatchcase(tag, pattern)]
+    if not tags:
+        raise RevisionError(f"no tag matches {pattern!r} in {shown_repo(repo)}")
+    return [Revision(tag, resolve(repo, tag)) for tag in tags]
