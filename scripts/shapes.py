@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from extractor.catalog.load import open_catalog
 from extractor.pipeline.extract import ExtractOptions
 from extractor.query.match.matcher import Matcher
-from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, Row, templates_of_rows
+from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, templates_of
 
 PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
 FRAME = 'Traceback (most recent call last):\n  File "/usr/lib/python3.12/site-packages/vllm/x.py", line 12, in f\n'
@@ -101,8 +101,8 @@ def main() -> None:
     args = parser.parse_args()
     options = ExtractOptions(paths=(args.path,), exceptions=(args.exception,))
     catalog = open_catalog(args.catalog, repo="https://github.com/vllm-project/vllm", options=options)
-    data = catalog.data or [line.model_dump(mode="json", by_alias=True) for line in catalog.lines]
-    matcher = Matcher(templates_of_rows(map(Row.of_data, data)))
+    data = [line.model_dump(mode="json", by_alias=True) for line in catalog.lines]
+    matcher = Matcher(templates_of(catalog.lines))
     own = {(t.errorClass, t.messagePattern): t for t in matcher.templates}
     lines = [line for line in data if not own[line["record"]["errorClass"], line["record"]["messagePattern"]].catch_all]
     print(

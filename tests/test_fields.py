@@ -104,7 +104,7 @@ def test_fields_written_as_data_are_the_models_json(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
     catalog = extract(repo=str(repo.path), revision="v1", options=ExtractOptions(cache=False))
-    written = [field for line in catalog.data for field in line["extraction"]["fields"]]
+    written = [field for line in catalog.encoded.splitlines() for field in orjson.loads(line)["extraction"]["fields"]]
     assert {field["resolved"] for field in written} == {True, False}
     for field in written:
         dumped = FieldRef.model_validate(field).model_dump(mode="json", by_alias=True)

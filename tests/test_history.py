@@ -388,7 +388,6 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
             assert (catalog.stored is not None) == stored
             validated = [CatalogLine.model_validate_json(raw) for raw in catalog.encoded.splitlines()]
             checks = [Check.of(index, line) for index, line in enumerate(validated)]
-            assert [Check.of_data(index, line) for index, line in enumerate(catalog.data)] == checks
         expected.append(checks)
     assert [len(checks) for checks in expected] == [4, 4, 4, 4]
     assert [c.slug for c in expected[0]] == [
@@ -417,20 +416,22 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
             previous = revision
 
 
-def test_a_line_read_as_data_takes_the_models_defaults(history_repo: GitRepo) -> None:
-    """diff.Check.of_data reads a line that leaves out what the models default as its model would."""
+def test_a_sites_data_takes_the_models_defaults(history_repo: GitRepo) -> None:
+    """A history reads a scan's conditions and fields as data: what leaves out what the models default
+    reads as its model would (diff.Check.of)."""
     from extractor.model.records import CatalogLine
     from extractor.pipeline.extract import extract_commit
     from extractor.query.diff import Check
+    from extractor.query.history.checks import conditions_of_data, fields_of_data
     from extractor.repo.git import resolve
 
     catalog = extract_commit(resolve(str(history_repo.path), "v1"), options=ExtractOptions(paths=("pkg/config.py",)))
     line = orjson.loads(catalog.encoded.splitlines()[0])
     line["extraction"]["conditions"] = [{"kind": "if", "test": "n < 0", "line": 3}]
     line["extraction"]["fields"] = [{"expression": "self.n", "class": "C", "field": "n", "resolved": True}]
-    minimal = Check.of_data(0, line)
-    assert minimal == Check.of(0, CatalogLine.model_validate(line))
-    assert (minimal.conditions, minimal.fields) == ((("if", "n < 0", False),), (("C", "n", (), None, None),))
+    minimal = (conditions_of_data(line["extraction"]["conditions"]), fields_of_data(line["extraction"]["fields"]))
+    model = Check.of(0, CatalogLine.model_validate(line))
+    assert minimal == (model.conditions, model.fields) == ((("if", "n < 0", False),), (("C", "n", (), None, None),))
 
 
 def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRepo) -> None:

@@ -946,24 +946,6 @@ def test_a_pattern_with_optional_parts_is_found_by_its_literal_runs() -> None:
         assert [(m.how, m.values, m.confident) for m in matcher.match(text).matches] == [("exact", values, True)]
 
 
-def test_an_index_reads_the_same_rows_from_data_as_from_validated_lines(shapes_repo: GitRepo) -> None:
-    """match's index reads an extraction's lines as data (no model validated) and a catalog read from
-    disk as validated lines: the two readers give the same rows, on the lines as built and as written."""
-    import orjson
-
-    from extractor.catalog.load import LoadedCatalog
-    from extractor.query.match.pattern import Row
-
-    options = ExtractOptions(paths=("pkg",), exceptions=("*",), cache=False)
-    catalog = extract(repo=str(shapes_repo.path), revision="v1", options=options)
-    loaded = LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, "v1")
-    assert loaded.data is not None and len(loaded.data) >= 9
-    validated = [Row.of(line) for line in loaded.lines]
-    assert [Row.of_data(line) for line in loaded.data] == validated
-    assert [Row.of_data(orjson.loads(line)) for line in catalog.encoded.splitlines()] == validated
-    assert any(row.placeholders for row in validated)
-
-
 def test_an_answer_renders_itself_as_text_or_a_json_line_with_the_history_notes_given() -> None:
     """MatchResult.render: text shows each match's place, values (an expression over lines on one), releases,
     link and history note, weak ones marked; JSON gives each confident match a history only when notes are."""

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -43,20 +42,20 @@ __all__ = [
 
 
 class LoadedCatalog:
-    """A catalog read from disk or extracted on the fly, with where it came from.
+    """A catalog read from disk or extracted on the fly, with where it came from: every reader (diff,
+    match, explain, list, history, site) reads its `lines`, the models of the published records.
 
     Lines read from disk are validated as they are read. Those of an extraction (trusted: this run built
-    them) are validated only when `lines` is first asked for, and `data` gives them as plain data before
-    that: a reader that needs only a few fields of each line (match's index) reads them there."""
+    them) are validated when `lines` is first asked for: a run that only writes its catalog never makes
+    them."""
 
-    __slots__ = ("_extracted", "_lines", "_one", "manifest", "revision", "sha")
+    __slots__ = ("_extracted", "_lines", "manifest", "revision", "sha")
 
     def __init__(
         self, lines: tuple[CatalogLine, ...] | Catalog, manifest: Manifest | None, sha: str, revision: str
     ) -> None:
         self._lines: tuple[CatalogLine, ...] | None = lines if isinstance(lines, tuple) else None
         self._extracted: Catalog | None = None if isinstance(lines, tuple) else lines
-        self._one: dict[int, CatalogLine] = {}  # lines validated one at a time (see `line`)
         self.manifest, self.sha, self.revision = manifest, sha, revision
 
     @property
@@ -66,25 +65,12 @@ class LoadedCatalog:
             self._lines = self._extracted.lines
         return self._lines
 
-    def line(self, index: int) -> CatalogLine:
-        """One line, validated alone if the others are not (the same model `lines` holds at `index`)."""
-        if self._lines is not None:
-            return self._lines[index]
-        found = self._one.get(index)
-        if found is None:
-            assert self._extracted is not None
-            found = self._one[index] = CatalogLine.model_validate_json(orjson.dumps(self._extracted.data[index]))
-        return found
-
     @property
     def count(self) -> int:
-        """How many lines it holds (counted without validating them)."""
-        return len(self._lines if self._lines is not None else self.data or ())
-
-    @property
-    def data(self) -> Sequence[Mapping[str, Any]] | None:
-        """The lines as data if this run extracted them (None for a catalog read from disk)."""
-        return self._extracted.data if self._extracted is not None else None
+        """How many lines it holds (an extraction's counted by its manifest, without validating them)."""
+        if self._lines is None and self._extracted is not None:
+            return self._extracted.manifest_data["counts"]["records"]
+        return len(self.lines)
 
 
 def load_catalog(path: Path) -> LoadedCatalog:

@@ -76,13 +76,6 @@ class Catalog:
         return self.stored if self.stored is not None else b"".join(self.pieces)
 
     @cached_property
-    def data(self) -> Sequence[Mapping[str, Any]]:
-        """The lines as data (what the JSON holds), with no model made."""
-        if self.built is not None:
-            return self.built
-        return [orjson.loads(line) for line in self.encoded.splitlines()]
-
-    @cached_property
     def manifest(self) -> Manifest:
         from extractor.model.records import Manifest
 

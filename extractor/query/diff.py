@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -28,9 +28,7 @@ __all__ = [
     "Known",
     "Pair",
     "checks_of",
-    "conditions_of_data",
     "diff_catalogs",
-    "fields_of_data",
     "is_generic",
     "pair_checks",
     "similarity",
@@ -53,8 +51,8 @@ _ORDER = {kind: index for index, kind in enumerate(ChangeKind)}
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    """What pairing reads of one catalog line (the same whether the line was validated into a model or is
-    the data a run built), and the line's position in its catalog."""
+    """What pairing reads of one catalog line, and the line's position in its catalog (a history makes the
+    same from a revision's scan, see history.checks)."""
 
     index: int
     id: str
@@ -91,41 +89,6 @@ class Check:
             record.githubUrl,
         )
 
-    @classmethod
-    def of_data(cls, index: int, line: Mapping[str, Any]) -> Check:
-        """The check of a line as data (as records.jsonl holds it), read with the models' defaults."""
-        record, extraction = line["record"], line["extraction"]
-        return cls(
-            index,
-            record["id"],
-            record["errorClass"],
-            record["errorMessage"],
-            record["errorType"],
-            record["filePath"],
-            record["lineNumber"],
-            extraction["column"],
-            extraction["function"],
-            conditions_of_data(extraction["conditions"]),
-            extraction["cause"],
-            fields_of_data(extraction.get("fields", ())),
-            record["slug"],
-            record["githubUrl"],
-        )
-
-
-def conditions_of_data(conditions: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str, bool], ...]:
-    """A check's conditions, read from an extraction's as data (with the models' defaults)."""
-    return tuple((c["kind"], c["test"], c.get("negated", False)) for c in conditions)
-
-
-def fields_of_data(fields: Iterable[Mapping[str, Any]]) -> tuple[tuple[object, ...], ...]:
-    """A check's fields: those of an extraction's (as data, with the models' defaults) that resolve."""
-    return tuple(
-        (f.get("class"), f.get("field"), tuple(f.get("flags", ())), f.get("via"), f.get("key"))
-        for f in fields
-        if f.get("resolved", False)
-    )
-
 
 class Pair(NamedTuple):
     """One check's fate: its old and new checks (one may be None) and the fields that differ."""
@@ -144,8 +107,7 @@ class Pair(NamedTuple):
 class Change:
     """One check's fate in a catalog diff: its old and new lines (one may be None) and the fields that differ.
 
-    The lines are taken from their catalogs when first asked for: a renderer that shows only what changed
-    never validates the lines of an extraction that stayed the same (see LoadedCatalog.line)."""
+    The lines are taken from their catalogs when first asked for."""
 
     __slots__ = ("_new", "_old", "fields", "kind")
 
@@ -160,11 +122,11 @@ class Change:
 
     @property
     def old(self) -> CatalogLine | None:
-        return self._old[0].line(self._old[1]) if self._old is not None else None
+        return self._old[0].lines[self._old[1]] if self._old is not None else None
 
     @property
     def new(self) -> CatalogLine | None:
-        return self._new[0].line(self._new[1]) if self._new is not None else None
+        return self._new[0].lines[self._new[1]] if self._new is not None else None
 
     @property
     def id(self) -> str:
@@ -247,10 +209,7 @@ def diff_catalogs(old: LoadedCatalog, new: LoadedCatalog) -> CatalogDiff:
 
 
 def checks_of(catalog: LoadedCatalog) -> list[Check]:
-    """A catalog's checks, read from its lines as data if this run extracted them, else validated."""
-    data = catalog.data
-    if data is not None:
-        return [Check.of_data(index, line) for index, line in enumerate(data)]
+    """A catalog's checks, read from its lines."""
     return [Check.of(index, line) for index, line in enumerate(catalog.lines)]
 
 

@@ -66,19 +66,8 @@ def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Expla
 
 
 def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
-    """`find` in a catalog; one this run extracted is searched as data, and only the lines shown (the
-    record and its related ones) are validated."""
-    data = catalog.data
-    if data is None:
-        return find(catalog.lines, query, origin=origin)
-    return _find(
-        [line["record"]["id"] for line in data],
-        [line["record"]["slug"] for line in data],
-        lambda: map(Row.of_data, data),
-        catalog.line,
-        query,
-        origin,
-    )
+    """`find` in a catalog's lines."""
+    return find(catalog.lines, query, origin=origin)
 
 
 def _find(

@@ -2,15 +2,16 @@
 # the next revision), or a catalog's.
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from extractor.catalog.load import LoadedCatalog
 from extractor.model.scanned import SiteData
 from extractor.pipeline.extract import ScannedRevision
 from extractor.pipeline.fields import from_self
 from extractor.pipeline.lines import Slugs, file_ids, in_order, type_value, url_prefix
-from extractor.query.diff import Check, Pair, checks_of, conditions_of_data, fields_of_data
+from extractor.query.diff import Check, Pair, checks_of
 
 __all__ = ["ChecksByFile", "RevisionChecks", "sides"]
 
@@ -60,8 +61,22 @@ class _SiteCheck:
     reads: list[str]  # the chains it reads that may reach a config field
 
 
+def conditions_of_data(conditions: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str, bool], ...]:
+    """A check's conditions, read from a scan's sites as data (with the models' defaults)."""
+    return tuple((c["kind"], c["test"], c.get("negated", False)) for c in conditions)
+
+
+def fields_of_data(fields: Iterable[Mapping[str, Any]]) -> tuple[tuple[object, ...], ...]:
+    """A check's fields: those of an extraction's (as data, with the models' defaults) that resolve."""
+    return tuple(
+        (f.get("class"), f.get("field"), tuple(f.get("flags", ())), f.get("via"), f.get("key"))
+        for f in fields
+        if f.get("resolved", False)
+    )
+
+
 class ChecksByFile:
-    """Each revision's checks, equal to those of its catalog's lines (diff.Check.of_data of the lines
+    """Each revision's checks, equal to those of its catalog's lines (diff.Check.of of the lines
     build_records makes and the field index annotates), made file by file: what a file's sites give
     whatever the revision is kept by path and blob for the next revision (most of whose files are the
     same blobs), and only the chains that may reach a config field are resolved again."""

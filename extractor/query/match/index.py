@@ -76,8 +76,7 @@ def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[MatchTempl
     for label, origin, catalog in catalogs:
         # One catalog needs no labels: its matches say where, not in which of the catalogs.
         release = label if len(catalogs) > 1 else ""
-        data = catalog.data  # an extraction's lines are read as data, without validating a model
-        rows = map(Row.of_data, data) if data is not None else map(Row.of, catalog.lines)
+        rows = map(Row.of, catalog.lines)
         for template in templates_of_rows(rows, release=release, origin=origin):
             key = (template.errorClass, template.messagePattern)
             held = merged.get(key)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -216,26 +216,6 @@ class Row(NamedTuple):
             tuple((p.group, p.expression, p.start, p.end) for p in extraction.placeholders),
             extraction.messageSource,
             (record.filePath, record.lineNumber, record.id, record.slug, record.githubUrl, extraction.function),
-        )
-
-    @classmethod
-    def of_data(cls, line: Mapping[str, Any]) -> Row:
-        """The row of a line as data, as this run built it (see LoadedCatalog.data)."""
-        record, extraction = line["record"], line["extraction"]
-        return cls(
-            record["errorClass"],
-            record["errorMessage"],
-            record["messagePattern"],
-            tuple((p["group"], p["expression"], p["start"], p["end"]) for p in extraction["placeholders"]),
-            extraction.get("messageSource"),
-            (
-                record["filePath"],
-                record["lineNumber"],
-                record["id"],
-                record["slug"],
-                record["githubUrl"],
-                extraction["function"],
-            ),
         )
 
 
