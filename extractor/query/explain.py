@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import orjson
+
 from extractor.errors import ExtractorError
 from extractor.model.records import CatalogLine, ConditionKind, FieldRef
 from extractor.pipeline.write import dumps_document
@@ -242,8 +244,20 @@ def _short(line: CatalogLine, limit: int) -> str:
     return " ".join(message[:cut].split()) + " ..."
 
 
-def render(explanation: Explanation, *, format: str) -> str:
-    """Render an explanation as text, Markdown or JSON."""
+def render(explanation: Explanation, *, format: str, history: str | None = None) -> str:
+    """Render an explanation as text, Markdown or JSON; `history` is the record's lineage in a sentence
+    (a history's, when one was given), said last."""
+    page = _render(explanation, format)
+    if history is None:
+        return page
+    if format == "json":
+        return dumps_document({**orjson.loads(page), "history": history}).decode()
+    if format == "markdown":
+        return page + f"\n**History**: {markdown.text(history)}\n"
+    return page + f"\nHistory: {history}\n"
+
+
+def _render(explanation: Explanation, format: str) -> str:
     line, record = explanation.line, explanation.line.record
     if format == "json":
         document = {

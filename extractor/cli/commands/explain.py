@@ -57,18 +57,8 @@ def run(argv: Sequence[str]) -> int:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
         print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}", file=sys.stderr)
         return ExitCode.NOT_FOUND
-    page = render(explanation, format=args.format)
-    note = lineage_note(lineages_of(args), explanation.line.record.id)
-    if note is not None and args.format == "json":
-        import orjson
-
-        page = orjson.dumps({**orjson.loads(page), "history": note}, option=orjson.OPT_INDENT_2).decode() + "\n"
-    elif note is not None and args.format == "markdown":
-        from extractor.util import markdown
-
-        page += f"\n**History**: {markdown.text(note)}\n"
-    elif note is not None:
-        page += f"\nHistory: {note}\n"
+    history = lineage_note(lineages_of(args), explanation.line.record.id)
+    page = render(explanation, format=args.format, history=history)
     sys.stdout.write(page if args.format == "json" else shown(page))
     sys.stdout.flush()
     return ExitCode.OK
