@@ -228,11 +228,12 @@ def similar_sdist(version: str) -> bytes:
     return buffer.getvalue()
 
 
-def test_releases_are_stored_whole_and_a_repository_built_before_is_repacked_once(
+def test_releases_are_stored_whole_and_a_repository_of_an_older_extractor_is_refused(
     isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """No object is a delta (reading one would apply its chain); a repository whose objects are (one built
-    by earlier code) is repacked whole once, its commits unchanged."""
+    """No object is a delta (reading one would apply its chain), over imports that add packs of their own; a
+    repository without the mark this code sets (an older extractor's, its objects deltas) is refused in one
+    line that says how to have it built again, and left as it was."""
     versions = ["9.7.0", "9.8.0", "9.9.0"]
     index = Index({f"vllm-{v}.tar.gz": similar_sdist(v) for v in versions})
     monkeypatch.setenv("PIP_INDEX_URL", index.url)
@@ -241,45 +242,16 @@ def test_releases_are_stored_whole_and_a_repository_built_before_is_repacked_onc
         release_repo(versions[:2], repo=target)
         release_repo(versions, repo=target)  # a later import adds a pack of its own
         assert deltas(target) == 0
-        commits = [git(target, "rev-parse", f"v{v}") for v in versions]
-        # As earlier code left it: deltas (git's own, the most it finds), no mark.
-        git(target, "repack", "-a", "-d", "-f", "-q", "--depth=50", "--window=10")
+        assert git(target, "config", "extractor.wholeObjects") == "true"
         git(target, "config", "--unset", "extractor.wholeObjects")
-        assert deltas(target) > 0
-        release_repo(versions[:1], repo=target)
+        with pytest.raises(ReleaseError) as refused:
+            release_repo(versions[:1], repo=target)
     finally:
         index.server.shutdown()
-    assert deltas(target) == 0
-    assert git(target, "config", "extractor.wholeObjects") == "true"
-    assert [git(target, "rev-parse", f"v{v}") for v in versions] == commits
-    packed = list((target / "objects" / "pack").glob("*.pack"))
-    release_repo(versions[:1], repo=target)  # marked: not repacked again
-    assert list((target / "objects" / "pack").glob("*.pack")) == packed
-
-
-def test_a_repack_that_fails_leaves_the_repository_as_it_was_to_try_again(
-    isolated_cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """A repository built before whose repack fails (here: git refuses it) is read as it is, unmarked."""
-    index = Index({"vllm-9.8.0.tar.gz": make_sdist("9.8.0")})
-    monkeypatch.setenv("PIP_INDEX_URL", index.url)
-    target = tmp_path / "r.git"
-    try:
-        release_repo(["9.8.0"], repo=target)
-    finally:
-        index.server.shutdown()
-    git(target, "config", "--unset", "extractor.wholeObjects")
-    real = shutil.which("git")
-    assert real is not None
-    fake = tmp_path / "bin" / "git"
-    fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\n[ "$1" = repack ] && exit 1\nexec {real} "$@"\n')
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    assert release_repo(["9.8.0"], repo=target) == target
-    assert git(target, "rev-parse", "v9.8.0")
-    monkeypatch.undo()
-    assert subprocess.run(["git", "config", "extractor.wholeObjects"], cwd=target).returncode == 1  # unmarked
+    said = str(refused.value)
+    assert said.startswith(f"cannot use the release repository {target}: it was built by an older extractor")
+    assert "\n" not in said and "built again" in said
+    assert subprocess.run(["git", "config", "extractor.wholeObjects"], cwd=target).returncode == 1
 
 
 @pytest.mark.release
@@ -360,7 +332,6 @@ def test_resolve_releases_asks_the_index(serve) -> None:  # type: ignore[no-unty
 def test_a_release_run_forks_its_workers_first_unless_its_catalog_is_cached(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """`--release` starts its workers before it resolves the release and imports the pipeline, as `--sha`
     does; a run whose catalog is in the cache forks none."""
-    import os
     import subprocess
     import sys
 

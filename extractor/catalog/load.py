@@ -92,7 +92,9 @@ def load_catalog(path: Path) -> LoadedCatalog:
         raw = read_whole(records)
     except OSError as error:
         raise CatalogError(f"cannot read catalog {records}: {error.strerror or error}") from None
-    if manifest is not None and manifest.recordsSha256 not in (None, records_digest(raw)):
+    if manifest is not None and manifest.recordsSha256 is None:
+        raise CatalogError(f"{manifest_path} holds no checksum of its records (an older extractor's): extract it again")
+    if manifest is not None and manifest.recordsSha256 != records_digest(raw):
         raise CatalogError(f"{records} does not match the checksum in {manifest_path}: it was cut or altered")
     if raw and not raw.endswith(b"\n"):
         raise CatalogError(f"{records}: the last line is cut (no newline at the end)")

@@ -198,7 +198,7 @@ class Manifest(_Frozen):
     scope: Scope
     counts: Counts
     # The SHA-256 of records.jsonl, set as the manifest is written (after the records): a catalog is whole
-    # when it matches. None in a manifest not written with its records (or by an older version).
+    # when it matches. None until the manifest is written with its records.
     recordsSha256: str | None = None
     skippedFiles: list[SkippedFile]
     skippedSites: list[SkippedSite]

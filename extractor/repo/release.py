@@ -34,7 +34,6 @@ from extractor.repo.git import (
     fast_import,
     init_bare,
     redact_url,
-    repack_whole,
     set_config,
     tag_targets,
     update_ref,
@@ -398,10 +397,10 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
         if not (target / "HEAD").exists():
             with _git_failure_is_damage(target):
                 init_bare(target)
-            _mark_whole(target)
+                set_config(target, _WHOLE, "true")
+        elif config_value(target, _WHOLE) is None:
+            raise _damaged(target, "it was built by an older extractor, whose objects are not stored whole")
         listed = _tags(target)
-        if config_value(target, _WHOLE) is None:
-            _undeltify(target)
         missing = [v for v in dict.fromkeys(versions) if f"refs/tags/{release_tag(v)}" not in listed]
         if missing:
             _import(target, missing)
@@ -442,29 +441,9 @@ def _damaged(repo: Path, what: str) -> ReleaseError:
 # 97 releases took 141.4 MB with chains up to 50 deep, 137.6 MB without any), and every read of a blob applies
 # its chain. Reading every blob of those releases took git 34 s of CPU, 2.4 s stored whole (0.28.0's whole
 # package 0.75 s against 0.15 s).
-# Set in a repository whose objects are all stored whole; one built by earlier code is repacked once.
+# Set in every repository this code builds: one without it was built by an older extractor (its objects
+# deltas), and is refused with the remedy (removed, it is built again).
 _WHOLE = "extractor.wholeObjects"
-
-
-def _mark_whole(target: Path) -> None:
-    with contextlib.suppress(GitError):  # left unmarked, a repository is repacked once more next time
-        set_config(target, _WHOLE, "true")
-
-
-def _undeltify(target: Path) -> None:
-    """Store every object of a repository built by earlier code whole (see _WHOLE): once, some 20 s
-    for vLLM's 97 releases. Readers meanwhile keep reading the old pack (git deletes it only once the new
-    one is in place). A repack that fails (a full disk, a folder that cannot be written) leaves the
-    repository as it was (readable, only slower), and is tried again next time."""
-    from extractor.util.progress import note
-
-    note(f"storing the objects of {target} whole (once: reading them becomes several times faster)", no_bar=True)
-    _remove_unfinished_packs(target)
-    try:
-        repack_whole(target)
-    except GitError:
-        return
-    _mark_whole(target)
 
 
 def _import(target: Path, versions: list[str]) -> None:
