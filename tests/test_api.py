@@ -114,3 +114,34 @@ def test_scan_and_message_template_read_one_file() -> None:
         "block_size ({block_size}) is too large.",
         "block_size must be positive.",
     ]
+
+
+def test_a_built_wheel_holds_the_schemas_templates_and_types(tmp_path: Path) -> None:
+    """What the package reads as package data is in what pip installs, not only in a source checkout."""
+    import zipfile
+
+    root = Path(__file__).resolve().parents[1]
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("extractor-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    from extractor.model.schema import SCHEMAS
+
+    assert {f"extractor/model/schemas/{name}" for name in SCHEMAS} <= names
+    assert {"extractor/py.typed", "extractor/publish/site/assets/static/site.css"} <= names
+    assert "extractor/publish/site/assets/templates/record.html" in names
