@@ -28,6 +28,7 @@ from extractor.pipeline.options import ExtractOptions as ExtractOptions
 from extractor.pipeline.options import scope_path as scope_path
 from extractor.pipeline.scheduler import scan_blobs
 from extractor.repo import git as git_stage
+from extractor.repo.housekeeping import cache_dir
 from extractor.util.lifecycle import collector_paused, keep_until_exit
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ def extract_commit(
 
 
 def _open_cache(options: ExtractOptions) -> ScanCache:
-    return ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+    return ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
 
 
 @dataclass(frozen=True, slots=True)

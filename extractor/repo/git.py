@@ -14,10 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, NoReturn
 
-import platformdirs
-
 from extractor.errors import RepositoryError, RevisionError
-from extractor.repo.housekeeping import remove_orphans
+from extractor.repo.housekeeping import cache_dir, remove_orphans
 
 __all__ = [
     "Blob",
@@ -25,7 +23,6 @@ __all__ = [
     "Commit",
     "FastImportError",
     "GitError",
-    "cache_dir",
     "close_readers",
     "complaint",
     "config_value",
@@ -85,11 +82,6 @@ class Blob:
     @property
     def is_regular(self) -> bool:
         return self.mode in _REGULAR
-
-
-def cache_dir() -> Path:
-    """Return the user cache directory of the extractor (honours XDG_CACHE_HOME)."""
-    return Path(platformdirs.user_cache_dir("extractor", appauthor=False))
 
 
 def is_url(repo: str) -> bool:

@@ -28,7 +28,6 @@ from extractor.errors import ReleaseError
 from extractor.repo.git import (
     FastImportError,
     GitError,
-    cache_dir,
     config_value,
     damage_hint,
     fast_import,
@@ -39,6 +38,7 @@ from extractor.repo.git import (
     tag_targets,
     update_ref,
 )
+from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import replace_bytes, replacing
 
 __all__ = [
