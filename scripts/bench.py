@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from extractor.repo.git import cache_dir  # noqa: E402
+from extractor.repo.housekeeping import cache_dir  # noqa: E402
 from extractor.repo.release import release_repo  # noqa: E402
 
 

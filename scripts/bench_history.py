@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.repo.git import cache_dir
+from extractor.repo.housekeeping import cache_dir
 from extractor.repo.release import fetch_sdist, release_repo, resolve_releases
 
 

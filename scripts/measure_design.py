@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import libcst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
 
-from extractor.repo.git import Commit, list_blobs, read_blobs, resolve
+from extractor.repo.git.blobs import list_blobs, read_blobs
+from extractor.repo.git.commit import Commit, resolve
 from extractor.repo.release import release_repo, release_tag
 
 

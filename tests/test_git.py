@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from extractor.errors import RepositoryError, RevisionError
-from extractor.repo.git import Blob, list_blobs, read_blobs, resolve, with_sizes
+from extractor.repo.git.blobs import Blob, list_blobs, read_blobs, with_sizes
+from extractor.repo.git.commit import resolve
 from tests.conftest import GitRepo, git, run_cli
 
 
@@ -148,7 +149,7 @@ def test_a_url_whose_bytes_are_not_utf8_is_an_error_about_the_url(isolated_cache
 def test_a_reader_that_met_a_missing_object_is_never_used_again(git_repo: GitRepo) -> None:
     """cat-file answers every request: after one it could not serve, the answers still in the pipe must
     not pass for the next request's."""
-    from extractor.repo.git import reader
+    from extractor.repo.git.blobs import reader
 
     files = {f"pkg/m{i}.py": f"x = {i}\n" for i in range(4)}
     git_repo.commit(files, tag="v1")
@@ -282,6 +283,6 @@ def test_credentials_in_a_repository_url_are_never_shown_nor_named_in_the_cache(
     with pytest.raises(RepositoryError, match=r"cannot clone http://user:\*\*\*\*@127\.0\.0\.1:9/x\.git") as raised:
         resolve("http://user:s3cret@127.0.0.1:9/x.git", "HEAD")
     assert "s3cret" not in str(raised.value)
-    from extractor.repo.git import _clone_dir
+    from extractor.repo.git.clone import _clone_dir
 
     assert "s3cret" not in str(_clone_dir("http://user:s3cret@127.0.0.1:9/x.git"))

@@ -371,7 +371,7 @@ def test_a_historys_checks_are_those_of_each_revisions_validated_catalog(git_rep
     from extractor.query.diff import Check, pair_checks
     from extractor.query.history.checks import ChecksByFile
     from extractor.query.history.lineage import _known
-    from extractor.repo.git import resolve
+    from extractor.repo.git.commit import resolve
 
     other = 'def f(n):\n    if n:\n        raise ValueError("block_size is too large.")\n'
     git_repo.commit({"pkg/config/cache.py": FIELDS_CONFIG, "pkg/other.py": other}, tag="v1")
@@ -423,7 +423,7 @@ def test_a_sites_data_takes_the_models_defaults(history_repo: GitRepo) -> None:
     from extractor.pipeline.extract import extract_commit
     from extractor.query.diff import Check
     from extractor.query.history.checks import conditions_of_data, fields_of_data
-    from extractor.repo.git import resolve
+    from extractor.repo.git.commit import resolve
 
     catalog = extract_commit(resolve(str(history_repo.path), "v1"), options=ExtractOptions(paths=("pkg/config.py",)))
     line = orjson.loads(catalog.encoded.splitlines()[0])
@@ -442,7 +442,7 @@ def test_a_diffs_pairs_hold_each_check_of_both_catalogs_once(history_repo: GitRe
     from extractor.pipeline.extract import extract_commit
     from extractor.query.diff import checks_of, diff_catalogs
     from extractor.query.history.checks import sides
-    from extractor.repo.git import resolve
+    from extractor.repo.git.commit import resolve
 
     options = ExtractOptions(paths=following(("pkg/config",)))
     catalogs = []
@@ -491,7 +491,7 @@ def test_releases_listed_newest_first_are_followed_as_listed_with_a_warning(
 ) -> None:
     from extractor.cli.commands.history import _warn_if_unordered
     from extractor.query.history.revisions import Revision
-    from extractor.repo.git import Commit
+    from extractor.repo.git.commit import Commit
 
     def revision(version: str) -> Revision:
         commit = Commit(tmp_path, "a" * 40, f"release:{version}", "2026-01-01T00:00:00Z", "o/n")

@@ -26,7 +26,17 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         "model",  # the scan's values without pydantic (a worker scans without it), the published models
         [("kinds",), ("scanned",), ("records", "manifest"), ("schema",)],
     ),
-    ("repo", [("housekeeping",), ("git",), ("release",)]),  # the user cache's folders; git; release sdists
+    (
+        "repo",  # the user cache's folders; git/ (every git call of the package); release sdists
+        [
+            ("housekeeping",),  # the user cache directory and what it holds
+            ("git.run",),  # git run, what it said when it failed, names as it gives them
+            ("git.clone", "git.write"),  # a repository opened (a URL's clone cached); the release repository written
+            ("git.commit",),  # a revision resolved once
+            ("git.blobs", "git.history"),  # a commit's files listed and read; tags, logs, ancestry
+            ("release",),  # release sdists -> the release repository
+        ],
+    ),
     (
         "scanning",  # what the walk uses; a message -> its template (template/); the walk; pieces; the scan API
         [
@@ -210,9 +220,15 @@ def test_subpackages_are_folders_that_import_nothing() -> None:
     stage (or of a folder inside one) never loads the rest of it."""
     graph = _graph(PACKAGE)
     subpackages = _subpackages(PACKAGE)
-    assert {"util", "cli.commands", "publish.site", "query.match", "query.history", "scanning.template"} <= set(
-        subpackages
-    )
+    assert {
+        "util",
+        "cli.commands",
+        "publish.site",
+        "query.match",
+        "query.history",
+        "repo.git",
+        "scanning.template",
+    } <= set(subpackages)
     assert {name: graph[name] for name in subpackages if graph[name]} == {}
 
 

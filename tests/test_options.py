@@ -27,7 +27,8 @@ def test_the_scope_as_data_is_the_scope_models_dump(options: ExtractOptions) -> 
 def test_the_options_and_the_cache_keys_need_no_pydantic() -> None:
     code = (
         "import sys\n"
-        "import extractor.pipeline.cache, extractor.repo.git, extractor.pipeline.options\n"
+        "import extractor.pipeline.cache, extractor.pipeline.options\n"
+        "import extractor.repo.git.blobs, extractor.repo.git.history, extractor.repo.git.write\n"
         "import extractor.pipeline.workers, extractor.pipeline.write\n"
         "print('pydantic' in sys.modules)\n"
     )

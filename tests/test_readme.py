@@ -409,7 +409,10 @@ def _seed_cache(cache: Path, repository: Path, scans: Path) -> None:
     the tests' release repository there (its objects hard-linked too), and copy the session's scans of the
     whole package (so `--path vllm` over releases reads them)."""
     (cache / "extractor" / "releases").mkdir(parents=True)
-    git(cache, "clone", "--quiet", "--bare", str(repository), str(cache / "extractor" / "releases" / "vllm.git"))
+    clone = cache / "extractor" / "releases" / "vllm.git"
+    git(cache, "clone", "--quiet", "--bare", str(repository), str(clone))
+    # Its objects are the release repository's, stored whole: marked as the extractor marks the ones it builds.
+    git(clone, "config", "extractor.wholeObjects", git(repository, "config", "extractor.wholeObjects"))
     copy_scans(scans, cache)
     sdists = release_store() / "sdists"
     target = cache / "extractor" / "sdists"

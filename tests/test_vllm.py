@@ -22,7 +22,8 @@ from extractor.pipeline.cache import ScanCache, wait_for_writes
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.diff import CatalogDiff, diff_catalogs
 from extractor.query.match.matcher import Matcher
-from extractor.repo.git import list_blobs, read_blobs, resolve
+from extractor.repo.git.blobs import list_blobs, read_blobs
+from extractor.repo.git.commit import resolve
 from tests.conftest import cli, copy_scans
 from tests.rendering import collector_paused, statements
 

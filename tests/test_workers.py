@@ -188,7 +188,7 @@ def test_work_is_cut_as_it_is_handed_out_each_file_once_the_last_batches_small()
     from collections.abc import Sequence
 
     from extractor.pipeline.scheduler import _BATCH_BYTES, _largest_first, _Work
-    from extractor.repo.git import Blob
+    from extractor.repo.git.blobs import Blob
 
     sizes = [200_000, 150_000, *[30_000] * 40, *[3_000] * 300, *[500] * 200]
     blobs = _largest_first([Blob(f"f{i}.py", f"{i:040x}", "100644", size) for i, size in enumerate(sizes)])

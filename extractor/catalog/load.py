@@ -23,7 +23,9 @@ from extractor.pipeline.write import (
     leading_nowhere,
     records_digest,
 )
-from extractor.repo.git import Commit, is_url, read_file, resolve
+from extractor.repo.git.blobs import read_file
+from extractor.repo.git.clone import is_url
+from extractor.repo.git.commit import Commit, resolve
 from extractor.util.atomic import read_whole
 
 __all__ = [

@@ -13,7 +13,7 @@ from extractor.util.progress import note, warn
 
 if TYPE_CHECKING:
     from extractor.pipeline.options import ExtractOptions
-    from extractor.repo.git import Commit
+    from extractor.repo.git.commit import Commit
 
 from extractor.cli.options import PROG, Parser, add_repo, add_run, add_scope, commands, extract_options, parse
 
@@ -83,7 +83,8 @@ def _resolve_starting_workers(
     is in the cache already (nothing to scan: they would only take a core from this process); with no
     catalog in the cache at all, they are forked before the revision is even resolved."""
     from extractor.pipeline.workers import processes, start_ahead
-    from extractor.repo.git import cache_dir, resolve
+    from extractor.repo.git.commit import resolve
+    from extractor.repo.housekeeping import cache_dir
 
     workers = processes(options.jobs) - 1
     cache = None

@@ -99,7 +99,7 @@ def _swallowed(code: int) -> int:
 
 def _os_error(error: OSError) -> str:
     """An operating system's refusal of a path, in words, and where the path is the user cache, what to do."""
-    from extractor.repo.git import cache_dir
+    from extractor.repo.housekeeping import cache_dir
 
     path = Path(os.fsdecode(error.filename))
     said = f"cannot use {path}: {error.strerror or error}"

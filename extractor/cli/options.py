@@ -333,7 +333,7 @@ def lineages_of(args: argparse.Namespace) -> Followed | None:
     from extractor.query.history.lineage import build_history
     from extractor.query.history.revisions import followed, list_revisions
     from extractor.query.history.store import read_written
-    from extractor.repo.git import is_url, shown_repo
+    from extractor.repo.git.clone import is_url, shown_repo
 
     path = Path(args.history)
     if present(path):  # (a symlink that leads nowhere is an error, not revisions to follow)

@@ -27,7 +27,10 @@ from extractor.pipeline.lines import LineData, RunContext, build_records
 from extractor.pipeline.options import ExtractOptions as ExtractOptions
 from extractor.pipeline.options import scope_path as scope_path
 from extractor.pipeline.scheduler import scan_blobs
-from extractor.repo import git as git_stage
+from extractor.repo.git.blobs import Blob, list_blobs, read_blobs
+from extractor.repo.git.commit import Commit, resolve
+from extractor.repo.git.run import is_utf8, printable
+from extractor.repo.housekeeping import cache_dir
 from extractor.util.lifecycle import collector_paused, keep_until_exit
 
 if TYPE_CHECKING:
@@ -110,7 +113,7 @@ def analyzed_at() -> str:
 
 def extract(*, repo: str, revision: str, options: ExtractOptions) -> Catalog:
     """Extract the catalog of `revision` in `repo` for the given scope."""
-    commit = git_stage.resolve(repo, revision)
+    commit = resolve(repo, revision)
     return extract_commit(commit, options=options)
 
 
@@ -131,7 +134,7 @@ def _under_any(prefixes: tuple[str, ...]) -> Callable[[str], bool]:
 _RAISE = re.compile(rb"^[ \t]*raise[ \t]+(?:[A-Za-z_]\w*\.)*([A-Z]\w*)", re.M)
 
 
-def _check_raised(commit: git_stage.Commit, blobs: Sequence[git_stage.Blob], options: ExtractOptions) -> None:
+def _check_raised(commit: Commit, blobs: Sequence[Blob], options: ExtractOptions) -> None:
     """Refuse a scope that finds nothing where its files do raise: the classes asked for are likely mistyped.
 
     Only on this path are the files read again, for the classes they raise (read from the text: a hint).
@@ -139,7 +142,7 @@ def _check_raised(commit: git_stage.Commit, blobs: Sequence[git_stage.Blob], opt
     from extractor.util.suggest import close_to, nearest
 
     raised: Counter[str] = Counter()
-    for _, data in git_stage.read_blobs(commit, blobs):
+    for _, data in read_blobs(commit, blobs):
         raised.update(name.decode() for name in _RAISE.findall(data))
     asked = options.exceptions
     if not raised or any(name.rpartition(".")[2] in raised for name in asked):
@@ -156,7 +159,7 @@ def _check_raised(commit: git_stage.Commit, blobs: Sequence[git_stage.Blob], opt
 
 
 def extract_commit(
-    commit: git_stage.Commit,
+    commit: Commit,
     *,
     options: ExtractOptions,
     pinned_sha: str | None = None,
@@ -182,7 +185,7 @@ def extract_commit(
 
 
 def _open_cache(options: ExtractOptions) -> ScanCache:
-    return ScanCache(git_stage.cache_dir(), exceptions=options.exceptions, context=options.context)
+    return ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,11 +202,11 @@ class ScannedRevision:
 
 
 def scan_revision(
-    commit: git_stage.Commit,
+    commit: Commit,
     *,
     options: ExtractOptions,
     pinned_sha: str | None = None,
-    then: Sequence[git_stage.Commit] = (),
+    then: Sequence[Commit] = (),
     carry: Carry | None = None,
 ) -> ScannedRevision:
     """Scan a revision of a history: its files' sites and their field index, with no record built and no
@@ -252,7 +255,7 @@ def carrying_results() -> Iterator[Carry]:
         yield Carry(scans)
 
 
-def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool, carry: Carry | None) -> _Scope:
+def _listed(commit: Commit, options: ExtractOptions, *, last: bool, carry: Carry | None) -> _Scope:
     """The scope of a commit, listed once for a `carry`; `last` when it is not asked again."""
     if carry is None:
         return _list_scope(commit, options)
@@ -266,10 +269,10 @@ def _listed(commit: git_stage.Commit, options: ExtractOptions, *, last: bool, ca
 
 
 def _scan_scope(
-    commit: git_stage.Commit,
+    commit: Commit,
     options: ExtractOptions,
     cache: ScanCache | None,
-    then: Sequence[git_stage.Commit] = (),
+    then: Sequence[Commit] = (),
     carry: Carry | None = None,
 ) -> tuple[_Scope, dict[str, ResultData]]:
     """List a commit's scope and scan its blobs (see scan_revision for `then` and `carry`)."""
@@ -293,7 +296,7 @@ def _scan_scope(
 
 
 def _extract_commit(
-    commit: git_stage.Commit,
+    commit: Commit,
     *,
     options: ExtractOptions,
     pinned_sha: str | None,
@@ -346,10 +349,10 @@ def _extract_commit(
 class _Scope:
     """The blobs of one extraction: those in scope, and those read for what records' fields mean."""
 
-    blobs: list[git_stage.Blob]  # every file in scope
-    regular: list[git_stage.Blob]  # those scanned for sites
-    auxiliary: list[git_stage.Blob]  # config classes and the CLI definition, out of scope
-    listed: list[git_stage.Blob]  # every file listed, its name UTF-8
+    blobs: list[Blob]  # every file in scope
+    regular: list[Blob]  # those scanned for sites
+    auxiliary: list[Blob]  # config classes and the CLI definition, out of scope
+    listed: list[Blob]  # every file listed, its name UTF-8
     facts: set[str]  # blob ids read for their classes and flags (never rescanned in pieces)
     skipped_files: list[SkippedFileData]  # not scanned: a name that is not UTF-8, not a regular file
 
@@ -372,21 +375,21 @@ def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> li
     return out
 
 
-def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
-    every = git_stage.list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
+def _list_scope(commit: Commit, options: ExtractOptions) -> _Scope:
+    every = list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     in_scope, in_config = _under_any(options.paths), _under_any(options.config_from)
     blobs = [blob for blob in every if in_scope(blob.path)]
     if not blobs:
         # A package that was a module before (vllm/config was vllm/config.py until 0.10.1): say so.
         modules = [f"{path}.py" for path in options.paths if not path.endswith(".py") and path != "."]
-        found = sorted({blob.path for blob in git_stage.list_blobs(commit, modules)} & set(modules)) if modules else []
+        found = sorted({blob.path for blob in list_blobs(commit, modules)} & set(modules)) if modules else []
         both = [*options.paths, *found]
         hint = f"; {', '.join(found)} is there (--path {' --path '.join(both)} follows both)" if found else ""
         raise ScopeError(
             f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]}){hint}"
         )
     # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
-    listed = [blob for blob in every if git_stage.is_utf8(blob.path)]
+    listed = [blob for blob in every if is_utf8(blob.path)]
     # Config classes and the CLI definition are read for what records' fields mean, in scope or not.
     facts = {
         blob.oid for blob in listed if blob.is_regular and (in_config(blob.path) or blob.path == options.flags_from)
@@ -394,8 +397,8 @@ def _list_scope(commit: git_stage.Commit, options: ExtractOptions) -> _Scope:
     skipped_files: list[SkippedFileData] = []
     regular = []
     for blob in blobs:
-        if not git_stage.is_utf8(blob.path):
-            name = git_stage.printable(blob.path)
+        if not is_utf8(blob.path):
+            name = printable(blob.path)
             skipped_files.append({"path": name, "reason": "the file name is not UTF-8 (shown with \\x escapes)"})
         elif blob.is_regular:
             regular.append(blob)
@@ -415,7 +418,7 @@ class _Sites:
     parsed: int  # files parsed (the prefilter ruled the others out)
 
 
-def _parsed(scope: _Scope, results: dict[str, ResultData]) -> Iterator[tuple[git_stage.Blob, ResultData]]:
+def _parsed(scope: _Scope, results: dict[str, ResultData]) -> Iterator[tuple[Blob, ResultData]]:
     """The files in scope the scan parsed (the prefilter ruled the others out), with their results."""
     for blob in scope.regular:
         result = results[blob.oid]
@@ -441,7 +444,7 @@ def _sites(scope: _Scope, results: dict[str, ResultData]) -> _Sites:
 
 def _fields_sources(
     scope: _Scope, results: dict[str, ResultData], options: ExtractOptions
-) -> tuple[list[git_stage.Blob], git_stage.Blob | None]:
+) -> tuple[list[Blob], Blob | None]:
     """The blobs that say what records' fields mean: the config classes' files and the CLI definition."""
     in_config = _under_any(options.config_from)
     classes = [b for b in scope.listed if in_config(b.path) and b.oid in scope.facts and b.oid in results]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from extractor.model.records import Scope
-    from extractor.repo.git import Commit
+    from extractor.repo.git.commit import Commit
     from extractor.scanning.source import ScanOptions
 
 __all__ = ["ExtractOptions", "scope_path"]

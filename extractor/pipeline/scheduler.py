@@ -15,7 +15,8 @@ import orjson
 from extractor.model.scanned import ResultData
 from extractor.pipeline.cache import ScanCache, wait_for_writes
 from extractor.pipeline.workers import Item, Pool, Result, processes, scan_batch, start, take_ahead
-from extractor.repo import git as git_stage
+from extractor.repo.git.blobs import Blob, close_readers, prefetch, with_sizes
+from extractor.repo.git.commit import Commit
 from extractor.util.lifecycle import quick_switching
 from extractor.util.progress import bar
 
@@ -60,7 +61,7 @@ class Carried:
 
 
 # An extraction to come: its commit, its blobs and those whose facts it wants.
-Upcoming = tuple[git_stage.Commit, Sequence[git_stage.Blob], set[str]]
+Upcoming = tuple[Commit, Sequence[Blob], set[str]]
 
 
 @contextmanager
@@ -82,8 +83,8 @@ def carrying_results() -> Iterator[Carried]:
 
 
 def scan_blobs(
-    commit: git_stage.Commit,
-    blobs: Sequence[git_stage.Blob],
+    commit: Commit,
+    blobs: Sequence[Blob],
     *,
     scan_options: ScanOptions,
     jobs: int | None,
@@ -149,10 +150,10 @@ def scan_blobs(
 
 def _scan_ahead(
     carried: Carried,
-    commit: git_stage.Commit,
-    upcoming: Sequence[git_stage.Blob],
+    commit: Commit,
+    upcoming: Sequence[Blob],
     facts: set[str],
-    blobs: Sequence[git_stage.Blob],
+    blobs: Sequence[Blob],
     results: dict[str, ResultData],
     *,
     scan_options: ScanOptions,
@@ -188,8 +189,8 @@ def _scan_ahead(
 
 
 def _scan_new(
-    commit: git_stage.Commit,
-    blobs: Sequence[git_stage.Blob],
+    commit: Commit,
+    blobs: Sequence[Blob],
     *,
     scan_options: ScanOptions,
     jobs: int | None,
@@ -264,22 +265,20 @@ def _scan_new(
     return results
 
 
-def _ready(commit: git_stage.Commit, blobs: list[git_stage.Blob]) -> list[git_stage.Blob]:
+def _ready(commit: Commit, blobs: list[Blob]) -> list[Blob]:
     """Blobs about to be scanned, here (fetched at once in a blob-filtered clone) and with their sizes,
     which order and cut the work."""
     if not blobs:
         return blobs
-    git_stage.prefetch(commit, blobs)
-    return git_stage.with_sizes(commit, blobs)
+    prefetch(commit, blobs)
+    return with_sizes(commit, blobs)
 
 
 def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
     return cache.get_many(sorted(oids)) if cache is not None and oids else {}
 
 
-def _pool(
-    missing: Sequence[git_stage.Blob], jobs: int | None, cache: ScanCache | None, carried: Carried | None
-) -> Pool | None:
+def _pool(missing: Sequence[Blob], jobs: int | None, cache: ScanCache | None, carried: Carried | None) -> Pool | None:
     """The worker processes that scan beside this one: those started ahead if there is anything to scan,
     else (a library caller's extraction) as many as `jobs` allows, none below _PARALLEL_BYTES of source.
     When results are `carried`, the pool is kept for the next extractions (forked once, whatever the size)."""
@@ -306,8 +305,8 @@ def _pool(
 
 
 def _scan_missing(
-    commit: git_stage.Commit,
-    missing: list[git_stage.Blob],
+    commit: Commit,
+    missing: list[Blob],
     previous: Previous,
     *,
     options: ScanOptions,
@@ -365,10 +364,10 @@ def _scan_missing(
         if pool is None and idle is not None:
             idle()
     finally:
-        git_stage.close_readers()
+        close_readers()
 
 
-def _largest_first(blobs: Sequence[git_stage.Blob]) -> list[git_stage.Blob]:
+def _largest_first(blobs: Sequence[Blob]) -> list[Blob]:
     """Blobs largest first, so the last batch handed out is a small one and workers finish together (a
     size git cannot tell goes first: reading that blob will say what is wrong)."""
     return sorted(blobs, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
@@ -405,9 +404,7 @@ class _Work:
     smallest from the back, each sized by what is left (see _BATCH_BYTES), so batches shrink as the
     work runs out. The previous versions' results are read as a batch is cut (`previous`)."""
 
-    def __init__(
-        self, ordered: Sequence[git_stage.Blob], previous: Previous, facts: set[str], *, scanners: int
-    ) -> None:
+    def __init__(self, ordered: Sequence[Blob], previous: Previous, facts: set[str], *, scanners: int) -> None:
         self._items = deque(((blob.oid, blob.oid in facts, blob.path), blob.size or 0) for blob in ordered)
         self._previous = previous
         self._left = sum(size for _, size in self._items)
@@ -437,9 +434,7 @@ class _Work:
         return [(oid, previous.get(oid), wanted, path) for oid, wanted, path in taken]
 
 
-def _cut(
-    ordered: Sequence[git_stage.Blob], previous: dict[str, bytes], facts: set[str], *, scanners: int
-) -> list[list[Item]]:
+def _cut(ordered: Sequence[Blob], previous: dict[str, bytes], facts: set[str], *, scanners: int) -> list[list[Item]]:
     """The work items of blobs (see _Work) cut into batches at once, the largest first."""
     work = _Work(ordered, _known(previous), facts, scanners=scanners)
     batches = []

@@ -65,10 +65,10 @@ def scan_batch(git_dir: Path, items: Sequence[Item], scan_options: ScanOptions) 
     Workers read what they scan themselves: the main process does not send them blobs. Here, not in the
     scheduler, so that a worker forked ahead finds it without importing the pipeline (and pydantic).
     """
-    from extractor.repo import git as git_stage
+    from extractor.repo.git.blobs import reader
     from extractor.scanning.scan import could_hold, scan_many
 
-    contents = git_stage.reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
+    contents = reader(git_dir).read([item[0] for item in items], [item[3] for item in items])
     out: list[Result] = []
     to_parse = []
     for (oid, previous, wanted, _), data in zip(items, contents, strict=True):

@@ -29,7 +29,8 @@ from extractor.pipeline.write import (
 )
 from extractor.query.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
 from extractor.query.history.store import HISTORY, HISTORY_MANIFEST, roll
-from extractor.repo.git import Commit, is_url, open_repo, resolve
+from extractor.repo.git.clone import is_url, open_repo
+from extractor.repo.git.commit import Commit, resolve
 from extractor.util.atomic import read_whole
 
 __all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]

@@ -1,4 +1,4 @@
-# Housekeeping: what the user cache directory holds (scans, catalogs, match indexes, clones, releases, sdists).
+# Housekeeping: the user cache directory and what it holds (scans, catalogs, match indexes, clones, releases, sdists).
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +9,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PARTS", "CachePart", "clear", "remove_orphans", "usage"]
+import platformdirs
+
+__all__ = ["PARTS", "CachePart", "cache_dir", "clear", "remove_orphans", "usage"]
+
+
+def cache_dir() -> Path:
+    """Return the user cache directory of the extractor (honours XDG_CACHE_HOME)."""
+    return Path(platformdirs.user_cache_dir("extractor", appauthor=False))
 
 
 @dataclass(frozen=True)

@@ -25,19 +25,11 @@ from filelock import FileLock
 from packaging.version import InvalidVersion, Version
 
 from extractor.errors import ReleaseError
-from extractor.repo.git import (
-    FastImportError,
-    GitError,
-    cache_dir,
-    config_value,
-    damage_hint,
-    fast_import,
-    init_bare,
-    redact_url,
-    set_config,
-    tag_targets,
-    update_ref,
-)
+from extractor.repo.git.clone import redact_url
+from extractor.repo.git.history import tag_targets
+from extractor.repo.git.run import GitError, config_value, damage_hint
+from extractor.repo.git.write import FastImportError, fast_import, init_bare, set_config, update_ref
+from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import replace_bytes, replacing
 
 __all__ = [

@@ -38,8 +38,7 @@ def run(argv: Sequence[str]) -> int:
     if args.action is None:
         parser().error("say what to do: info (where, how big, how many) or clear [PART ...]")
     from extractor.pipeline.write import dumps_document
-    from extractor.repo.git import cache_dir
-    from extractor.repo.housekeeping import PARTS, clear, usage
+    from extractor.repo.housekeeping import PARTS, cache_dir, clear, usage
     from extractor.util.suggest import close_to
 
     for name in args.parts:

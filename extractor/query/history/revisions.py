@@ -9,17 +9,10 @@ from dataclasses import dataclass, replace
 from extractor.catalog.load import RELEASE_PREFIX
 from extractor.errors import RevisionError
 from extractor.pipeline.options import ExtractOptions
-from extractor.repo.git import (
-    Commit,
-    first_parent_commits,
-    is_ancestor,
-    list_tags,
-    open_repo,
-    read_objects,
-    resolve,
-    shown_repo,
-    tag_commits,
-)
+from extractor.repo.git.blobs import read_objects
+from extractor.repo.git.clone import open_repo, shown_repo
+from extractor.repo.git.commit import Commit, resolve
+from extractor.repo.git.history import first_parent_commits, is_ancestor, list_tags, tag_commits
 from extractor.util.progress import warn
 
 __all__ = ["Revision", "followed", "following", "list_revisions"]

@@ -17,7 +17,7 @@ from extractor.errors import ReleaseError
 from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog.py's: a cached index need not import the pipeline)
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import MatchTemplate, RaisePlace, Row, templates_of_rows
-from extractor.repo.git import cache_dir
+from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import replace_bytes
 
 if TYPE_CHECKING:
