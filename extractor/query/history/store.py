@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from extractor.catalog.load import LoadedCatalog, first_problem, present, read_document
+from extractor.catalog.published import HISTORY, HISTORY_MANIFEST
 from extractor.errors import CatalogError
 from extractor.model.records import HistoryManifest, Lineage, Scope
 from extractor.pipeline.options import ExtractOptions
@@ -20,8 +21,6 @@ from extractor.query.history.revisions import followed
 from extractor.util.atomic import read_whole
 
 __all__ = [
-    "HISTORY",
-    "HISTORY_MANIFEST",
     "WrittenHistory",
     "folder_name",
     "load_lineages",
@@ -30,10 +29,6 @@ __all__ = [
     "roll",
     "write_history",
 ]
-
-
-HISTORY = "history.jsonl"
-HISTORY_MANIFEST = "history.json"
 
 
 def folder_name(options: ExtractOptions) -> str:
