@@ -12,7 +12,7 @@ from pathlib import Path
 from extractor.catalog.load import folder_name, present, read_document
 from extractor.errors import CatalogError
 from extractor.model.records import NightlyIndex, Scope
-from extractor.pipeline.write import MANIFEST, RECORDS, atomic_write, dumps_model
+from extractor.pipeline.write import MANIFEST, RECORDS, atomic_write_all, dumps_model
 
 __all__ = ["DIFF", "DIFF_PAGE", "HISTORY", "HISTORY_MANIFEST", "INDEX", "LOCK", "PublishedRoot"]
 
@@ -36,7 +36,8 @@ _RUN_FILES = frozenset({RECORDS, MANIFEST, DIFF, DIFF_PAGE, "analysis.jsonl", "n
 class PublishedRoot:
     """A nightly root, seen in one scope: index.json (the catalogs published, newest first), a folder per
     catalog (named by its SHA and `scope`, see `folder_name`), the rolling history beside the index
-    (history.jsonl, history.json) and the lock a night holds."""
+    (history.jsonl, history.json) and the lock a night holds. A night's index and history are committed
+    together (see `commit`)."""
 
     path: Path
     scope: Scope
@@ -131,9 +132,19 @@ class PublishedRoot:
         finally:
             lock.release()
 
-    def write_index(self, index: NightlyIndex) -> None:
-        """Publish index.json, whole or not at all."""
-        atomic_write(self.index_path, dumps_model(index))
+    def commit(self, index: NightlyIndex, *, history: tuple[bytes, bytes]) -> None:
+        """Publish what a night changes beside its catalog: the history (history.jsonl and history.json, as
+        its encoder gives them) and the index, in one write (see `atomic_write_all`), so that a failure
+        leaves neither changed and a stop signal lands after both. The index is replaced last: a kill
+        between the renames leaves the history ahead of it, which the next night finds it ends with."""
+        lines, manifest = history
+        atomic_write_all(
+            [
+                (self.path / HISTORY, lines),
+                (self.path / HISTORY_MANIFEST, manifest),
+                (self.index_path, dumps_model(index)),
+            ]
+        )
 
     def remove(self, sha: str) -> None:
         """Remove the folder of the catalog of `sha` in this scope (one the index no longer names)."""

@@ -200,7 +200,7 @@ def _publish_into(
     entries = [entry, *(e for e in index.catalogs if e.sha != commit.sha)]
     dropped = entries[keep:] if keep is not None else []
     kept = entries[:keep] if keep is not None else entries
-    root.write_index(NightlyIndex(latest=commit.sha, catalogs=kept))
+    root.commit(NightlyIndex(latest=commit.sha, catalogs=kept), history=history.encode())
     log(f"published {root.index_path} ({time.monotonic() - step:.2f}s)")
     # The index no longer names them, so removing them now can leave nothing dangling.
     for old in dropped:

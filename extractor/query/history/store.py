@@ -13,7 +13,7 @@ from extractor.catalog.published import HISTORY, HISTORY_MANIFEST
 from extractor.errors import CatalogError
 from extractor.model.records import HistoryManifest, Lineage, Scope
 from extractor.pipeline.options import ExtractOptions
-from extractor.pipeline.write import atomic_write, atomic_write_all, default_root, page_bytes, scope_label
+from extractor.pipeline.write import atomic_write_all, default_root, page_bytes, scope_label
 from extractor.query.diff import Pair
 from extractor.query.history.checks import RevisionChecks, sides
 from extractor.query.history.lineage import History, advance
@@ -94,7 +94,8 @@ def roll(
     """Add a published catalog to the rolling history in `directory` (the nightly job's), incrementally:
     the history is read back and advanced by one revision, labelled by its SHA. A history that already
     ends with this catalog is left as it is; one that is missing, of another scope or does not end with
-    `previous` starts again from `previous`. Written whole (history.jsonl, then history.json)."""
+    `previous` starts again from `previous`. Nothing is written: the caller publishes its encoding
+    together with the index that names the catalog (PublishedRoot.commit)."""
     history = read_history(directory, options=options)
     if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
         return history
@@ -107,9 +108,6 @@ def roll(
             advance(history, None, before, before.sha[:12])
             pairs = None
     advance(history, before, RevisionChecks.of(catalog, new_checks), catalog.sha[:12], pairs=pairs)
-    lines, manifest = history.encode()
-    atomic_write(directory / HISTORY, lines)
-    atomic_write(directory / HISTORY_MANIFEST, manifest)
     return history
 
 
