@@ -26,7 +26,6 @@ SCOPES = {"config": [], "all": ["--path", "vllm", "--exception", "*"]}
 
 
 def _export(revision: str, into: Path) -> Path:
-    into.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", revision], cwd=ROOT, capture_output=True, check=True).stdout
     into.mkdir()  # (tar -C needs the folder there)
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)

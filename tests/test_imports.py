@@ -56,7 +56,7 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         "pipeline",  # the cache, lines, options and worker processes; where results come from; the run
         [("cache", "lines", "options", "workers"), ("fields", "scheduler", "write"), ("extract",)],
     ),
-    ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; the published index
+    ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; a nightly root
     (
         "query",  # what is read from catalogs; match/: a paste cleaned, the templates, answers, matcher, index;
         # history/: revisions, their checks, lineages, the written folder

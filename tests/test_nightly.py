@@ -488,3 +488,80 @@ def test_fresh_analysis_merged_into_a_published_catalog_says_what_beside_it_cann
     result = cli(*base, "--analysis", str(fresh))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(f"extractor: error: {message}")
+
+
+NIGHT = ("history.jsonl", "history.json", "index.json")  # what a night publishes beside its catalog, in order
+
+
+@pytest.mark.parametrize("failing", NIGHT)
+def test_a_night_that_cannot_write_its_index_or_history_changes_neither(
+    bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """The index and the rolling history are one write: a full disk at any of their files leaves all three
+    as the night before wrote them, and nothing the index does not name (written one after the other, the
+    history moved on while the index still named the night before)."""
+    import errno
+
+    from extractor.util import atomic
+
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    before = {name: (out / name).read_bytes() for name in NIGHT}
+    names = sorted(p.name for p in out.iterdir())
+    second = move(bare, "v2")
+    create = atomic._create
+
+    def full(temporary: Path) -> object:
+        if temporary.name.startswith(f".{failing}."):
+            raise OSError(errno.ENOSPC, "No space left on device", str(temporary))
+        return create(temporary)
+
+    monkeypatch.setattr(atomic, "_create", full)
+    result = cli(*base)
+    assert (result.returncode, result.stderr) == (
+        2,
+        f"extractor: error: cannot write {out / failing}: No space left on device\n",
+    )
+    assert {name: (out / name).read_bytes() for name in NIGHT} == before
+    assert sorted(p.name for p in out.iterdir()) == names
+
+    monkeypatch.undo()
+    assert main(base) == 0
+    assert index(out)["latest"] == second
+    assert json.loads((out / "history.json").read_text())["revisions"][-1]["sha"] == second
+
+
+_STOPPED_AMID_THE_RENAMES = """
+import os, signal, sys
+from extractor.util import atomic
+
+rename = os.replace
+
+def stopped(source, target):
+    rename(source, target)
+    if str(target).endswith("history.jsonl"):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+atomic.os.replace = stopped
+sys.argv = ["extractor", *sys.argv[1:]]
+from extractor.cli.main import run
+run()
+"""
+
+
+def test_a_stop_signal_while_the_history_is_renamed_lands_after_the_index(bare: Path, tmp_path: Path) -> None:
+    """SIGTERM once the history is replaced, before the index is: the index and the history are renamed
+    with stop signals held, so the run ends interrupted with both naming the new catalog (written one after
+    the other, the index still named the night before, and history.json did not count history.jsonl)."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    second = move(bare, "v2")
+    command = [sys.executable, "-c", _STOPPED_AMID_THE_RENAMES, *base]
+    result = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "EXTRACTOR_DEBUG": ""})
+    assert (result.returncode, result.stderr) == (128 + signal.SIGTERM, "extractor: interrupted\n")
+    assert index(out)["latest"] == second
+    history = json.loads((out / "history.json").read_text())
+    assert history["revisions"][-1]["sha"] == second
+    assert history["lineages"] == len((out / "history.jsonl").read_bytes().splitlines())

@@ -865,8 +865,9 @@ def test_every_reader_refuses_a_fifo_at_once_and_names_a_folder(tmp_path: Path) 
     analysis) is read through atomic.read_whole: a FIFO in its place is refused without waiting for a
     writer, which might never come (a run that hung), and a folder is named as one."""
     from extractor.catalog.load import load_catalog
-    from extractor.catalog.published import read_index
+    from extractor.catalog.published import PublishedRoot
     from extractor.errors import CatalogError
+    from extractor.pipeline.options import ExtractOptions
     from extractor.query.analysis import read_analysis
     from extractor.query.history.store import load_lineages, read_history
     from extractor.util.atomic import read_whole
@@ -874,7 +875,7 @@ def test_every_reader_refuses_a_fifo_at_once_and_names_a_folder(tmp_path: Path) 
     readers = {
         "history.jsonl": lambda folder: load_lineages(folder / "history.jsonl"),
         "history.json": read_history,
-        "index.json": read_index,
+        "index.json": lambda folder: PublishedRoot(folder, ExtractOptions().scope).read_index(),
         "records.jsonl": lambda folder: load_catalog(folder / "records.jsonl"),
         "manifest.json": load_catalog,
         "analysis.jsonl": lambda folder: read_analysis(folder / "analysis.jsonl"),

@@ -1,2 +1,2 @@
-# Catalog: a catalog from anywhere (a revision, a release, a folder or a records.jsonl), and the index of
-# published catalogs.
+# Catalog: a catalog from anywhere (a revision, a release, a folder or a records.jsonl), and the nightly
+# root that publishes them.

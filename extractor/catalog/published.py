@@ -1,46 +1,180 @@
-# Published: the nightly index of published catalogs (index.json), read by the nightly job and the site.
+# Published: a nightly root, the folder the nightly job publishes into (its index, its catalogs by SHA and
+# scope, their diffs, its rolling history, its lock), as one object its readers and its writer ask.
 from __future__ import annotations
 
+import contextlib
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from extractor.catalog.load import folder_name, present, read_document
 from extractor.errors import CatalogError
 from extractor.model.records import NightlyIndex, Scope
-from extractor.pipeline.write import MANIFEST, RECORDS
+from extractor.pipeline.write import MANIFEST, RECORDS, atomic_write_all, dumps_model
 
-__all__ = ["INDEX", "catalog_folder", "is_root", "latest_catalog", "read_index"]
+__all__ = ["DIFF", "DIFF_PAGE", "HISTORY", "HISTORY_MANIFEST", "INDEX", "LOCK", "PublishedRoot"]
 
 INDEX = "index.json"
+# The rolling history's files; a history's folder (`extractor history`) names its own alike.
+HISTORY = "history.jsonl"
+HISTORY_MANIFEST = "history.json"
+LOCK = ".nightly.lock"
+# Beside a published catalog: its diff against the one published before it, as JSON and as a page.
+DIFF = "diff.json"
+DIFF_PAGE = "diff.md"
+
+# Always fullmatch()ed: `$` would let a name ending in a newline pass for a catalog's folder or a temporary file.
+_SHA_DIR = re.compile(r"[0-9a-f]{7,40}(-[\w.+=-]+)?")
+_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{32}\.tmp", re.DOTALL)  # see atomic._temporary
+# What a night writes in a catalog's folder (analysis.py's files named here: it is a later stage's).
+_RUN_FILES = frozenset({RECORDS, MANIFEST, DIFF, DIFF_PAGE, "analysis.jsonl", "needs-analysis.jsonl"})
 
 
-def read_index(output: Path) -> NightlyIndex:
-    """Read DIR/index.json, or an empty index where there is none yet."""
-    advice = "; restore it, or move it away to start a new index (the catalogs beside it stay)"
-    index = read_document(output / INDEX, NightlyIndex, "nightly index", advice=advice)
-    return index if index is not None else NightlyIndex(latest=None, catalogs=[])
+@dataclass(frozen=True)
+class PublishedRoot:
+    """A nightly root, seen in one scope: index.json (the catalogs published, newest first), a folder per
+    catalog (named by its SHA and `scope`, see `folder_name`), the rolling history beside the index
+    (history.jsonl, history.json) and the lock a night holds. A night's index and history are committed
+    together (see `commit`)."""
 
+    path: Path
+    scope: Scope
 
-def catalog_folder(root: Path, sha: str, scope: Scope) -> Path | None:
-    """Find the folder of a nightly root that holds the catalog of `sha`: the one `scope` names, else the
-    only published folder of that SHA whatever its scope."""
-    named = root / folder_name(sha=sha, revision=sha, scope=scope.model_dump(mode="json"))
-    if present(named / MANIFEST):
-        return named
-    found = [p for p in [root / sha, *root.glob(f"{sha}-*")] if present(p / MANIFEST)]
-    return found[0] if len(found) == 1 else None
+    @classmethod
+    def at(cls, path: Path, *, scope: Scope) -> PublishedRoot | None:
+        """The nightly root at `path`, if it is one: a folder with index.json and no records.jsonl of its own."""
+        found = path.is_dir() and present(path / INDEX) and not present(path / RECORDS)
+        return cls(path, scope) if found else None
 
+    @property
+    def index_path(self) -> Path:
+        return self.path / INDEX
 
-def is_root(path: Path) -> bool:
-    """Whether a path is a nightly root: a folder with index.json and no records.jsonl of its own."""
-    return path.is_dir() and present(path / INDEX) and not present(path / RECORDS)
+    def indexed(self) -> bool:
+        """Whether an index is there (a symlink that leads nowhere is an error: see `present`)."""
+        return present(self.index_path)
 
+    def read_index(self) -> NightlyIndex:
+        """Read index.json, or an empty index where there is none yet."""
+        advice = "; restore it, or move it away to start a new index (the catalogs beside it stay)"
+        index = read_document(self.index_path, NightlyIndex, "nightly index", advice=advice)
+        return index if index is not None else NightlyIndex(latest=None, catalogs=[])
 
-def latest_catalog(root: Path, scope: Scope) -> Path:
-    """The folder of a nightly root's latest catalog: in the folder `scope` names, else the only one of its SHA."""
-    index = read_index(root)
-    if index.latest is None:
-        raise CatalogError(f"{root / INDEX} names no published catalog yet")
-    folder = catalog_folder(root, index.latest, scope)
-    if folder is None:
-        raise CatalogError(f"{root} holds no single published catalog of {index.latest} (pass its folder)")
-    return folder
+    def folder(self, sha: str) -> Path:
+        """Where the catalog of `sha` in this scope is published (its SHA alone in the default scope)."""
+        return self.path / folder_name(sha=sha, revision=sha, scope=self.scope.model_dump(mode="json"))
+
+    def find(self, sha: str) -> Path | None:
+        """The folder that holds the published catalog of `sha`: the one this scope names, else the only
+        published folder of that SHA whatever its scope."""
+        named = self.folder(sha)
+        if present(named / MANIFEST):
+            return named
+        found = [p for p in [self.path / sha, *self.path.glob(f"{sha}-*")] if present(p / MANIFEST)]
+        return found[0] if len(found) == 1 else None
+
+    def latest(self) -> Path:
+        """The folder of the latest catalog (see `find`)."""
+        index = self.read_index()
+        if index.latest is None:
+            raise CatalogError(f"{self.index_path} names no published catalog yet")
+        folder = self.find(index.latest)
+        if folder is None:
+            raise CatalogError(f"{self.path} holds no single published catalog of {index.latest} (pass its folder)")
+        return folder
+
+    def diff(self, sha: str) -> Path | None:
+        """The diff.json published beside the catalog of `sha` (see `find`), if there is one."""
+        folder = self.find(sha)
+        return folder / DIFF if folder is not None and present(folder / DIFF) else None
+
+    def history(self) -> Path | None:
+        """The rolling history's history.jsonl, if there is one."""
+        return self.path / HISTORY if present(self.path / HISTORY) else None
+
+    def check_readable(self) -> None:
+        """Refuse a file read back that is a symlink leading nowhere (the index, the history's), which its
+        reader would take for none, and start afresh over."""
+        for name in (INDEX, HISTORY, HISTORY_MANIFEST):
+            present(self.path / name)
+
+    def create(self) -> bool:
+        """Make the root's folder where there is none; whether this made it."""
+        made = not self.path.exists()
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise CatalogError(f"cannot create {self.path}: {error.strerror or error}") from None
+        return made
+
+    def discard(self) -> None:
+        """Remove a root this run made, which holds nothing but its lock (a root another run wrote into is
+        not empty, and stays)."""
+        with contextlib.suppress(OSError):
+            (self.path / LOCK).unlink(missing_ok=True)
+            self.path.rmdir()
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the root's lock during the block: one night at a time writes into it."""
+        from filelock import FileLock  # (imported by the writer alone: its readers never lock)
+
+        path = self.path / LOCK
+        lock = FileLock(str(path))
+        try:
+            lock.acquire()
+        except OSError as error:  # a directory in its place, a read-only folder
+            raise CatalogError(f"cannot take the lock {path}: {error.strerror or error}") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def commit(self, index: NightlyIndex, *, history: tuple[bytes, bytes]) -> None:
+        """Publish what a night changes beside its catalog: the history (history.jsonl and history.json, as
+        its encoder gives them) and the index, in one write (see `atomic_write_all`), so that a failure
+        leaves neither changed and a stop signal lands after both. The index is replaced last: a kill
+        between the renames leaves the history ahead of it, which the next night finds it ends with."""
+        lines, manifest = history
+        atomic_write_all(
+            [
+                (self.path / HISTORY, lines),
+                (self.path / HISTORY_MANIFEST, manifest),
+                (self.index_path, dumps_model(index)),
+            ]
+        )
+
+    def remove(self, sha: str) -> None:
+        """Remove the folder of the catalog of `sha` in this scope (one the index no longer names)."""
+        folder = self.folder(sha)
+        if _SHA_DIR.fullmatch(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def clean(self, named: set[str], *, folders: bool) -> int:
+        """Remove what killed runs left and the index does not name (the caller holds the lock: no other run
+        is writing): temporary files of this tool's atomic writes, in the root and in catalog folders; and,
+        with `folders` (an index was there before this run), catalog folders of this scope that a run began
+        and never finished (no manifest) holding nothing but what a night writes.
+
+        Nothing else is touched: not a complete catalog (an extraction's own, in the same root, or a killed
+        run's, which a run for its commit reuses), nor any folder or file a person put there. Without an
+        earlier index, folders stay: they may be catalogs a lost index named. Returns how many went.
+        """
+        removed = 0
+        catalogs = [folder for folder in self.path.iterdir() if _SHA_DIR.fullmatch(folder.name) and folder.is_dir()]
+        for place in (self.path, *catalogs):
+            for stale in place.glob(".*.tmp"):
+                if _TEMPORARY.fullmatch(stale.name):
+                    with contextlib.suppress(OSError):
+                        stale.unlink()
+                        removed += 1
+        for folder in catalogs if folders else ():
+            sha = folder.name.partition("-")[0]
+            unfinished = not (folder / MANIFEST).exists()
+            ours = all(entry.name in _RUN_FILES for entry in folder.iterdir())
+            if len(sha) == 40 and sha not in named and folder == self.folder(sha) and unfinished and ours:
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+        return removed

@@ -281,9 +281,10 @@ def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
 def latest_of(spec: str, options: ExtractOptions) -> str:
     """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
     folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
-    from extractor.catalog.published import is_root, latest_catalog
+    from extractor.catalog.published import PublishedRoot
 
-    return str(latest_catalog(Path(spec), options.scope)) if is_root(Path(spec)) else spec
+    root = PublishedRoot.at(Path(spec), scope=options.scope)
+    return str(root.latest()) if root is not None else spec
 
 
 def catalogs_of(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:

@@ -2,45 +2,27 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from filelock import FileLock
 
-from extractor.catalog.load import LoadedCatalog, folder_name, is_complete, load_catalog, present
-from extractor.catalog.published import INDEX, read_index
+from extractor.catalog.load import LoadedCatalog, is_complete, load_catalog, present
+from extractor.catalog.published import DIFF, DIFF_PAGE, PublishedRoot
 from extractor.errors import CatalogError
 from extractor.model.records import IndexEntry, NightlyIndex
 from extractor.pipeline.extract import ExtractOptions, extract_commit
-from extractor.pipeline.write import (
-    MANIFEST,
-    RECORDS,
-    atomic_write,
-    check_folder,
-    default_root,
-    dumps_model,
-    page_bytes,
-    write_catalog,
-)
+from extractor.pipeline.write import atomic_write, check_folder, default_root, page_bytes, write_catalog
 from extractor.query.diff import CatalogDiff, diff_catalogs, render_json, render_markdown
-from extractor.query.history.store import HISTORY, HISTORY_MANIFEST, roll
+from extractor.query.history.store import roll
 from extractor.repo.git.clone import is_url, open_repo
 from extractor.repo.git.commit import Commit, resolve
 from extractor.util.atomic import read_whole
 
-__all__ = ["INDEX", "LOCK", "NightlyResult", "carry_analysis", "nightly", "publish_site", "read_index"]
-
-LOCK = ".nightly.lock"
-# Always fullmatch()ed: `$` would let a name ending in a newline pass for a catalog's folder or a temporary file.
-_SHA_DIR = re.compile(r"[0-9a-f]{7,40}(-[\w.+=-]+)?")
-_TEMPORARY = re.compile(r"\..+\.[0-9a-f]{32}\.tmp", re.DOTALL)  # see atomic._temporary
-# What a run writes in a catalog's folder (analysis.py's files named here: it is imported only when used).
-_RUN_FILES = frozenset({RECORDS, MANIFEST, "diff.json", "diff.md", "analysis.jsonl", "needs-analysis.jsonl"})
+__all__ = ["NightlyResult", "carry_analysis", "nightly", "publish_site"]
 
 
 @dataclass(frozen=True)
@@ -51,14 +33,9 @@ class NightlyResult:
     published: bool
 
 
-def _folder(root: Path, sha: str, options: ExtractOptions) -> Path:
-    """Where the catalog of `sha` in this scope is published (see `folder_name`: the SHA alone by default)."""
-    return root / folder_name(sha=sha, revision=sha, scope=options.scope_data)
-
-
-def _up_to_date(output: Path, commit: Commit, options: ExtractOptions) -> bool:
-    index = read_index(output)
-    folder = _folder(output, commit.sha, options)
+def _up_to_date(root: PublishedRoot, commit: Commit, options: ExtractOptions) -> bool:
+    index = root.read_index()
+    folder = root.folder(commit.sha)
     return index.latest == commit.sha and is_complete(folder, options=options, sha=commit.sha) is not None
 
 
@@ -83,40 +60,32 @@ def nightly(
         open_repo(repo, fetch=True)
     commit = resolve(repo, f"refs/heads/{branch}" if not branch.startswith("refs/") else branch)
     log(f"resolved {branch} to {commit.sha} ({time.monotonic() - started:.2f}s)")
-    root = output or default_root(options.repo_name or commit.repo_name)
+    root = PublishedRoot(output or default_root(options.repo_name or commit.repo_name), options.scope)
     if site is not None and not site.parts:
-        site = root / "site"
+        site = root.path / "site"
     # Nothing is written before the branch resolves; an up-to-date index needs no lock either (nor a root
     # that can be written: it may be a read-only copy).
-    if root.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
+    if root.path.exists() and _up_to_date(root, commit, options) and analysis is None and _site_done(root, site):
         log(f"{commit.sha[:12]} is already published; nothing to do")
         return NightlyResult(commit.sha, published=False)
     _check_inputs(root, site, analysis)
-    made = not root.exists()
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise CatalogError(f"cannot create {root}: {error.strerror or error}") from None
+    made = root.create()
     try:
         return _nightly(root, commit, options, keep, log, analysis, site, started)
     except BaseException:
         if made:  # a root this run made holds nothing but its lock: gone with it (another run's left alone)
-            with contextlib.suppress(OSError):
-                (root / LOCK).unlink(missing_ok=True)
-                root.rmdir()
+            root.discard()
         raise
 
 
-def _check_inputs(root: Path, site: Path | None, analysis: Path | None) -> None:
+def _check_inputs(root: PublishedRoot, site: Path | None, analysis: Path | None) -> None:
     """Refuse, before anything is written, what would make the run fail after it wrote: a root that cannot
     be a folder, a site that cannot go where it is asked to (see `check_output`), fresh analysis that cannot
-    be read; and a published file read back that is a symlink leading nowhere, which its reader (here, or
-    in published.py and history.py) would take for none, and start afresh over."""
+    be read; and a published file read back that is a symlink leading nowhere (see `check_readable`)."""
     from extractor.query.analysis import read_analysis
 
-    check_folder(root)
-    for name in (INDEX, HISTORY, HISTORY_MANIFEST):
-        present(root / name)
+    check_folder(root.path)
+    root.check_readable()
     if site is not None:
         from extractor.publish.site.build import check_output
 
@@ -126,7 +95,7 @@ def _check_inputs(root: Path, site: Path | None, analysis: Path | None) -> None:
 
 
 def _nightly(
-    root: Path,
+    root: PublishedRoot,
     commit: Commit,
     options: ExtractOptions,
     keep: int | None,
@@ -136,47 +105,34 @@ def _nightly(
     started: float,
 ) -> NightlyResult:
     step = time.monotonic()
-    with _locked(root / LOCK):
+    with root.locked():
         log(f"took the lock ({time.monotonic() - step:.2f}s)")
         if _up_to_date(root, commit, options):
             if analysis is not None:
-                folder = _folder(root, commit.sha, options)
+                folder = root.folder(commit.sha)
                 carry_analysis(None, folder, load_catalog(folder), None, analysis, log)
             if site is not None and (analysis is not None or not _site_done(root, site)):
-                publish_site(root, site, options, log)
+                publish_site(root, site, log)
             log(f"{commit.sha[:12]} was published meanwhile; nothing else to do")
             return NightlyResult(commit.sha, published=False)
         _publish(root, commit, options, keep, log, analysis)
         if site is not None:
-            publish_site(root, site, options, log)
+            publish_site(root, site, log)
     log(f"done ({time.monotonic() - started:.2f}s)")
     return NightlyResult(commit.sha, published=True)
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    lock = FileLock(str(path))
-    try:
-        lock.acquire()
-    except OSError as error:  # a directory in its place, a read-only folder
-        raise CatalogError(f"cannot take the lock {path}: {error.strerror or error}") from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
 def _publish(
-    root: Path,
+    root: PublishedRoot,
     commit: Commit,
     options: ExtractOptions,
     keep: int | None,
     log: Callable[[str], None],
     analysis: Path | None = None,
 ) -> None:
-    indexed = present(root / INDEX)
-    index = read_index(root)
-    directory = _folder(root, commit.sha, options)
+    indexed = root.indexed()
+    index = root.read_index()
+    directory = root.folder(commit.sha)
     made = not directory.exists()
     try:
         _publish_into(root, directory, index, indexed, commit, options, keep, log, analysis)
@@ -184,13 +140,13 @@ def _publish(
         # (a published history that cannot be read back, say: rolled on after the catalog is written)
         if made:  # this night's folder, if the index does not name it yet: no one has seen it
             with contextlib.suppress(CatalogError):
-                if read_index(root).latest != commit.sha:
+                if root.read_index().latest != commit.sha:
                     shutil.rmtree(directory, ignore_errors=True)
         raise
 
 
 def _publish_into(
-    root: Path,
+    root: PublishedRoot,
     directory: Path,
     index: NightlyIndex,
     indexed: bool,
@@ -214,21 +170,21 @@ def _publish_into(
     step = time.monotonic()
     summary = None
     diff = None
-    previous = _previous(root, index, commit.sha, options, log)
+    previous = _previous(root, index, commit.sha, log)
     if previous is not None:
         diff = diff_catalogs(previous, catalog)
-        atomic_write(directory / "diff.json", render_json(diff))
-        atomic_write(directory / "diff.md", page_bytes(render_markdown(diff)))
+        atomic_write(directory / DIFF, render_json(diff))
+        atomic_write(directory / DIFF_PAGE, page_bytes(render_markdown(diff)))
         summary = diff.summary
         changes = ", ".join(f"{count} {kind}" for kind, count in summary.items() if count and kind != "unchanged")
         log(f"diffed against {previous.sha[:12]}: {changes or 'no changes'} ({time.monotonic() - step:.2f}s)")
     elif index.latest is None:
         log("first catalog: no diff")
-    before = _folder(root, index.latest, options) if previous is not None and index.latest else None
+    before = root.folder(index.latest) if previous is not None and index.latest else None
     carry_analysis(before, directory, catalog, diff, analysis, log)
 
     step = time.monotonic()  # the rolling history, beside the index: advanced by this night, not recomputed
-    history = roll(root, previous=previous, catalog=catalog, options=options, pairs=diff.pairs if diff else None)
+    history = roll(root.path, previous=previous, catalog=catalog, options=options, pairs=diff.pairs if diff else None)
     nights = len(history.revisions)
     plural = "" if nights == 1 else "s"
     took = time.monotonic() - step
@@ -245,54 +201,22 @@ def _publish_into(
     entries = [entry, *(e for e in index.catalogs if e.sha != commit.sha)]
     dropped = entries[keep:] if keep is not None else []
     kept = entries[:keep] if keep is not None else entries
-    atomic_write(root / "index.json", dumps_model(NightlyIndex(latest=commit.sha, catalogs=kept)))
-    log(f"published {root / INDEX} ({time.monotonic() - step:.2f}s)")
+    root.commit(NightlyIndex(latest=commit.sha, catalogs=kept), history=history.encode())
+    log(f"published {root.index_path} ({time.monotonic() - step:.2f}s)")
     # The index no longer names them, so removing them now can leave nothing dangling.
     for old in dropped:
-        folder = _folder(root, old.sha, options)
-        if _SHA_DIR.fullmatch(folder.name):
-            shutil.rmtree(folder, ignore_errors=True)
+        root.remove(old.sha)
     if dropped:
         log(f"removed {len(dropped)} catalog(s) beyond the newest {keep}")
-    _clean(root, {entry.sha for entry in kept}, options, folders=indexed, log=log)
-
-
-def _clean(root: Path, named: set[str], options: ExtractOptions, *, folders: bool, log: Callable[[str], None]) -> None:
-    """Remove what killed runs left in `root` and the index does not name: temporary files of this tool's
-    atomic writes (the lock is held: no other run is writing one), in `root` and in catalog folders; and,
-    when an index was there before this run, catalog folders of this scope that a run began and never
-    finished (no manifest) holding nothing but what a run writes.
-
-    Nothing else is touched: not a complete catalog (an extraction's own, in the same root, or a killed
-    run's, which a run for its commit reuses), nor any folder or file a person put there. Without an earlier
-    index, folders stay: they may be catalogs a lost index named.
-    """
-    removed = 0
-    catalogs = [folder for folder in root.iterdir() if _SHA_DIR.fullmatch(folder.name) and folder.is_dir()]
-    for place in (root, *catalogs):
-        for stale in place.glob(".*.tmp"):
-            if _TEMPORARY.fullmatch(stale.name):
-                with contextlib.suppress(OSError):
-                    stale.unlink()
-                    removed += 1
-    for folder in catalogs if folders else ():
-        sha = folder.name.partition("-")[0]
-        unfinished = not (folder / MANIFEST).exists()
-        ours = all(entry.name in _RUN_FILES for entry in folder.iterdir())
-        if len(sha) == 40 and sha not in named and folder == _folder(root, sha, options) and unfinished and ours:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed += 1
-    if removed:
+    if removed := root.clean({entry.sha for entry in kept}, folders=indexed):
         log(f"removed {removed} folder(s) and temporary file(s) of killed runs that no index names")
 
 
-def _previous(
-    root: Path, index: NightlyIndex, sha: str, options: ExtractOptions, log: Callable[[str], None]
-) -> LoadedCatalog | None:
+def _previous(root: PublishedRoot, index: NightlyIndex, sha: str, log: Callable[[str], None]) -> LoadedCatalog | None:
     if index.latest is None or index.latest == sha:
         return None
     try:
-        return load_catalog(_folder(root, index.latest, options))
+        return load_catalog(root.folder(index.latest))
     except CatalogError as error:
         log(f"the previously published catalog is damaged, so no diff is written: {error}")
         return None
@@ -340,8 +264,8 @@ def carry_analysis(
         known.update({key: entry.model_copy(update={"basis": None}) for key, entry in read_analysis(fresh).items()})
     if diff is not None:
         reworded = [c.id for c in diff.changes if c.kind is ChangeKind.REWORDED]
-    elif present(directory / "diff.json"):  # merging fresh analysis into a catalog published earlier
-        changes = read_diff(directory / "diff.json").changes
+    elif present(directory / DIFF):  # merging fresh analysis into a catalog published earlier
+        changes = read_diff(directory / DIFF).changes
         reworded = [c.id for c in changes if c.kind == ChangeKind.REWORDED.value]
     else:
         reworded = []
@@ -354,25 +278,25 @@ def carry_analysis(
     )
 
 
-def _site_done(root: Path, site: Path | None) -> bool:
+def _site_done(root: PublishedRoot, site: Path | None) -> bool:
     """Tell whether there is no site to build, or it is built from the latest catalog already."""
     from extractor.publish.site.pages import MARKER
 
     if site is None:
         return True
     try:
-        return bool(orjson.loads(read_whole(site / MARKER))["sha"] == read_index(root).latest)
+        return bool(orjson.loads(read_whole(site / MARKER))["sha"] == root.read_index().latest)
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, CatalogError):
         return False
 
 
-def publish_site(root: Path, site: Path, options: ExtractOptions, log: Callable[[str], None]) -> None:
+def publish_site(root: PublishedRoot, site: Path, log: Callable[[str], None]) -> None:
     """Rebuild the site of the latest published catalog into `site`: built aside, then switched to at once."""
     from extractor.publish.site.build import build_site
-    from extractor.publish.site.inputs import open_site_inputs
+    from extractor.publish.site.inputs import open_root_inputs
 
     step = time.monotonic()
-    inputs = open_site_inputs(str(root), repo=str(root), options=options)
+    inputs = open_root_inputs(root)
     summary = build_site(
         inputs.catalog, output=site, analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history, link=True
     )

@@ -9,20 +9,20 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from extractor.catalog.load import LoadedCatalog, load_catalog, open_catalog, present, read_document
-from extractor.catalog.published import INDEX, catalog_folder, is_root, latest_catalog, read_index
+from extractor.catalog.published import PublishedRoot
 from extractor.errors import CatalogError
-from extractor.model.records import EventKind, LineageEvent, Record, Scope
+from extractor.model.records import EventKind, LineageEvent, Record
 from extractor.pipeline.extract import ExtractOptions
 from extractor.pipeline.write import RECORDS
 from extractor.query.analysis import ANALYSIS, AnalysisEntry, read_analysis
 from extractor.query.diff import ChangeKind
-from extractor.query.history.store import HISTORY, read_written
+from extractor.query.history.store import read_written
 
 __all__ = [
     "HistoryEvent",
     "PublishedDiff",
     "SiteInputs",
-    "catalog_folder",
+    "open_root_inputs",
     "open_site_inputs",
     "read_diff",
     "read_history",
@@ -104,18 +104,17 @@ class SiteInputs:
     history: Mapping[str, Sequence[HistoryEvent]]
 
 
-def read_published_diffs(root: Path, *, scope: Scope, upto: str | None = None) -> list[PublishedDiff]:
-    """Read the diffs a nightly root (DIR with index.json) published, newest first, from `upto` back."""
-    entries = read_index(root).catalogs
+def read_published_diffs(root: PublishedRoot, *, upto: str | None = None) -> list[PublishedDiff]:
+    """Read the diffs a nightly root published, newest first, from `upto` back."""
+    entries = root.read_index().catalogs
     if upto is not None:
         shas = [entry.sha for entry in entries]
         entries = entries[shas.index(upto) :] if upto in shas else []
     diffs = []
     for entry in entries:
-        folder = catalog_folder(root, entry.sha, scope)
-        if folder is None or not present(folder / "diff.json"):
-            continue
-        diffs.append(PublishedDiff(entry.sha, entry.committedAt, read_diff(folder / "diff.json")))
+        path = root.diff(entry.sha)
+        if path is not None:
+            diffs.append(PublishedDiff(entry.sha, entry.committedAt, read_diff(path)))
     return diffs
 
 
@@ -140,23 +139,45 @@ def open_site_inputs(
     another file.
     """
     path = Path(spec)
-    directory: Path | None = None
+    root = PublishedRoot.at(path, scope=options.scope)
+    if root is not None:
+        return open_root_inputs(root, analysis=analysis, history=history)
+    catalog = open_catalog(spec, repo=repo, options=options)
+    if not (path.is_dir() and (path / RECORDS).exists()):
+        return _inputs(catalog, analysis=analysis, history=history)
+    # A catalog's folder: the folder it sits in is a nightly root when it holds an index, and a rolling
+    # history beside the catalogs is the catalog's history whether or not it does.
+    scope = catalog.manifest.scope if catalog.manifest is not None else options.scope
+    beside = PublishedRoot(path.parent, scope)
     diffs: list[PublishedDiff] = []
-    if is_root(path):
-        directory = latest_catalog(path, options.scope)
-        catalog = load_catalog(directory)
-        diffs = read_published_diffs(path, scope=options.scope, upto=read_index(path).latest)
-    else:
-        catalog = open_catalog(spec, repo=repo, options=options)
-        if path.is_dir() and (path / RECORDS).exists():
-            directory = path
-            if present(path.parent / INDEX) and catalog.manifest is not None:
-                scope = catalog.manifest.scope
-                diffs = read_published_diffs(path.parent, scope=scope, upto=catalog.manifest.sha)
+    if beside.indexed() and catalog.manifest is not None:
+        diffs = read_published_diffs(beside, upto=catalog.manifest.sha)
+    return _inputs(catalog, path, beside, diffs, analysis=analysis, history=history)
+
+
+def open_root_inputs(root: PublishedRoot, *, analysis: Path | None = None, history: Path | None = None) -> SiteInputs:
+    """Open what the site of a nightly root's latest catalog is built from (see `open_site_inputs`)."""
+    directory = root.latest()
+    catalog = load_catalog(directory)
+    diffs = read_published_diffs(root, upto=root.read_index().latest)
+    return _inputs(catalog, directory, root, diffs, analysis=analysis, history=history)
+
+
+def _inputs(
+    catalog: LoadedCatalog,
+    directory: Path | None = None,
+    root: PublishedRoot | None = None,
+    diffs: Sequence[PublishedDiff] = (),
+    *,
+    analysis: Path | None,
+    history: Path | None,
+) -> SiteInputs:
+    """The inputs of a catalog read from `directory` in `root`: its folder's analysis.jsonl unless `analysis`
+    names another file, the root's rolling history unless `history` names another."""
     if analysis is None and directory is not None and present(directory / ANALYSIS):
         analysis = directory / ANALYSIS
-    if history is None and directory is not None and present(directory.parent / HISTORY):
-        history = directory.parent / HISTORY  # the nightly job's rolling history, beside its index
+    if history is None and root is not None:
+        history = root.history()
     return SiteInputs(
         catalog=catalog,
         analysis=read_analysis(analysis) if analysis is not None else {},

@@ -9,10 +9,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from extractor.catalog.load import LoadedCatalog, first_problem, present, read_document
+from extractor.catalog.published import HISTORY, HISTORY_MANIFEST
 from extractor.errors import CatalogError
 from extractor.model.records import HistoryManifest, Lineage, Scope
 from extractor.pipeline.options import ExtractOptions
-from extractor.pipeline.write import atomic_write, atomic_write_all, default_root, page_bytes, scope_label
+from extractor.pipeline.write import atomic_write_all, default_root, page_bytes, scope_label
 from extractor.query.diff import Pair
 from extractor.query.history.checks import RevisionChecks, sides
 from extractor.query.history.lineage import History, advance
@@ -20,8 +21,6 @@ from extractor.query.history.revisions import followed
 from extractor.util.atomic import read_whole
 
 __all__ = [
-    "HISTORY",
-    "HISTORY_MANIFEST",
     "WrittenHistory",
     "folder_name",
     "load_lineages",
@@ -30,10 +29,6 @@ __all__ = [
     "roll",
     "write_history",
 ]
-
-
-HISTORY = "history.jsonl"
-HISTORY_MANIFEST = "history.json"
 
 
 def folder_name(options: ExtractOptions) -> str:
@@ -99,7 +94,8 @@ def roll(
     """Add a published catalog to the rolling history in `directory` (the nightly job's), incrementally:
     the history is read back and advanced by one revision, labelled by its SHA. A history that already
     ends with this catalog is left as it is; one that is missing, of another scope or does not end with
-    `previous` starts again from `previous`. Written whole (history.jsonl, then history.json)."""
+    `previous` starts again from `previous`. Nothing is written: the caller publishes its encoding
+    together with the index that names the catalog (PublishedRoot.commit)."""
     history = read_history(directory, options=options)
     if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
         return history
@@ -112,9 +108,6 @@ def roll(
             advance(history, None, before, before.sha[:12])
             pairs = None
     advance(history, before, RevisionChecks.of(catalog, new_checks), catalog.sha[:12], pairs=pairs)
-    lines, manifest = history.encode()
-    atomic_write(directory / HISTORY, lines)
-    atomic_write(directory / HISTORY_MANIFEST, manifest)
     return history
 
 
