@@ -262,7 +262,7 @@ class Carry:
 @contextlib.contextmanager
 def carrying_results() -> Iterator[Carry]:
     """A carry for the revisions of one history, scanned in the block (its workers stop when it ends)."""
-    with scheduler.carrying_results() as scans:
+    with scheduler.carrying_scans() as scans:
         yield Carry(scans)
 
 
