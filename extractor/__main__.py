@@ -2,9 +2,9 @@
 import sys
 
 try:
-    from extractor.cli.main import run
+    from extractor.cli.main import run_and_exit
 except KeyboardInterrupt:  # a Ctrl-C before the command line is ready to take it: still its one line
     print("extractor: interrupted", file=sys.stderr)
     sys.exit(130)
 
-run()
+run_and_exit()

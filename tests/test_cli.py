@@ -792,7 +792,7 @@ def test_extractor_debug_shows_the_traceback_of_a_bug(tmp_path: Path) -> None:
         "def broken(argv): raise RuntimeError('boom')\n"
         "command.run = broken\n"
         "sys.argv = ['extractor', 'list']\n"
-        "cli.run()\n"
+        "cli.run_and_exit()\n"
     )
     plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert plain.returncode == 2 and "unexpected RuntimeError: boom (a bug" in plain.stderr

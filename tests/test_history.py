@@ -16,7 +16,7 @@ from extractor.pipeline.extract import ExtractOptions
 from extractor.query.history.changelog import lineage_sentence
 from extractor.query.history.lineage import build_history
 from extractor.query.history.revisions import following, list_revisions
-from extractor.query.history.store import folder_name, write_history
+from extractor.query.history.store import history_folder, write_history
 from extractor.util import markdown
 from tests.conftest import GitRepo, cli, git
 
@@ -140,7 +140,7 @@ def test_default_folder_names_the_scope() -> None:
     names its paths and classes, a path followed both ways once."""
 
     def name(paths: tuple[str, ...], exceptions: tuple[str, ...] = ("ValueError",)) -> str:
-        return folder_name(
+        return history_folder(
             ExtractOptions(paths=following(paths), exceptions=exceptions, config_from=following(("vllm/config",)))
         )
 
@@ -154,7 +154,7 @@ def test_default_folder_names_the_scope() -> None:
         == "history-vllm.config+vllm.engine-TypeError+ValueError"
     )
     other = ExtractOptions(paths=following(("vllm/config",)), context=3, config_from=following(("vllm/config",)))
-    assert folder_name(other).startswith("history-vllm.config-ValueError-")
+    assert history_folder(other).startswith("history-vllm.config-ValueError-")
 
 
 def test_cli_histories_of_two_scopes_live_side_by_side(history_repo: GitRepo, tmp_path: Path) -> None:
@@ -229,7 +229,7 @@ def test_write_history_writes_the_scopes_folder_and_returns_what_is_printed(
     options = ExtractOptions(paths=following(["pkg/config"]))
     history = build_history(list_revisions(["v1..v2"], repo=str(history_repo.path)), options=options)
     written = write_history(history)
-    assert written.folder == Path("output", "vllm-project", "vllm", folder_name(options))
+    assert written.folder == Path("output", "vllm-project", "vllm", history_folder(options))
     assert sorted(path.name for path in written.folder.iterdir()) == ["history.json", "history.jsonl"]
     assert written.printed == (written.folder / "history.jsonl").read_bytes() != b""
 

@@ -1,4 +1,5 @@
-"""The package's import graph, read with `ast`: no cycle, and every import goes down the declared layers.
+"""The package's import graph, read with `ast`: no cycle, and every import goes down the declared layers; and
+its names: each public class and function is defined in one module.
 
 Every import of a module of the package counts, wherever it is written: at the top, inside a function
 (an import delayed for speed is still a dependency) and under `if TYPE_CHECKING:` (a type-only import
@@ -10,6 +11,7 @@ where x is a module.
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -253,6 +255,74 @@ def test_function_level_and_type_checking_imports_count(tmp_path: Path) -> None:
     assert graph == {"s": {}, "s.a": {"b": 3}, "b": {"c": 2}, "c": {"s.a": 1}}
     assert _cycles(graph) == [["b", "c", "s.a"]]
     assert _backwards(graph, [("c",), ("b",), ("s.a",)]) == ["c:1 imports s.a (layer 0 -> 2)"]
+
+
+# What the command line calls in a command's module (cli/extract.py, cli/commands/*.py) by these names: every
+# command defines them, so a module that defines both is a command, and the commands' are one definition.
+COMMAND_PROTOCOL = frozenset({"parser", "run"})
+COMMANDS = "(the commands)"
+
+
+def _defined(path: Path) -> set[str]:
+    """The public classes and functions a module defines at its top, under an `if`, `try` or `with` there
+    too (a name defined under `if TYPE_CHECKING:` is defined all the same)."""
+    names: set[str] = set()
+
+    def read(body: Sequence[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                if not node.name.startswith("_"):
+                    names.add(node.name)
+            elif isinstance(node, ast.If | ast.With):
+                read(node.body)
+                read(getattr(node, "orelse", []))
+            elif isinstance(node, ast.Try | ast.TryStar):
+                for block in (node.body, *(handler.body for handler in node.handlers), node.orelse, node.finalbody):
+                    read(block)
+
+    read(ast.parse(path.read_text(encoding="utf-8"), str(path)).body)
+    return names
+
+
+def _defined_twice(package: Path) -> dict[str, list[str]]:
+    """Each public name more than one module of the package defines, with those modules. The commands'
+    `parser` and `run` count as one definition, COMMANDS: a module that is no command and defines either
+    gives the name a second meaning."""
+    homes: defaultdict[str, set[str]] = defaultdict(set)
+    for module in _modules(package):
+        names = _defined(_file(package, module))
+        command = names >= COMMAND_PROTOCOL
+        for name in names:
+            homes[name].add(COMMANDS if command and name in COMMAND_PROTOCOL else module)
+    return {name: sorted(modules) for name, modules in sorted(homes.items()) if len(modules) > 1}
+
+
+def test_each_public_name_is_defined_once() -> None:
+    """A public class or function has one home: a name read in one module means the same in every other
+    (the scan's dataclasses are `Scanned*`, the published models keep the bare names). Only a command's
+    `parser` and `run` are defined in every command module."""
+    assert _defined_twice(PACKAGE) == {}
+
+
+def test_a_name_defined_in_two_modules_is_found(tmp_path: Path) -> None:
+    """The check reads every folder and what is defined under `if` and `try`; it lets the commands' `parser`
+    and `run` be, but not a `run` in a module that is no command."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "s" / "a.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    class Site: ...\n"
+        "def parser(): ...\ndef run(argv): ...\ndef _helper(): ...\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "b.py").write_text(
+        "try:\n    def folder_name(): ...\nexcept ImportError:\n    pass\nclass Site: ...\ndef _helper(): ...\n"
+        "def parser(): ...\ndef run(argv): ...\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "c.py").write_text("def folder_name(): ...\n", encoding="utf-8")
+    assert _defined_twice(tmp_path) == {"Site": ["b", "s.a"], "folder_name": ["b", "c"]}
+    (tmp_path / "d.py").write_text("def run(): ...\n", encoding="utf-8")
+    assert _defined_twice(tmp_path)["run"] == [COMMANDS, "d"]
 
 
 def test_the_cache_key_covers_all_the_code_a_scan_runs() -> None:

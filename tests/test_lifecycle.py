@@ -76,8 +76,8 @@ def spy(*args, **kwargs):
     return real(*args, **kwargs)
 scan_module.scan_many = spy
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
 
 
@@ -185,7 +185,7 @@ def test_an_interrupt_anywhere_exits_130_and_leaves_no_file_behind(
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     script = "import os, signal, sys, time\nMAIN = os.getpid()\n" + _PROBES[point]
-    script += 'sys.argv = ["extractor", *sys.argv[1:]]\nfrom extractor.cli.main import run\nrun()\n'
+    script += 'sys.argv = ["extractor", *sys.argv[1:]]\nfrom extractor.cli.main import run_and_exit\nrun_and_exit()\n'
     jobs = "2"
     args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--jobs", jobs, "--output", "out"]
     result = subprocess.run(
@@ -219,8 +219,8 @@ def probe(source, target):
     return real(source, target)
 extractor.util.atomic.os.replace = probe
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
     args = ["--repo", str(git_repo.path), "--sha", "v1", "--path", "pkg", "--no-cache", "--output", "out"]
     result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path)

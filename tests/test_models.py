@@ -33,15 +33,15 @@ RECORD = {
 
 # Each typed value of the scan, the model it mirrors, and its TypedDict as read back from the cache.
 MIRRORS = [
-    (scanned.Placeholder, models.Placeholder, scanned.PlaceholderData),
-    (scanned.Condition, models.Condition, scanned.ConditionData),
-    (scanned.Extraction, models.Extraction, scanned.ExtractionData),
-    (scanned.Site, models.Site, scanned.SiteData),
-    (scanned.SkippedSite, models.SkippedSite, scanned.SkippedSiteData),
+    (scanned.ScannedPlaceholder, models.Placeholder, scanned.PlaceholderData),
+    (scanned.ScannedCondition, models.Condition, scanned.ConditionData),
+    (scanned.ScannedExtraction, models.Extraction, scanned.ExtractionData),
+    (scanned.ScannedSite, models.Site, scanned.SiteData),
+    (scanned.ScannedSkippedSite, models.SkippedSite, scanned.SkippedSiteData),
     (scanned.Result, models.FileResult, None),
-    (scanned.FieldFacts, models.FieldFacts, None),
-    (scanned.ClassFacts, models.ClassFacts, None),
-    (scanned.FlagFacts, models.FlagFacts, None),
+    (scanned.ScannedFieldFacts, models.FieldFacts, None),
+    (scanned.ScannedClassFacts, models.ClassFacts, None),
+    (scanned.ScannedFlagFacts, models.FlagFacts, None),
 ]
 
 
@@ -69,7 +69,7 @@ def test_each_typed_value_has_its_models_fields_in_its_order(
         assert list(typing.get_type_hints(data)) == names
 
 
-SITE = scanned.Site(
+SITE = scanned.ScannedSite(
     errorClass="ValueError",
     errorMessage="n ({n}) too big",
     messagePattern=r"n \((?P<p0>.*?)\) too big",
@@ -77,9 +77,9 @@ SITE = scanned.Site(
     sourceCode="raise ValueError(f'n ({n}) too big')",
     sourceCodeStart=1,
     sourceCodeEnd=9,
-    extraction=scanned.Extraction(
-        placeholders=[scanned.Placeholder("n", None, None, False, 3, 6, "p0")],
-        conditions=[scanned.Condition(ConditionKind.IF, "n > 3", False, 6)],
+    extraction=scanned.ScannedExtraction(
+        placeholders=[scanned.ScannedPlaceholder("n", None, None, False, 3, 6, "p0")],
+        conditions=[scanned.ScannedCondition(ConditionKind.IF, "n > 3", False, 6)],
         function="f",
         cause=None,
         messageKind=MessageKind.FSTRING,
@@ -99,7 +99,7 @@ def test_a_result_written_by_orjson_is_the_models_json() -> None:
     result = scanned.Result(
         kind="scanned",
         sites=[SITE],
-        skippedSites=[scanned.SkippedSite("", 9, "a bare raise")],
+        skippedSites=[scanned.ScannedSkippedSite("", 9, "a bare raise")],
         pieces=[models.Piece("h" * 24, 1, 9, "def f(n):", "    raise", ())[:]],
     )
     written = orjson.dumps(result)

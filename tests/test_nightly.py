@@ -545,8 +545,8 @@ def stopped(source, target):
 
 atomic.os.replace = stopped
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
 
 

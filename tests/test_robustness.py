@@ -501,8 +501,8 @@ def probed(self, **kwargs):
 
 models.HistoryManifest.model_dump = probed
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
 
 

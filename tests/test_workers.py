@@ -36,8 +36,8 @@ def warm_up(parent):
         print("warm", "pydantic" in sys.modules, "libcst" in sys.modules, file=stream)
 extractor.pipeline.workers._warm_up = warm_up
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
 
 
@@ -87,8 +87,8 @@ def spy(count):
     return real(count)
 extractor.pipeline.workers.start = spy
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
 
 
@@ -137,8 +137,8 @@ def ahead(*args, **kwargs):
     return given
 extractor.pipeline.scheduler.start, extractor.pipeline.scheduler._scan_ahead = start, ahead
 sys.argv = ["extractor", *sys.argv[1:]]
-from extractor.cli.main import run
-run()
+from extractor.cli.main import run_and_exit
+run_and_exit()
 """
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from extractor.pipeline.options import ExtractOptions
     from extractor.repo.git.commit import Commit
 
-from extractor.cli.options import PROG, Parser, add_repo, add_run, add_scope, commands, extract_options, parse
+from extractor.cli.options import PROG, Parser, add_repo, add_run, add_scope, commands, extract_options, parse_arguments
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     options = extract_options(args)
     commit, pinned = _resolve_starting_workers(args.repo, args.sha, args.release, options)
     from extractor.pipeline.extract import extract_commit

@@ -17,7 +17,7 @@ from extractor.util.progress import one_line
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["main", "run"]
+__all__ = ["main", "run_and_exit"]
 
 
 def _command(word: str) -> Callable[[Sequence[str]], int]:
@@ -40,7 +40,7 @@ def _unknown_command(word: str) -> ExtractorError:
     )
 
 
-def run() -> NoReturn:
+def run_and_exit() -> NoReturn:
     """The command line as a process: run, wait for background cache writes, flush, and leave at once
     (lifecycle.command_line_process: the process-wide tricks are switched on there, and only there)."""
     with command_line_process():

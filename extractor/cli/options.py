@@ -61,7 +61,7 @@ class Parser(argparse.ArgumentParser):
 _MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word to look for, the root
 
 
-def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
     """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""
     args = parser.parse_args(argv)
     set_quiet(args.quiet)

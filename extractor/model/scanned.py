@@ -1,9 +1,10 @@
 # Scanned: the typed values the scan makes and hands on (sites, skipped raises, a file's result).
 """The scan builds thousands of these per package: slotted dataclasses cost a fraction of a pydantic
-model, and orjson writes them as JSON objects in field order. Each mirrors the model of the same name
-in models.py field for field, in the same order (tests/test_models.py checks it), so a result written
-from these reads back as the model validates it; pydantic stays for what is published and what is
-read from disk (`FileResult.model_validate`, the schema).
+model, and orjson writes them as JSON objects in field order. Each mirrors a model of records.py
+field for field, in the same order (tests/test_models.py checks it): `ScannedSite` mirrors `Site`, and
+so on, `Result` mirrors `FileResult`. The prefix keeps each name to one thing: the model's is the one
+published. A result written from these reads back as the model validates it; pydantic stays for what
+is published and what is read from disk (`FileResult.model_validate`, the schema).
 
 What the pipeline reads back from the cache is the same JSON as plain data: the TypedDicts below name
 its keys (no cost at run time; mypy checks every use).
@@ -17,26 +18,26 @@ from typing import Any, Literal, TypedDict
 from extractor.model.kinds import ConditionKind, MessageKind
 
 __all__ = [
-    "ClassFacts",
-    "Condition",
     "ConditionData",
-    "Extraction",
     "ExtractionData",
-    "FieldFacts",
-    "FlagFacts",
-    "Placeholder",
     "PlaceholderData",
     "Result",
     "ResultData",
-    "Site",
+    "ScannedClassFacts",
+    "ScannedCondition",
+    "ScannedExtraction",
+    "ScannedFieldFacts",
+    "ScannedFlagFacts",
+    "ScannedPlaceholder",
+    "ScannedSite",
+    "ScannedSkippedSite",
     "SiteData",
-    "SkippedSite",
     "SkippedSiteData",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class Placeholder:
+class ScannedPlaceholder:
     """One `{...}` of a message template (models.Placeholder)."""
 
     expression: str
@@ -49,7 +50,7 @@ class Placeholder:
 
 
 @dataclass(frozen=True, slots=True)
-class Condition:
+class ScannedCondition:
     """One link of the chain of conditions around a raise (models.Condition)."""
 
     kind: ConditionKind
@@ -59,11 +60,11 @@ class Condition:
 
 
 @dataclass(frozen=True, slots=True)
-class Extraction:
+class ScannedExtraction:
     """What is captured beside a record (models.Extraction); `fields` and `related` are filled later."""
 
-    placeholders: list[Placeholder]
-    conditions: list[Condition]
+    placeholders: list[ScannedPlaceholder]
+    conditions: list[ScannedCondition]
     function: str
     cause: str | None
     messageKind: MessageKind
@@ -76,7 +77,7 @@ class Extraction:
 
 
 @dataclass(frozen=True, slots=True)
-class Site:
+class ScannedSite:
     """One raise site of one file (models.Site)."""
 
     errorClass: str
@@ -86,14 +87,14 @@ class Site:
     sourceCode: str
     sourceCodeStart: int
     sourceCodeEnd: int
-    extraction: Extraction
+    extraction: ScannedExtraction
     slugStem: str
     reads: list[str]
     templateKey: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class SkippedSite:
+class ScannedSkippedSite:
     """A raise in scope that cannot become a record (models.SkippedSite); its path is set later."""
 
     path: str
@@ -102,7 +103,7 @@ class SkippedSite:
 
 
 @dataclass(frozen=True, slots=True)
-class FieldFacts:
+class ScannedFieldFacts:
     """A field declared in a class body (models.FieldFacts)."""
 
     name: str
@@ -114,17 +115,17 @@ class FieldFacts:
 
 
 @dataclass(frozen=True, slots=True)
-class ClassFacts:
+class ScannedClassFacts:
     """A top-level class of a file: its bases, fields and what its __post_init__ assigns (models.ClassFacts)."""
 
     name: str
     bases: list[str]
-    fields: list[FieldFacts]
+    fields: list[ScannedFieldFacts]
     postInit: list[str]
 
 
 @dataclass(frozen=True, slots=True)
-class FlagFacts:
+class ScannedFlagFacts:
     """What a CLI definition file says (models.FlagFacts)."""
 
     flags: list[tuple[str, str, list[str], bool]]
@@ -141,10 +142,10 @@ class Result:
 
     kind: Literal["scanned", "skipped", "ruled-out"]
     reason: str | None = None
-    sites: list[Site | SiteData] = field(default_factory=list)
-    skippedSites: list[SkippedSite | SkippedSiteData] = field(default_factory=list)
-    classes: list[ClassFacts] = field(default_factory=list)
-    flags: FlagFacts | None = None
+    sites: list[ScannedSite | SiteData] = field(default_factory=list)
+    skippedSites: list[ScannedSkippedSite | SkippedSiteData] = field(default_factory=list)
+    classes: list[ScannedClassFacts] = field(default_factory=list)
+    flags: ScannedFlagFacts | None = None
     facts: bool = False
     couldHold: bool = True
     pieces: list[tuple[str, int, int, str, str, tuple[str, ...]]] = field(default_factory=list)  # Piece's fields

@@ -20,7 +20,14 @@ import orjson
 from extractor._version import __version__
 from extractor.errors import ExtractorError, ScopeError
 from extractor.model.manifest import ManifestData, SkippedFileData
-from extractor.model.scanned import ClassFacts, FieldFacts, FlagFacts, ResultData, SiteData, SkippedSiteData
+from extractor.model.scanned import (
+    ResultData,
+    ScannedClassFacts,
+    ScannedFieldFacts,
+    ScannedFlagFacts,
+    SiteData,
+    SkippedSiteData,
+)
 from extractor.pipeline import scheduler
 from extractor.pipeline.cache import ScanCache
 from extractor.pipeline.lines import LineData, RunContext, build_records
@@ -251,7 +258,7 @@ class Carry:
 @contextlib.contextmanager
 def carrying_results() -> Iterator[Carry]:
     """A carry for the revisions of one history, scanned in the block (its workers stop when it ends)."""
-    with scheduler.carrying_results() as scans:
+    with scheduler.carrying_scans() as scans:
         yield Carry(scans)
 
 
@@ -466,11 +473,11 @@ def _field_index(scope: _Scope, results: dict[str, ResultData], options: Extract
     read = results[flags.oid].get("flags") if flags is not None else None
     return FieldIndex.build(
         classes=[_class_facts(data) for blob in classes for data in results[blob.oid].get("classes") or ()],
-        flags=FlagFacts(read["flags"], read["overwritten"]) if read else None,
+        flags=ScannedFlagFacts(read["flags"], read["overwritten"]) if read else None,
     )
 
 
-def _class_facts(data: Mapping[str, Any]) -> ClassFacts:
+def _class_facts(data: Mapping[str, Any]) -> ScannedClassFacts:
     """A config class's facts as the scan wrote them (a result of the cache, sealed: as this code wrote it)."""
-    fields = [FieldFacts(**field) for field in data["fields"]]
-    return ClassFacts(data["name"], data["bases"], fields, data["postInit"])
+    fields = [ScannedFieldFacts(**field) for field in data["fields"]]
+    return ScannedClassFacts(data["name"], data["bases"], fields, data["postInit"])

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from extractor.model.scanned import ClassFacts, FieldFacts, FlagFacts
+from extractor.model.scanned import ScannedClassFacts, ScannedFieldFacts, ScannedFlagFacts
 from extractor.pipeline.lines import LineData
 
 __all__ = ["FieldIndex", "from_self"]
@@ -18,8 +18,8 @@ RELATED_LIMIT = 10
 
 @dataclass
 class _Class:
-    facts: ClassFacts
-    fields: dict[str, FieldFacts] = field(default_factory=dict)
+    facts: ScannedClassFacts
+    fields: dict[str, ScannedFieldFacts] = field(default_factory=dict)
 
 
 # A record's field (models.FieldRef) as its extraction holds it: every key, in the model's order, by its
@@ -31,7 +31,7 @@ def _field_ref(
     expression: str,
     *,
     owner: str | None = None,
-    facts: FieldFacts | None = None,
+    facts: ScannedFieldFacts | None = None,
     flags: list[str] | None = None,
     via: str | None = None,
     key: str | None = None,
@@ -100,7 +100,7 @@ class FieldIndex:
                     self.cli_parent.setdefault(target, (self.root, name))
 
     @classmethod
-    def build(cls, *, classes: Iterable[ClassFacts], flags: FlagFacts | None) -> FieldIndex:
+    def build(cls, *, classes: Iterable[ScannedClassFacts], flags: ScannedFlagFacts | None) -> FieldIndex:
         known: dict[str, _Class] = {}
         for facts in classes:
             known.setdefault(facts.name, _Class(facts))
@@ -120,11 +120,11 @@ class FieldIndex:
         return cls(known, flag_map, boolean, overwritten)
 
     @staticmethod
-    def _fields_of(name: str, known: dict[str, _Class], seen: set[str]) -> dict[str, FieldFacts]:
+    def _fields_of(name: str, known: dict[str, _Class], seen: set[str]) -> dict[str, ScannedFieldFacts]:
         if name in seen or name not in known:
             return {}
         seen.add(name)
-        fields: dict[str, FieldFacts] = {}
+        fields: dict[str, ScannedFieldFacts] = {}
         for base in known[name].facts.bases:
             fields.update(FieldIndex._fields_of(base.rpartition(".")[2], known, seen))
         fields.update((f.name, f) for f in known[name].facts.fields)
@@ -145,7 +145,7 @@ class FieldIndex:
         candidates = [n for n in names if n in self.classes]
         return candidates[0] if len(set(candidates)) == 1 else None
 
-    def options_of(self, class_name: str, field_name: str, facts: FieldFacts) -> list[str]:
+    def options_of(self, class_name: str, field_name: str, facts: ScannedFieldFacts) -> list[str]:
         """The flags that set a field, with the `--no-` forms argparse adds for a boolean."""
         options = list(self.flags.get((class_name, field_name), []))
         names = {n.rpartition(".")[2] for n in _ANNOTATION_NAME.findall(facts.annotation)}
@@ -181,7 +181,7 @@ class FieldIndex:
         raise AssertionError("unreachable")
 
     def _reference(
-        self, chain: str, owner: str, facts: FieldFacts, *, cli: bool, parent: tuple[str, str] | None
+        self, chain: str, owner: str, facts: ScannedFieldFacts, *, cli: bool, parent: tuple[str, str] | None
     ) -> FieldRefData:
         flags = self.options_of(owner, facts.name, facts) if cli else []
         via = key = reason = None
@@ -196,7 +196,7 @@ class FieldIndex:
                 via, key = parent_flags[0], facts.name
         return _field_ref(chain, owner=owner, facts=facts, flags=flags, via=via, key=key, reason=reason)
 
-    def _derived(self, owner: str, facts: FieldFacts, parent: tuple[str, str]) -> str | None:
+    def _derived(self, owner: str, facts: ScannedFieldFacts, parent: tuple[str, str]) -> str | None:
         if not facts.init:
             return "init=False"
         if facts.name in self.classes[owner].facts.postInit:

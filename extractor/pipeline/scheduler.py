@@ -65,7 +65,7 @@ Upcoming = tuple[Commit, Sequence[Blob], set[str]]
 
 
 @contextmanager
-def carrying_results() -> Iterator[Carried]:
+def carrying_scans() -> Iterator[Carried]:
     """What the extractions given it carry from one to the next (`scan_blobs(carried=...)`): each takes the
     per-file results of the blobs the previous one had from memory rather than from the cache (the same
     data: a result depends on the blob and the options alone), the worker processes are kept from one
@@ -94,7 +94,7 @@ def scan_blobs(
     carried: Carried | None = None,
 ) -> dict[str, ResultData]:
     """Scan blobs by id (see _scan_new), taking those the previous extraction had from memory when
-    results are `carried` (see carrying_results). `then` are the extractions that come next, nearest first:
+    results are `carried` (see carrying_scans). `then` are the extractions that come next, nearest first:
     when results are carried, the workers start on their new files once these are done."""
     if carried is None:
         return _scan_new(commit, blobs, scan_options=scan_options, jobs=jobs, cache=cache, facts=facts)

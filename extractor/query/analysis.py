@@ -19,7 +19,7 @@ __all__ = [
     "ANALYSIS_FIELDS",
     "NEEDS_ANALYSIS",
     "AnalysisEntry",
-    "Carried",
+    "CarriedAnalysis",
     "NeedReason",
     "NeedsAnalysis",
     "basis",
@@ -97,7 +97,7 @@ class NeedsAnalysis(BaseModel):
 
 
 @dataclass(frozen=True)
-class Carried:
+class CarriedAnalysis:
     """The analysis kept for a new catalog, and the records that need analysis."""
 
     entries: tuple[AnalysisEntry, ...]
@@ -166,7 +166,7 @@ def overlay(lines: Iterable[CatalogLine], analysis: Mapping[str, AnalysisEntry])
 
 def carry_forward(
     analysis: Mapping[str, AnalysisEntry], lines: Sequence[CatalogLine], *, reworded: Iterable[str] = ()
-) -> Carried:
+) -> CarriedAnalysis:
     """Keep the analysis of every record whose id and wording are unchanged; list those that need analysis.
 
     `reworded` names the ids that a diff paired with an older wording. An entry whose basis is unknown is
@@ -198,7 +198,7 @@ def carry_forward(
                     errorMessage=record.errorMessage,
                 )
             )
-    return Carried(tuple(sorted(kept, key=lambda e: e.id)), tuple(needs))
+    return CarriedAnalysis(tuple(sorted(kept, key=lambda e: e.id)), tuple(needs))
 
 
 def encode_entries(entries: Iterable[BaseModel]) -> bytes:

@@ -6,7 +6,7 @@ import inspect
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from extractor.model.scanned import ClassFacts, FieldFacts, FlagFacts
+from extractor.model.scanned import ScannedClassFacts, ScannedFieldFacts, ScannedFlagFacts
 
 __all__ = ["CONSTRAINTS", "file_facts", "may_define_flags", "reads_facts_from"]
 
@@ -17,7 +17,9 @@ CONSTRAINTS = ("gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length"
 Segment = Callable[[ast.expr | ast.stmt], str]
 
 
-def file_facts(body: Sequence[ast.stmt], segment: Segment, source: str) -> tuple[list[ClassFacts], FlagFacts | None]:
+def file_facts(
+    body: Sequence[ast.stmt], segment: Segment, source: str
+) -> tuple[list[ScannedClassFacts], ScannedFlagFacts | None]:
     """Read a parsed module's top-level classes and, if it defines CLI flags from configs, those."""
     classes = [_class_facts(node, segment) for node in body if isinstance(node, ast.ClassDef)]
     flags = None
@@ -39,8 +41,8 @@ def reads_facts_from(lines: Sequence[str]) -> bool:
     return any("__post_init__" in line for line in lines)
 
 
-def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:
-    fields: list[FieldFacts] = []
+def _class_facts(node: ast.ClassDef, segment: Segment) -> ScannedClassFacts:
+    fields: list[ScannedFieldFacts] = []
     body = node.body
     for index, statement in enumerate(body):
         if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
@@ -57,7 +59,7 @@ def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:
         ):
             doc = _written(inspect.cleandoc(following.value.value))
         fields.append(
-            FieldFacts(
+            ScannedFieldFacts(
                 name=statement.target.id,
                 annotation=" ".join(segment(statement.annotation).split()),
                 default=default,
@@ -79,7 +81,7 @@ def _class_facts(node: ast.ClassDef, segment: Segment) -> ClassFacts:
                     if isinstance(target, ast.Attribute) and _is_self(target.value):
                         post_init.add(target.attr)
     bases = [segment(base) for base in node.bases]
-    return ClassFacts(name=node.name, bases=bases, fields=fields, postInit=sorted(post_init))
+    return ScannedClassFacts(name=node.name, bases=bases, fields=fields, postInit=sorted(post_init))
 
 
 def _is_classvar(annotation: ast.expr, segment: Segment) -> bool:
@@ -118,7 +120,7 @@ def _called(call: ast.Call) -> str | None:
     return None
 
 
-def _flag_facts(tree: ast.Module, segment: Segment) -> FlagFacts | None:
+def _flag_facts(tree: ast.Module, segment: Segment) -> ScannedFlagFacts | None:
     """Map `add_argument("--flag", **kwargs_of_Cls["field"])` calls to (class, field) and their flags."""
     kwargs_class: dict[str, str] = {}  # variable -> config class, from `x = get_kwargs(Cls)`
     aliases: dict[str, tuple[str, str]] = {}  # variable -> (class, field), from `y = x["field"]`
@@ -165,7 +167,7 @@ def _flag_facts(tree: ast.Module, segment: Segment) -> FlagFacts | None:
                 explicit_bool = True
         if spread is not None:
             flags.append((spread[0], spread[1], options, explicit_bool))
-    return FlagFacts(flags=flags, overwritten=sorted(overwritten))
+    return ScannedFlagFacts(flags=flags, overwritten=sorted(overwritten))
 
 
 # The calls `_flag_facts` reads: only a statement whose text names one can hold one.

@@ -38,7 +38,15 @@ from itertools import compress, count
 from operator import attrgetter, itemgetter
 
 from extractor.model.kinds import Piece
-from extractor.model.scanned import ConditionData, Result, ResultData, Site, SiteData, SkippedSite, SkippedSiteData
+from extractor.model.scanned import (
+    ConditionData,
+    Result,
+    ResultData,
+    ScannedSite,
+    ScannedSkippedSite,
+    SiteData,
+    SkippedSiteData,
+)
 from extractor.scanning.facts import file_facts, may_define_flags, reads_facts_from
 from extractor.scanning.source import ScanOptions, window
 from extractor.scanning.walk import extent, visit
@@ -221,8 +229,8 @@ def rescan(
     standing = _standing(body)
     if not _stand(skimmed, standing):
         return None
-    sites: list[Site | SiteData] = list(visitor.sites)
-    skipped: list[SkippedSite | SkippedSiteData] = list(visitor.skipped)
+    sites: list[ScannedSite | SiteData] = list(visitor.sites)
+    skipped: list[ScannedSkippedSite | SkippedSiteData] = list(visitor.skipped)
     pieces: list[Piece] = []
     for start, end, piece in matches:
         first = lines[start - 1]
@@ -257,13 +265,13 @@ def rescan(
     placed = {start: end for start, end, _ in [*matches, *skimmed]}
     pieces += pieces_of(lines, body, placed, listed={start for start, _, _ in skimmed})
     sites.sort(key=_site_order)
-    skipped.sort(key=lambda skip: skip.line if isinstance(skip, SkippedSite) else skip["line"])
+    skipped.sort(key=lambda skip: skip.line if isinstance(skip, ScannedSkippedSite) else skip["line"])
     pieces.sort(key=lambda piece: piece.start)
     return Result(kind="scanned", sites=sites, skippedSites=skipped, pieces=[piece[:] for piece in pieces])
 
 
-def _site_order(site: Site | SiteData) -> tuple[int, int]:
-    if isinstance(site, Site):
+def _site_order(site: ScannedSite | SiteData) -> tuple[int, int]:
+    if isinstance(site, ScannedSite):
         return site.lineNumber, site.extraction.column
     return site["lineNumber"], site["extraction"]["column"]
 

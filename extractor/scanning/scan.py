@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 import orjson
 
-from extractor.model.scanned import ClassFacts, FlagFacts, Result, ResultData, SiteData
+from extractor.model.scanned import Result, ResultData, ScannedClassFacts, ScannedFlagFacts, SiteData
 from extractor.scanning.facts import file_facts
 from extractor.scanning.pieces import pieces_of, rescan, skim
 from extractor.scanning.source import ScanOptions, could_hold, decode, split_lines
@@ -111,8 +111,8 @@ def _scan_text(
     if isinstance(visited, str):
         return Result(kind="skipped", reason=visited)
     body, visitor = visited
-    classes: list[ClassFacts] = []
-    flags: FlagFacts | None = None
+    classes: list[ScannedClassFacts] = []
+    flags: ScannedFlagFacts | None = None
     if facts:  # only the config and CLI files are asked for them
         classes, flags = file_facts(body, visitor.segment, text)
     return Result(

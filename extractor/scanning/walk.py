@@ -12,7 +12,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
 from extractor.model.kinds import ConditionKind, MessageKind, builtin_exception
-from extractor.model.scanned import Condition, Extraction, Placeholder, Site, SiteData, SkippedSite
+from extractor.model.scanned import (
+    ScannedCondition,
+    ScannedExtraction,
+    ScannedPlaceholder,
+    ScannedSite,
+    ScannedSkippedSite,
+    SiteData,
+)
 from extractor.scanning.chains import reads
 from extractor.scanning.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
 from extractor.scanning.slugs import slug_stem
@@ -99,7 +106,7 @@ def _declares(statement: ast.stmt, name: str) -> bool:
 class _State(NamedTuple):
     """Where the walk stands; replaced, never mutated, on the way down."""
 
-    conditions: tuple[Condition, ...] = ()
+    conditions: tuple[ScannedCondition, ...] = ()
     scope: tuple[str, ...] = ()
     caught: frozenset[str] = frozenset()
     chain: Chain = ()  # the statement lists down to the current statement (see resolve.Chain)
@@ -107,7 +114,7 @@ class _State(NamedTuple):
     # The functions and classes around the raise, outermost first.
     defs: tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, ...] = ()
 
-    def enter(self, condition: Condition, owner: ast.stmt) -> _State:
+    def enter(self, condition: ScannedCondition, owner: ast.stmt) -> _State:
         return self._replace(conditions=(*self.conditions, condition), owner=owner)
 
 
@@ -129,8 +136,8 @@ class Visitor:
         self.options = options
         # Lines that mention `raise`: a statement spanning none of them holds no raise and is not walked.
         self.raise_lines = raise_lines
-        self.sites: list[Site] = []
-        self.skipped: list[SkippedSite] = []
+        self.sites: list[ScannedSite] = []
+        self.skipped: list[ScannedSkippedSite] = []
         self.module: Sequence[ast.stmt] = ()
         # A message depends on the module's other statements: a constant it names, or the class it raises
         # (see `printed_as`). Such a file is never rescanned in pieces.
@@ -193,7 +200,9 @@ class Visitor:
             items = ", ".join(self.one_line(item.context_expr) + _as(self, item.optional_vars) for item in node.items)
             self.block(
                 node.body,
-                state.enter(Condition(kind=ConditionKind.WITH, test=items, negated=False, line=node.lineno), node),
+                state.enter(
+                    ScannedCondition(kind=ConditionKind.WITH, test=items, negated=False, line=node.lineno), node
+                ),
             )
         elif isinstance(node, ast.Try | ast.TryStar):
             self.try_(node, state)
@@ -202,10 +211,12 @@ class Visitor:
 
     def if_(self, node: ast.If, state: _State, kind: ConditionKind) -> None:
         test = self.one_line(node.test)
-        self.block(node.body, state.enter(Condition(kind=kind, test=test, negated=False, line=node.lineno), node))
+        self.block(
+            node.body, state.enter(ScannedCondition(kind=kind, test=test, negated=False, line=node.lineno), node)
+        )
         if not node.orelse:
             return
-        negated = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
+        negated = state.enter(ScannedCondition(kind=kind, test=test, negated=True, line=node.lineno), node)
         first = node.orelse[0]
         if len(node.orelse) == 1 and isinstance(first, ast.If) and self._is_elif(first):
             chained = negated._replace(chain=(*negated.chain, (node.orelse, 0, node)))
@@ -213,29 +224,32 @@ class Visitor:
             return
         line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
         self.block(
-            node.orelse, negated.enter(Condition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node)
+            node.orelse,
+            negated.enter(ScannedCondition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node),
         )
 
     def _is_elif(self, node: ast.If) -> bool:
         return self._line_bytes(node.lineno)[node.col_offset :].startswith(b"elif")
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, state: _State, kind: ConditionKind, test: str) -> None:
-        self.block(node.body, state.enter(Condition(kind=kind, test=test, negated=False, line=node.lineno), node))
+        self.block(
+            node.body, state.enter(ScannedCondition(kind=kind, test=test, negated=False, line=node.lineno), node)
+        )
         if node.orelse:
-            exhausted = state.enter(Condition(kind=kind, test=test, negated=True, line=node.lineno), node)
+            exhausted = state.enter(ScannedCondition(kind=kind, test=test, negated=True, line=node.lineno), node)
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
             self.block(
                 node.orelse,
-                exhausted.enter(Condition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node),
+                exhausted.enter(ScannedCondition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node),
             )
 
     def try_(self, node: ast.Try | ast.TryStar, state: _State) -> None:
-        attempt = state.enter(Condition(kind=ConditionKind.TRY, test="", negated=False, line=node.lineno), node)
+        attempt = state.enter(ScannedCondition(kind=ConditionKind.TRY, test="", negated=False, line=node.lineno), node)
         self.block(node.body, attempt)
         for handler in node.handlers:
             caught = self.one_line(handler.type) if handler.type is not None else ""
             inner = state.enter(
-                Condition(kind=ConditionKind.EXCEPT, test=caught, negated=False, line=handler.lineno), node
+                ScannedCondition(kind=ConditionKind.EXCEPT, test=caught, negated=False, line=handler.lineno), node
             )
             if handler.name:
                 inner = inner._replace(caught=state.caught | {handler.name})
@@ -243,14 +257,15 @@ class Visitor:
         if node.orelse:
             line = self.keyword_line("else", node.orelse, node.body[-1].end_lineno or node.lineno)
             self.block(
-                node.orelse, attempt.enter(Condition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node)
+                node.orelse,
+                attempt.enter(ScannedCondition(kind=ConditionKind.ELSE, test="", negated=False, line=line), node),
             )
         if node.finalbody:
             last = node.orelse or (node.handlers[-1].body if node.handlers else node.body)
             line = self.keyword_line("finally", node.finalbody, last[-1].end_lineno or node.lineno)
             self.block(
                 node.finalbody,
-                state.enter(Condition(kind=ConditionKind.FINALLY, test="", negated=False, line=line), node),
+                state.enter(ScannedCondition(kind=ConditionKind.FINALLY, test="", negated=False, line=line), node),
             )
 
     def match(self, node: ast.Match, state: _State) -> None:
@@ -263,9 +278,13 @@ class Visitor:
             line = case.pattern.lineno
             self.block(
                 case.body,
-                earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, negated=False, line=line), node),
+                earlier.enter(
+                    ScannedCondition(kind=ConditionKind.MATCH_CASE, test=test, negated=False, line=line), node
+                ),
             )
-            earlier = earlier.enter(Condition(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node)
+            earlier = earlier.enter(
+                ScannedCondition(kind=ConditionKind.MATCH_CASE, test=test, negated=True, line=line), node
+            )
 
     # Sites ---------------------------------------------------------------------------------------
     def raise_(self, node: ast.Raise, state: _State) -> None:
@@ -305,7 +324,7 @@ class Visitor:
         column = self.column(node)
         start, end, code = window(self.lines, line, self.options.context, column)
         qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
-        extraction = Extraction(
+        extraction = ScannedExtraction(
             placeholders=list(template.placeholders),
             conditions=list(state.conditions),
             function=qualname,
@@ -318,7 +337,7 @@ class Visitor:
         )
         texts = [c.test for c in extraction.conditions] + [p.expression for p in extraction.placeholders]
         self.sites.append(
-            Site(
+            ScannedSite(
                 errorClass=name,
                 errorMessage=template.message,
                 messagePattern=template.pattern,
@@ -428,7 +447,7 @@ class Visitor:
         return any(word in line or not line.isascii() for line in self.lines[start - 1 : end])
 
     def _skip(self, node: ast.Raise, reason: str) -> None:
-        self.skipped.append(SkippedSite(path="", line=node.lineno, reason=reason))
+        self.skipped.append(ScannedSkippedSite(path="", line=node.lineno, reason=reason))
 
     def template(self, exc: ast.expr, state: _State, name: str) -> tuple[Template, str | None]:
         """The raise's message template, and a digest of the text it is made from (None: no call)."""
@@ -515,7 +534,7 @@ def _template_of(site: SiteData) -> Template:
     return Template(
         site["errorMessage"],
         site["messagePattern"],
-        tuple(Placeholder(**placeholder) for placeholder in extraction["placeholders"]),
+        tuple(ScannedPlaceholder(**placeholder) for placeholder in extraction["placeholders"]),
         MessageKind(extraction["messageKind"]),
         tuple(extraction["warnings"]),
     )

@@ -12,7 +12,7 @@ from extractor.util.progress import one_line
 if TYPE_CHECKING:
     pass
 
-from extractor.cli.options import PROG, Parser, add_run, parse
+from extractor.cli.options import PROG, Parser, add_run, parse_arguments
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     if args.action is None:
         parser().error("say what to do: info (where, how big, how many) or clear [PART ...]")
     from extractor.pipeline.write import dumps_document

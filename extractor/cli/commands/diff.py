@@ -13,7 +13,16 @@ from extractor.util.progress import warn
 if TYPE_CHECKING:
     from extractor.pipeline.options import ExtractOptions
 
-from extractor.cli.options import PROG, Parser, add_repo, add_run, add_scope, extract_options, latest_of, parse
+from extractor.cli.options import (
+    PROG,
+    Parser,
+    add_repo,
+    add_run,
+    add_scope,
+    extract_options,
+    latest_of,
+    parse_arguments,
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -42,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     from extractor.catalog.load import LoadedCatalog, open_catalog
     from extractor.errors import ScopeError
     from extractor.pipeline.write import atomic_write, page_bytes

@@ -20,7 +20,7 @@ from extractor.cli.options import (
     catalogs_of,
     lineage_note,
     lineages_of,
-    parse,
+    parse_arguments,
     pasted,
 )
 
@@ -47,7 +47,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     from extractor.query.explain import explain_in, render
 
     args.query = pasted(args.query)

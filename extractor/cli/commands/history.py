@@ -13,7 +13,16 @@ from extractor.util.progress import one_line, warn
 if TYPE_CHECKING:
     from extractor.query.history.revisions import Revision
 
-from extractor.cli.options import PROG, Parser, add_repo, add_run, add_scope, extract_options, output_folder, parse
+from extractor.cli.options import (
+    PROG,
+    Parser,
+    add_repo,
+    add_run,
+    add_scope,
+    extract_options,
+    output_folder,
+    parse_arguments,
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -63,7 +72,7 @@ def _warn_if_unordered(revisions: Sequence[Revision]) -> None:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     from extractor.query.history.lineage import build_history
     from extractor.query.history.revisions import followed, list_revisions
     from extractor.query.history.store import write_history

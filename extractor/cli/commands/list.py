@@ -12,7 +12,7 @@ from extractor.util.progress import one_line, shown
 if TYPE_CHECKING:
     pass
 
-from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse
+from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     from extractor.catalog.load import open_catalog
     from extractor.query.listing import Filters, misses, render_records, render_summary, select
 

@@ -23,7 +23,7 @@ from extractor.cli.options import (
     catalogs_of,
     lineage_note,
     lineages_of,
-    parse,
+    parse_arguments,
     pasted,
 )
 
@@ -101,7 +101,7 @@ class _Prefixed(io.RawIOBase):
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     from extractor.query.match.index import match_index
     from extractor.query.match.matcher import match_lines
 

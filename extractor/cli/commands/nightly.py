@@ -21,7 +21,7 @@ from extractor.cli.options import (
     add_scope,
     extract_options,
     output_folder,
-    parse,
+    parse_arguments,
     positive,
 )
 
@@ -61,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     from extractor.publish.nightly import nightly
 
     def log(line: str) -> None:

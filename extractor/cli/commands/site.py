@@ -12,7 +12,7 @@ from extractor.util.progress import note
 if TYPE_CHECKING:
     pass
 
-from extractor.cli.options import PROG, Parser, add_catalog, extract_options, output_folder, parse
+from extractor.cli.options import PROG, Parser, add_catalog, extract_options, output_folder, parse_arguments
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str]) -> int:
-    args = parse(parser(), argv)
+    args = parse_arguments(parser(), argv)
     import time
 
     from extractor.publish.site.build import build_site, check_output

@@ -25,7 +25,7 @@ __all__ = [
     "open_root_inputs",
     "open_site_inputs",
     "read_diff",
-    "read_history",
+    "read_history_events",
     "read_published_diffs",
 ]
 
@@ -182,7 +182,7 @@ def _inputs(
         catalog=catalog,
         analysis=read_analysis(analysis) if analysis is not None else {},
         diffs=diffs,
-        history=read_history(history) if history is not None else {},
+        history=read_history_events(history) if history is not None else {},
     )
 
 
@@ -197,7 +197,7 @@ def _event_detail(event: LineageEvent) -> str:
     return ""
 
 
-def read_history(path: Path) -> dict[str, list[HistoryEvent]]:
+def read_history_events(path: Path) -> dict[str, list[HistoryEvent]]:
     """Read history.jsonl (or the directory holding it), as the history command writes it, into the events of
     each id a check ever had. Dates come from history.json beside it, when there is one."""
     lineages, manifest = read_written(path)

@@ -10,7 +10,7 @@ from extractor.query.diff import _marked
 from extractor.util import markdown
 from extractor.util.progress import shown
 
-__all__ = ["CHURN", "lineage_sentence", "render_chart", "render_markdown"]
+__all__ = ["CHURN", "lineage_sentence", "render_changelog", "render_chart"]
 
 # What counts as churn at a revision (the chart stacks them; introductions at the first revision are not churn).
 CHURN = (
@@ -54,7 +54,7 @@ def _counts(revision: HistoryRevision) -> str:
     return ", ".join(parts) or "no change"
 
 
-def render_markdown(
+def render_changelog(
     lineages: Sequence[Lineage],
     revisions: Sequence[HistoryRevision],
     *,

@@ -22,7 +22,7 @@ from extractor.util.atomic import read_whole
 
 __all__ = [
     "WrittenHistory",
-    "folder_name",
+    "history_folder",
     "load_lineages",
     "read_history",
     "read_written",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-def folder_name(options: ExtractOptions) -> str:
+def history_folder(options: ExtractOptions) -> str:
     """Name a history's default folder: `history`, then, for any scope but the default one, which paths
     and classes it holds (`history-vllm-all`), as extraction names catalogs' folders: histories of
     different scopes live side by side. A path followed as module and package is named once."""
@@ -58,11 +58,11 @@ class WrittenHistory:
 
 
 def write_history(history: History, *, folder: Path | None = None, markdown: bool = False) -> WrittenHistory:
-    """Write a history's folder (`folder`, else its repository's, named by folder_name): history.jsonl and
+    """Write a history's folder (`folder`, else its repository's, named by history_folder): history.jsonl and
     history.json, and with `markdown` history.md and its chart (history.svg, history.png), all together or
     none. Without `markdown`, an earlier Markdown run's page and chart are removed: they told of another
     history."""
-    root = folder if folder is not None else default_root(history.repo) / folder_name(history.options)
+    root = folder if folder is not None else default_root(history.repo) / history_folder(history.options)
     lines, manifest = history.encode()
     files = [(root / HISTORY, lines), (root / HISTORY_MANIFEST, manifest)]  # written together, or none
     if not markdown:
@@ -70,16 +70,16 @@ def write_history(history: History, *, folder: Path | None = None, markdown: boo
         for stale in ("history.md", "history.svg", "history.png"):
             (root / stale).unlink(missing_ok=True)
         return WrittenHistory(root, lines)
-    from extractor.query.history.changelog import render_chart, render_markdown
+    from extractor.query.history.changelog import render_changelog, render_chart
 
     title = f"History of the checks in {', '.join(history.options.paths)} ({history.repo})"
     files += [
         (root / f"history{suffix}", data) for suffix, data in render_chart(history.revisions, title=title).items()
     ]
     lineages = history.lineages
-    page = render_markdown(lineages, history.revisions, title=title, chart="history.svg")
+    page = render_changelog(lineages, history.revisions, title=title, chart="history.svg")
     atomic_write_all([*files, (root / "history.md", page_bytes(page))])
-    shown = render_markdown(lineages, history.revisions, title=title, chart=str(root / "history.svg"))
+    shown = render_changelog(lineages, history.revisions, title=title, chart=str(root / "history.svg"))
     return WrittenHistory(root, page_bytes(shown))
 
 

@@ -18,7 +18,7 @@ __all__ = ["message_parts", "repr_parts"]
 
 def message_parts(reading: Reading, source: str) -> list[Part]:
     """The parts of the text an expression is (a placeholder for a value known at run time)."""
-    found = quick.parts(reading, source)
+    found = quick.literal_parts(reading, source)
     if found is not None:
         return found
     if (code := quick.not_text(source)) is not None:  # its value, read at run time
@@ -32,7 +32,7 @@ def message_parts(reading: Reading, source: str) -> list[Part]:
         return operation
     from extractor.scanning.template import cst
 
-    node = cst.parse(source)
+    node = cst.expression_tree(source)
     if node is None:
         with contextlib.suppress(ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             value = ast.literal_eval(source.strip())  # too deep for libcst, as thousands of literals are
@@ -67,7 +67,7 @@ def repr_parts(reading: Reading, source: str) -> list[Part]:
         return quoted(operation)
     from extractor.scanning.template import cst
 
-    node = cst.parse(source)
+    node = cst.expression_tree(source)
     if node is not None and cst.is_literal(node):
         return [repr(cst.literal_value(node))]
     if node is not None:

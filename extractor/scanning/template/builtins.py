@@ -75,21 +75,21 @@ def _syntax_error_parts(reading: Reading, args: Sequence[str]) -> list[Part]:
 
     if len(args) > 2:
         return _str_parts(reading, args[0])
-    details = cst.parse(args[1])
+    details = cst.expression_tree(args[1])
     if not cst.is_display(details) or not 4 <= len(details.elements) <= 6:
         return [*_str_parts(reading, args[0]), Raw("", r"(?: \(.*\))?")]  # details known at run time
     # A file name prints if it is a string, a line if it is an int: what only the values decide is optional.
     filename, lineno = (cst.bare_code(element.value) for element in details.elements[:2])
     parts = _str_parts(reading, args[0])
     file: list[Part] | None = None
-    known_file = cst.parse(filename)
+    known_file = cst.expression_tree(filename)
     if known_file is not None and cst.is_literal(known_file):  # printed as its last path component
         file = [cst.literal_value(known_file).rpartition("/")[2]]
     elif filename != "None":
         file = [Hole(f"os.path.basename({filename})")]
     line = ["line ", *_str_parts(reading, lineno)] if lineno != "None" else None
     sure_file = file is not None and not isinstance(file[0], Hole)
-    sure_line = line is not None and cst.is_int(cst.parse(lineno))
+    sure_line = line is not None and cst.is_int(cst.expression_tree(lineno))
     if file is None or line is None:
         shown = file or line
         if shown is None:
@@ -110,7 +110,7 @@ def _maybe_none(reading: Reading, before: str, source: str) -> list[Part]:
     optional for anything else (a variable may hold None)."""
     from extractor.scanning.template import cst
 
-    node = cst.parse(source)
+    node = cst.expression_tree(source)
     return optional([before, *repr_parts(reading, source)], node is None or not cst.is_literal(node))
 
 
@@ -118,7 +118,7 @@ def _str_parts(reading: Reading, source: str) -> list[Part]:
     """What `str()` of an argument prints: a number as written, a string's text, else a placeholder."""
     from extractor.scanning.template import cst
 
-    node = cst.parse(source)
+    node = cst.expression_tree(source)
     if cst.is_int(node):
         return [str(ast.literal_eval(node.value))]
     if _none(source):

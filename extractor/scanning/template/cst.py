@@ -16,7 +16,7 @@ from extractor.model.kinds import MessageKind
 from extractor.scanning.template.pattern import Hole, Part, optional
 from extractor.scanning.template.reading import TRANSLATORS, Reading, Unsupported, bare, render_text
 
-__all__ = ["bare_code", "flatten", "is_display", "is_int", "is_literal", "literal_value", "parse", "parts"]
+__all__ = ["bare_code", "expression_tree", "flatten", "is_display", "is_int", "is_literal", "literal_value", "parts"]
 
 _PERCENT = re.compile(
     r"%(?:\((?P<key>[^)]*)\))?(?P<flags>[#0\- +]*)(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?[hlL]?"
@@ -25,7 +25,7 @@ _PERCENT = re.compile(
 
 
 @lru_cache(maxsize=4096)
-def parse(source: str) -> cst.BaseExpression | None:
+def expression_tree(source: str) -> cst.BaseExpression | None:
     """libcst's tree of an expression's source, or None where libcst cannot parse it."""
     try:
         return cst.parse_expression("(" + source + "\n)")
@@ -57,7 +57,7 @@ def flatten(source: str) -> str:
     """The source of an expression as `bare_code` gives it (as written where it cannot be parsed)."""
     if (code := bare(source)) is not None:
         return code
-    node = parse(source)
+    node = expression_tree(source)
     return bare_code(node) if node is not None else source.strip()
 
 
@@ -127,7 +127,7 @@ class _Reader:
             entries.append(([Hole(f"{bare_code(node.func.value)}.join({flatten(head)})")], False))
         inner = Reading(joins)
         for source, certain in items:
-            item = parse(source)
+            item = expression_tree(source)
             if item is None:
                 return None
             try:

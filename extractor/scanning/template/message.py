@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from extractor.model.kinds import MessageKind, builtin_exception
-from extractor.model.scanned import Placeholder
+from extractor.model.scanned import ScannedPlaceholder
 from extractor.scanning.template.argument import message_parts, repr_parts
 from extractor.scanning.template.builtins import SYNTAX_ERRORS, class_parts
 from extractor.scanning.template.pattern import Hole, Part, adjacent, pattern_for, quoted
@@ -20,7 +20,7 @@ class Template:
 
     message: str
     pattern: str
-    placeholders: tuple[Placeholder, ...]
+    placeholders: tuple[ScannedPlaceholder, ...]
     kind: MessageKind
     warnings: tuple[str, ...] = field(default=())
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from extractor.model.scanned import Placeholder
+from extractor.model.scanned import ScannedPlaceholder
 
 __all__ = ["Hole", "Part", "Raw", "adjacent", "one_of", "optional", "pattern_for", "quoted"]
 
@@ -53,11 +53,11 @@ def _escape(text: str) -> str:
     return _REGEX_SPECIAL.sub(r"\\\1", text)
 
 
-def pattern_for(parts: Sequence[Part]) -> tuple[str, str, tuple[Placeholder, ...]]:
+def pattern_for(parts: Sequence[Part]) -> tuple[str, str, tuple[ScannedPlaceholder, ...]]:
     """Lay out parts as (message, regex, placeholders); each placeholder is one capture group."""
     message: list[str] = []
     pattern: list[str] = []
-    placeholders: list[Placeholder] = []
+    placeholders: list[ScannedPlaceholder] = []
     offset = 0
     for part in _merge(parts):
         if isinstance(part, str | Raw):
@@ -69,7 +69,7 @@ def pattern_for(parts: Sequence[Part]) -> tuple[str, str, tuple[Placeholder, ...
         text = part.text()
         group = f"p{len(placeholders)}"
         placeholders.append(
-            Placeholder(
+            ScannedPlaceholder(
                 expression=part.expression,
                 conversion=cast(_Conversion, part.conversion),
                 formatSpec=part.spec,
@@ -97,7 +97,7 @@ def _width(spec: str | None) -> int:
     return int(found["width"]) if found else 0
 
 
-def adjacent(placeholders: Sequence[Placeholder]) -> bool:
+def adjacent(placeholders: Sequence[ScannedPlaceholder]) -> bool:
     """Tell whether two placeholders touch (no literal text between them to split their values)."""
     return any(a.end == b.start for a, b in itertools.pairwise(placeholders))
 

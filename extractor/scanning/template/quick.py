@@ -14,7 +14,7 @@ from extractor.scanning.source import node_source
 from extractor.scanning.template.pattern import Hole, Part
 from extractor.scanning.template.reading import TRANSLATORS, Reading, Unsupported, bare, render_text
 
-__all__ = ["literals", "not_text", "operation", "parts"]
+__all__ = ["literal_parts", "literals", "not_text", "operation"]
 
 # The commonest messages, read without libcst: string literals (implicitly concatenated, blanks between), each
 # on one line, no bytes or triple quotes; an f-string's fields hold no backslash, comment or field in their
@@ -29,7 +29,7 @@ _BRACE = re.compile(r"[{}]")
 _FIELD_STOP = re.compile(r"[][(){}'\"\\#!=:<>]")
 
 
-def parts(reading: Reading, source: str) -> list[Part] | None:
+def literal_parts(reading: Reading, source: str) -> list[Part] | None:
     """The parts a message of the commonest shapes (above) is, read as `cst` reads a string literal and an
     f-string from libcst's tree; None for any other shape."""
     read = literals(source, joins=bool(reading.joins))
@@ -101,7 +101,7 @@ def not_text(source: str) -> str | None:
 @lru_cache(maxsize=256)
 def _expression(code: str) -> ast.expr | None:
     """Python's tree of an expression (None if it is none), the parentheses around it left out, as libcst
-    reads it (`cst.parse`). (Cached: a message that is no quick literal is parsed by both readings below.)"""
+    reads it (`cst.expression_tree`). (Cached: a message that is no quick literal is parsed by both readings below.)"""
     try:
         return ast.parse(f"({code}\n)", mode="eval").body
     except (SyntaxError, ValueError, MemoryError, RecursionError):
