@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -182,6 +183,16 @@ def add_catalogs(parser: argparse.ArgumentParser) -> None:
     add_repo(parser)
     add_scope(parser)
     add_run(parser)
+
+
+def step_log(command: str, args: argparse.Namespace) -> Callable[[str], None]:
+    """What a long command says of each step: `extractor COMMAND: ...` on stderr, nothing under --quiet."""
+
+    def log(line: str) -> None:
+        if not args.quiet:
+            print(f"{PROG} {command}: {one_line(line)}", file=sys.stderr, flush=True)
+
+    return log
 
 
 def add_history(parser: argparse.ArgumentParser) -> None:

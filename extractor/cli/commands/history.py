@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from extractor.errors import ExitCode, ExtractorError, OutputError
 from extractor.util import lifecycle
-from extractor.util.progress import one_line, warn
+from extractor.util.progress import warn
 
 if TYPE_CHECKING:
     from extractor.query.history.revisions import Revision
@@ -22,6 +22,7 @@ from extractor.cli.options import (
     extract_options,
     output_folder,
     parse_arguments,
+    step_log,
 )
 
 
@@ -82,9 +83,7 @@ def run(argv: Sequence[str]) -> int:
         raise ExtractorError("history needs revisions: release:all, release:A..B, or A..B / 'v*' of --repo")
     options = followed(extract_options(args))
 
-    def log(line: str) -> None:
-        if not args.quiet:
-            print(f"{PROG} history: {one_line(line)}", file=sys.stderr, flush=True)
+    log = step_log("history", args)
 
     output = output_folder(args.output, "history")
     revisions = list_revisions(specs, repo=args.repo)

@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from extractor.errors import ExitCode
-from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
     pass
@@ -23,6 +21,7 @@ from extractor.cli.options import (
     output_folder,
     parse_arguments,
     positive,
+    step_log,
 )
 
 # `--site` alone: the site beside the catalogs, in DIR/site (a value no argument can be: `--site ''` is refused).
@@ -64,9 +63,7 @@ def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.publish.nightly import nightly
 
-    def log(line: str) -> None:
-        if not args.quiet:
-            print(f"{PROG} nightly: {one_line(line)}", file=sys.stderr, flush=True)
+    log = step_log("nightly", args)
 
     nightly(
         repo=args.repo,
