@@ -81,8 +81,8 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         "cli",  # what the parsers share; each command (found by name, imported when used); the process
         [
             ("options",),
-            ("extract", *(f"commands.{name}" for name in ("cache", "diff", "explain", "history", "list"))),
-            (*(f"commands.{name}" for name in ("match", "nightly", "site")),),
+            # every module of cli/commands/, by rule (a new command is a file there, and needs no line here)
+            ("extract", *(f"commands.{path.stem}" for path in (PACKAGE / "cli" / "commands").glob("[!_]*.py"))),
             ("main",),
         ],
     ),
