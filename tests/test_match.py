@@ -148,6 +148,31 @@ def test_log_on_stdin_yields_one_line_per_error(catalog_repo: GitRepo) -> None:
     assert (outputs[0]["matches"][0]["how"], outputs[0]["matches"][0]["score"]) == ("exact", 0.824)
 
 
+def test_a_log_as_text_shows_the_lines_answered_then_one_line_for_all(catalog_repo: GitRepo) -> None:
+    """In a log, a line no record answers is noise: text shows the answers, then how many lines were read and
+    answered (JSON keeps one object for each line that holds a message, answered or not)."""
+    log = "\n".join(
+        [
+            "INFO 11-29 17:35:17 [core.py:9] Starting",
+            "ERROR 11-29 17:35:18 [core.py:123] ValueError: Got n=256 and max_model_len = 512.",
+            "ERROR 11-29 17:35:19 [core.py:130] RuntimeError: the engine died of something else",
+            "WARNING 11-29 17:35:19 [core.py:131] retrying",
+            "KeyError: 'no such thing here'",
+            "INFO 11-29 17:35:20 [core.py:140] done",
+        ]
+    )
+    base = ("--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg")
+    text = run(*base, "--format", "text", stdin=log)
+    assert text.returncode == 0, text.stderr
+    assert "no matching record" not in text.stdout and "something else" not in text.stdout
+    assert text.stdout.startswith("ERROR 11-29 17:35:18 [core.py:123] ValueError: Got n=256 and max_model_len = 512.\n")
+    assert text.stdout.endswith("\n6 lines, 1 answered\n")
+    as_json = [json.loads(line) for line in run(*base, stdin=log).stdout.splitlines()]
+    assert [bool(document["matches"]) for document in as_json] == [True, False, False]
+    nothing = run(*base, "--format", "text", stdin="just chatter\n", process=True)
+    assert (nothing.returncode, nothing.stdout) == (1, "1 line, 0 answered\n")
+
+
 def test_unrelated_text_exits_1_and_text_format(catalog_repo: GitRepo) -> None:
     result = run(
         "--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg", "--format", "text", "hello world"

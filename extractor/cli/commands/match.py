@@ -102,6 +102,7 @@ class _Prefixed(io.RawIOBase):
 
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
+    from extractor.query.match.answer import log_summary
     from extractor.query.match.index import match_index
     from extractor.query.match.matcher import match_lines
 
@@ -115,16 +116,31 @@ def run(argv: Sequence[str]) -> int:
     lineages = lineages_of(args)
     notes = None if lineages is None else partial(lineage_note, lineages)
     log = not args.text or args.text == ["-"]
-    inputs: Iterable[str] = _stdin_lines() if log else map(pasted, args.text)
+    read = 0
+
+    def counted(lines: Iterable[str]) -> Iterator[str]:
+        nonlocal read
+        for line in lines:
+            read += 1
+            yield line
+
+    inputs: Iterable[str] = counted(_stdin_lines()) if log else map(pasted, args.text)
+    # A log as text shows the lines answered, then one line for all (an unanswered line is only noise there).
+    quiet_misses = log and args.format == "text"
     out = sys.stdout
-    seen = matched = 0
+    seen = matched = weakly = 0
     for result in match_lines(index.matcher, inputs, log=log):
         seen += 1
         matched += bool(result.matches)
+        weakly += bool(not result.matches and result.weak)
+        if quiet_misses and not result.answered:
+            continue
         page = result.render(format=args.format, notes=notes)
         out.write(page if args.format == "json" else shown(page))
         if log:
             out.flush()  # answer as the log is read
+    if quiet_misses:
+        out.write(log_summary(read, matched, weakly))
     out.flush()
     if log:
         return ExitCode.OK if matched else ExitCode.NOT_FOUND

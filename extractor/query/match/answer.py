@@ -144,6 +144,11 @@ class MatchResult:
             document["python"] = self.python_note
         return document
 
+    @property
+    def answered(self) -> bool:
+        """Whether it has anything to show beside the input: a match, a weak one, or what Python prints."""
+        return bool(self.matches or self.weak or self.python is not None)
+
     def to_text(self, notes: Callable[[str], str | None] | None = None) -> str:
         """Show the input, whether any record raised it, then each match, confident ones first."""
         lines = [self.input]
@@ -159,3 +164,10 @@ class MatchResult:
     @property
     def python_note(self) -> str:
         return f"Python itself prints this {self.python}: the raise may be the interpreter's"
+
+
+def log_summary(lines: int, answered: int, weakly: int) -> str:
+    """The last line of a log's answers as text, which show only the lines answered: how many lines were
+    read, how many a record answered with confidence, and how many only weakly."""
+    said = f"{lines} line{'' if lines == 1 else 's'}, {answered} answered"
+    return said + (f", {weakly} only weakly" if weakly else "") + "\n"
