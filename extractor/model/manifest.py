@@ -1,6 +1,6 @@
 # Manifest: what a run says of its catalog (manifest.json), as data; written and stored without pydantic.
-"""An extraction builds its manifest as plain data that mirrors models.Manifest key for key, in its order
-(tests/test_models.py checks it), as records.py builds the lines: manifest.json is that data as JSON, and
+"""An extraction builds its manifest as plain data that mirrors records.Manifest key for key, in its order
+(tests/test_models.py checks it), as pipeline/lines.py builds the lines: manifest.json is that data as JSON, and
 the cache stores it so. Importing pydantic and building the manifest's models cost a run some 0.15 s of
 its one core before and after the parallel scan. `Catalog.manifest` validates it into the model for
 whoever asks (a library caller, the commands that compare catalogs).
@@ -16,14 +16,14 @@ __all__ = ["CountsData", "ManifestData", "SkippedFileData"]
 
 
 class SkippedFileData(TypedDict):
-    """models.SkippedFile as data."""
+    """records.SkippedFile as data."""
 
     path: str
     reason: str
 
 
 class CountsData(TypedDict):
-    """models.Counts as data."""
+    """records.Counts as data."""
 
     filesInScope: int
     filesParsed: int
@@ -33,7 +33,7 @@ class CountsData(TypedDict):
 
 
 class ManifestData(TypedDict):
-    """models.Manifest as data (`scope` as ExtractOptions.scope_data holds it)."""
+    """records.Manifest as data (`scope` as ExtractOptions.scope_data holds it)."""
 
     repo: str
     sha: str

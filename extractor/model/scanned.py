@@ -38,7 +38,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ScannedPlaceholder:
-    """One `{...}` of a message template (models.Placeholder)."""
+    """One `{...}` of a message template (records.Placeholder)."""
 
     expression: str
     conversion: Literal["r", "s", "a"] | None
@@ -51,7 +51,7 @@ class ScannedPlaceholder:
 
 @dataclass(frozen=True, slots=True)
 class ScannedCondition:
-    """One link of the chain of conditions around a raise (models.Condition)."""
+    """One link of the chain of conditions around a raise (records.Condition)."""
 
     kind: ConditionKind
     test: str
@@ -61,7 +61,7 @@ class ScannedCondition:
 
 @dataclass(frozen=True, slots=True)
 class ScannedExtraction:
-    """What is captured beside a record (models.Extraction); `fields` and `related` are filled later."""
+    """What is captured beside a record (records.Extraction); `fields` and `related` are filled later."""
 
     placeholders: list[ScannedPlaceholder]
     conditions: list[ScannedCondition]
@@ -78,7 +78,7 @@ class ScannedExtraction:
 
 @dataclass(frozen=True, slots=True)
 class ScannedSite:
-    """One raise site of one file (models.Site)."""
+    """One raise site of one file (records.Site)."""
 
     errorClass: str
     errorMessage: str
@@ -95,7 +95,7 @@ class ScannedSite:
 
 @dataclass(frozen=True, slots=True)
 class ScannedSkippedSite:
-    """A raise in scope that cannot become a record (models.SkippedSite); its path is set later."""
+    """A raise in scope that cannot become a record (records.SkippedSite); its path is set later."""
 
     path: str
     line: int
@@ -104,7 +104,7 @@ class ScannedSkippedSite:
 
 @dataclass(frozen=True, slots=True)
 class ScannedFieldFacts:
-    """A field declared in a class body (models.FieldFacts)."""
+    """A field declared in a class body (records.FieldFacts)."""
 
     name: str
     annotation: str
@@ -116,7 +116,7 @@ class ScannedFieldFacts:
 
 @dataclass(frozen=True, slots=True)
 class ScannedClassFacts:
-    """A top-level class of a file: its bases, fields and what its __post_init__ assigns (models.ClassFacts)."""
+    """A top-level class of a file: its bases, fields and what its __post_init__ assigns (records.ClassFacts)."""
 
     name: str
     bases: list[str]
@@ -126,7 +126,7 @@ class ScannedClassFacts:
 
 @dataclass(frozen=True, slots=True)
 class ScannedFlagFacts:
-    """What a CLI definition file says (models.FlagFacts)."""
+    """What a CLI definition file says (records.FlagFacts)."""
 
     flags: list[tuple[str, str, list[str], bool]]
     overwritten: list[tuple[str, str]]
@@ -134,7 +134,7 @@ class ScannedFlagFacts:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What scanning one blob gave, as the cache stores it (models.FileResult).
+    """What scanning one blob gave, as the cache stores it (records.FileResult).
 
     Sites may be data already (those a rescan reused, as the cache held them); only config and CLI
     files have classes and flags.

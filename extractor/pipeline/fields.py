@@ -22,7 +22,7 @@ class _Class:
     fields: dict[str, ScannedFieldFacts] = field(default_factory=dict)
 
 
-# A record's field (models.FieldRef) as its extraction holds it: every key, in the model's order, by its
+# A record's field (records.FieldRef) as its extraction holds it: every key, in the model's order, by its
 # alias (`class`). Built as data (tests/test_fields.py validates them): the catalog is written without pydantic.
 FieldRefData = dict[str, Any]
 

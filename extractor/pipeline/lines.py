@@ -138,7 +138,7 @@ class Slugs:
         return slug
 
 
-# A record as written: every key of models.Record, in its order, the defaults where the extractor has
+# A record as written: every key of records.Record, in its order, the defaults where the extractor has
 # nothing to say (the later analysis step fills them); the others are set for each record. Written out
 # rather than read from the model, which would import pydantic (tests/test_models.py holds them together).
 RECORD_DEFAULTS: dict[str, Any] = {

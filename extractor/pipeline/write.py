@@ -165,7 +165,7 @@ _LABEL_LIMIT = 80
 def folder_name(*, sha: str, revision: str, scope: Mapping[str, Any]) -> str:
     """Name the folder a catalog is written to under its root: the full SHA, or `release-X.Y.Z` for a
     release, then, for any scope but the default one, which paths and classes it holds (`-vllm-all`).
-    `scope` is a models.Scope as data (ExtractOptions.scope_data).
+    `scope` is a records.Scope as data (ExtractOptions.scope_data).
 
     Catalogs of one revision in different scopes thus live side by side; a scope that differs in other
     options too (context, where fields are read from) adds a digest of the whole scope.

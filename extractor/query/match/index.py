@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from extractor._version import __version__, code_digest
 from extractor.errors import ReleaseError
-from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog.py's: a cached index need not import the pipeline)
+from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog/load's: a cached index need not load it)
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import MatchTemplate, RaisePlace, Row, templates_of_rows
 from extractor.repo.housekeeping import cache_dir
