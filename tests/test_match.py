@@ -1008,3 +1008,43 @@ def test_an_answer_renders_itself_as_text_or_a_json_line_with_the_history_notes_
         "     https://x/a.py#L5\n"
     )
     assert "history" not in json.loads(weak.render(format="json", notes=notes))["weak"][0]
+
+
+SPACED = """\
+def check(free, needed, estimated_msg, mode):
+    if free < needed:
+        raise ValueError(
+            f"Not enough KV cache memory ({free} GiB) for the model.{estimated_msg}  Try increasing "
+            "gpu_memory_utilization when initializing the engine."
+        )
+    if mode:
+        raise ValueError(f"Unknown attention mode {mode} for this backend; pick another one.")
+"""
+
+
+@pytest.mark.parametrize(
+    ("pasted", "line", "values"),
+    [
+        pytest.param(  # the template's two spaces, one in the paste (a rendered page squeezes them)
+            "ValueError: Not enough KV cache memory (3.5 GiB) for the model. Try increasing "
+            "gpu_memory_utilization when initializing the engine.",
+            3,
+            {"free": "3.5", "estimated_msg": ""},
+            id="one for two",
+        ),
+        pytest.param(  # one space in the template, a run of them in the paste
+            "ValueError: Unknown attention mode   flash  for this backend;   pick another one.",
+            8,
+            {"mode": "flash"},
+            id="a run for one",
+        ),
+    ],
+)
+def test_runs_of_spaces_match_runs_of_spaces(git_repo: GitRepo, pasted: str, line: int, values: dict[str, str]) -> None:
+    """A run of spaces in a template's own text meets a run of any length in the paste, as a whole match."""
+    git_repo.commit({"pkg/spaced.py": SPACED}, tag="v1")
+    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
+    matcher = Matcher.of_lines(extract(repo=str(git_repo.path), revision="v1", options=options).lines)
+    result = matcher.match(pasted)
+    assert [(m.site.lineNumber, m.values, m.confident) for m in result.matches] == [(line, values, True)]
+    assert "trailing-text" not in result.matches[0].normalized

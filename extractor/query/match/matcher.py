@@ -10,7 +10,7 @@ import ahocorasick
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult
-from extractor.query.match.pattern import MatchTemplate, templates_of
+from extractor.query.match.pattern import MatchTemplate, squeezed, templates_of
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
     from extractor.model.records import CatalogLine
@@ -39,6 +39,7 @@ class Matcher:
         keys: dict[str, list[int]] = {}
         for index, template in enumerate(self.templates):
             fragments = {p for p in template.fragments() if len(p.strip()) >= _MIN_KEY}
+            fragments |= {squeezed(p) for p in fragments if "  " in p}  # (a paste's spaces may be squeezed)
             # A cut paste ends inside some piece: its start still selects the template.
             fragments |= {p[:_CUT_KEY] for p in fragments if len(p) > _CUT_KEY}
             for fragment in fragments:
@@ -168,7 +169,7 @@ class Matcher:
             return None  # a raise with no message prints none: `SomeError: text` is not it
         # Every literal piece (give or take backticks and a final period) must be in the text for a whole
         # match: checking that first spares compiling the patterns of most candidates.
-        bare = text.replace("`", "") if "`" in text else text
+        bare = squeezed(text.replace("`", "") if "`" in text else text)
         whole = not template.pieces or all(piece in bare for piece in template.needed)
         period = _with_period(template, message if message is not None else text)
         subjects = ((message, (), True), (text, (), False), (period, ("period",), message is not None))

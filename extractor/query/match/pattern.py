@@ -21,6 +21,8 @@ __all__ = [
     "Row",
     "literal_pieces",
     "read_pattern",
+    "spaces_as_runs",
+    "squeezed",
     "templates_of",
     "templates_of_rows",
 ]
@@ -32,6 +34,37 @@ CATCH_ALL = 12
 _GROUP = re.compile(r"\(\?P<(\w+)>\.\*\?\)")
 _COUNT = re.compile(r"\{\d+(?:,\d*)?\}\??")
 _TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
+_SPACE_RUN = re.compile(r" {2,}")
+
+
+def squeezed(text: str) -> str:
+    """Text with each run of spaces made one: how a template's literal text and a paste are compared, as a
+    rendered page, a chat or a terminal may squeeze or widen them."""
+    return _SPACE_RUN.sub(" ", text) if "  " in text else text
+
+
+def spaces_as_runs(pattern: str) -> str:
+    """A pattern whose literal spaces (outside a class, not escaped) each meet a run of one or more."""
+    out: list[str] = []
+    position, end, in_class = 0, len(pattern), False
+    while position < end:
+        char = pattern[position]
+        if char == "\\":
+            out.append(pattern[position : position + 2])
+            position += 2
+            continue
+        if char == " " and not in_class:
+            while position < end and pattern[position] == " ":
+                position += 1
+            out.append(" +")
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+        elif char == "]" and in_class and pattern[position - 1 : position] not in ("[", "^"):
+            in_class = False
+        out.append(char)
+        position += 1
+    return "".join(out)
 
 
 class RaisePlace(NamedTuple):
@@ -86,8 +119,9 @@ class MatchTemplate:
 
     @property
     def needed(self) -> tuple[str, ...]:
-        """The literal text a whole rendering shows, whatever happened to backticks and a final period."""
-        return tuple(q for p in self.pieces if (q := p.replace("`", "").strip().removesuffix(".")))
+        """The literal text a whole rendering shows, whatever happened to backticks, a final period and runs
+        of spaces (each made one: see `squeezed`)."""
+        return tuple(q for p in self.pieces if (q := squeezed(p.replace("`", "").strip().removesuffix("."))))
 
     @property
     def catch_all(self) -> bool:
@@ -127,7 +161,7 @@ class MatchTemplate:
         return _compiled(f"(?:{self._body()})")
 
     def _body(self) -> str:
-        return _TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?")
+        return spaces_as_runs(_TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?"))
 
 
 def _compiled(pattern: str) -> Any:
