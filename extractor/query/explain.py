@@ -6,8 +6,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import orjson
-
 from extractor.errors import ExtractorError
 from extractor.model.records import CatalogLine, ConditionKind, FieldRef
 from extractor.pipeline.write import dumps_document
@@ -244,32 +242,37 @@ def _short(line: CatalogLine, limit: int) -> str:
     return " ".join(message[:cut].split()) + " ..."
 
 
-def render(explanation: Explanation, *, format: str, history: str | None = None) -> str:
-    """Render an explanation as text, Markdown or JSON; `history` is the record's lineage in a sentence
-    (a history's, when one was given), said last."""
-    page = _render(explanation, format)
-    if history is None:
+def render(explanation: Explanation, *, format: str, lineage: str | None = None) -> str:
+    """Render an explanation as text, Markdown or JSON; `lineage` is the record's history in a sentence
+    (when a history was given), said last."""
+    if format == "json":
+        return _json(explanation, lineage)
+    page = _page(explanation, format)
+    if lineage is None:
         return page
-    if format == "json":
-        return dumps_document({**orjson.loads(page), "history": history}).decode()
     if format == "markdown":
-        return page + f"\n**History**: {markdown.text(history)}\n"
-    return page + f"\nHistory: {history}\n"
+        return page + f"\n**History**: {markdown.text(lineage)}\n"
+    return page + f"\nHistory: {lineage}\n"
 
 
-def _render(explanation: Explanation, format: str) -> str:
+def _json(explanation: Explanation, lineage: str | None) -> str:
     line, record = explanation.line, explanation.line.record
-    if format == "json":
-        document = {
-            "record": record.model_dump(mode="json"),
-            "extraction": line.extraction.model_dump(mode="json", by_alias=True),
-            "values": explanation.values,
-            "condition": condition_in_words(line),
-            "related": [r.record.model_dump(mode="json") for r in explanation.related],
-        }
-        if explanation.history:
-            document["releases"] = explanation.history
-        return dumps_document(document).decode()
+    document = {
+        "record": record.model_dump(mode="json"),
+        "extraction": line.extraction.model_dump(mode="json", by_alias=True),
+        "values": explanation.values,
+        "condition": condition_in_words(line),
+        "related": [r.record.model_dump(mode="json") for r in explanation.related],
+    }
+    if explanation.history:
+        document["releases"] = explanation.history
+    if lineage is not None:
+        document["history"] = lineage
+    return dumps_document(document).decode()
+
+
+def _page(explanation: Explanation, format: str) -> str:
+    line, record = explanation.line, explanation.line.record
     resolved = [f for f in line.extraction.fields if f.resolved]
     unresolved = [f for f in line.extraction.fields if not f.resolved]
     where = f"{record.filePath}:{record.lineNumber}"  # (Markdown: a link's text, on one line)

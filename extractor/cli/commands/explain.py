@@ -57,8 +57,8 @@ def run(argv: Sequence[str]) -> int:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
         print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}", file=sys.stderr)
         return ExitCode.NOT_FOUND
-    history = lineage_note(lineages_of(args), explanation.line.record.id)
-    page = render(explanation, format=args.format, history=history)
+    lineage = lineage_note(lineages_of(args), explanation.line.record.id)
+    page = render(explanation, format=args.format, lineage=lineage)
     sys.stdout.write(page if args.format == "json" else shown(page))
     sys.stdout.flush()
     return ExitCode.OK
