@@ -154,22 +154,29 @@ class Matcher:
         indexes = self.candidates(text)
         if error_class is not None:
             indexes += self.by_class.get(error_class, [])
+        # The text every literal piece is looked for in (see _one), made once for all the candidates.
+        bare = squeezed(text.replace("`", "") if "`" in text else text)
         out: list[Match] = []
         for index in indexes:
             template = self.templates[index]
-            match = self._one(template, text, message, variant.steps, error_class)
+            match = self._one(template, text, bare, message, variant.steps, error_class)
             if match is not None:
                 out.append(match)
         return out
 
     def _one(
-        self, template: MatchTemplate, text: str, message: str | None, steps: tuple[str, ...], error_class: str | None
+        self,
+        template: MatchTemplate,
+        text: str,
+        bare: str,
+        message: str | None,
+        steps: tuple[str, ...],
+        error_class: str | None,
     ) -> Match | None:
         if not template.messagePattern and (message if message is not None else text).strip():
             return None  # a raise with no message prints none: `SomeError: text` is not it
-        # Every literal piece (give or take backticks and a final period) must be in the text for a whole
+        # Every literal piece (give or take backticks, a final period and runs of spaces) must be in `bare` for a whole
         # match: checking that first spares compiling the patterns of most candidates.
-        bare = squeezed(text.replace("`", "") if "`" in text else text)
         whole = not template.pieces or all(piece in bare for piece in template.needed)
         period = _with_period(template, message if message is not None else text)
         subjects = ((message, (), True), (text, (), False), (period, ("period",), message is not None))
