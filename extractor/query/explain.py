@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -10,7 +10,7 @@ from extractor.errors import ExtractorError
 from extractor.model.records import CatalogLine, ConditionKind, FieldRef
 from extractor.pipeline.write import dumps_document
 from extractor.query.match.matcher import Matcher
-from extractor.query.match.pattern import MatchTemplate, Row, templates_of_rows
+from extractor.query.match.pattern import MatchTemplate, templates_of
 from extractor.query.similarity import WITHIN_FUNCTION, similarity
 from extractor.util import markdown
 from extractor.util.progress import one_line
@@ -55,44 +55,26 @@ def _unique(named: list[str], owners: dict[str, list[str]], query: str) -> str |
 def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Explanation | None:
     """Look a record up by id, slug, a unique prefix of either, then as a rendered message (through `match`);
     `origin` names the catalog's file in what is wrong with one of its lines."""
-    return _find(
-        [line.record.id for line in lines],
-        [line.record.slug for line in lines],
-        lambda: map(Row.of, lines),
-        lines.__getitem__,
-        query,
-        origin,
-    )
+    position = {line.record.id: index for index, line in enumerate(lines)}
+    names: dict[str, list[str]] = {}
+    for line in lines:
+        names.setdefault(line.record.id, []).append(line.record.id)
+        names.setdefault(line.record.slug, []).append(line.record.id)
+    found_id = _unique(_by_name(names, query), names, query)
+    values: dict[str, str] = {}
+    if found_id is None or found_id not in position:
+        matches = Matcher(templates_of(lines, origin=origin)).match(query).matches
+        if not matches:
+            return None
+        found_id, values = matches[0].site.id, matches[0].values
+    found = lines[position[found_id]]
+    related = tuple(lines[position[i]] for i in found.extraction.related if i in position)
+    return Explanation(found, values, related)
 
 
 def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
     """`find` in a catalog's lines."""
     return find(catalog.lines, query, origin=origin)
-
-
-def _find(
-    ids: Sequence[str],
-    slugs: Sequence[str],
-    rows: Callable[[], Iterable[Row]],
-    line: Callable[[int], CatalogLine],
-    query: str,
-    origin: str,
-) -> Explanation | None:
-    position = {id_: index for index, id_ in enumerate(ids)}
-    names: dict[str, list[str]] = {}
-    for id_, slug in zip(ids, slugs, strict=True):
-        names.setdefault(id_, []).append(id_)
-        names.setdefault(slug, []).append(id_)
-    found_id = _unique(_by_name(names, query), names, query)
-    values: dict[str, str] = {}
-    if found_id is None or found_id not in position:
-        matches = Matcher(templates_of_rows(rows(), origin=origin)).match(query).matches
-        if not matches:
-            return None
-        found_id, values = matches[0].site.id, matches[0].values
-    found = line(position[found_id])
-    related = tuple(line(position[i]) for i in found.extraction.related if i in position)
-    return Explanation(found, values, related)
 
 
 def history(template: MatchTemplate, labels: Sequence[str], templates: Sequence[MatchTemplate]) -> str:
