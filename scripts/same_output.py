@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,8 +35,6 @@ def _export(revision: str, into: Path) -> Path:
 
 def _outputs(code: Path, out: Path, releases: list[str]) -> float:
     """Write every output of `code` under `out`; returns the seconds it took."""
-    import time
-
     env = {**os.environ, "PYTHONPATH": str(code), "SOURCE_DATE_EPOCH": "1767225600", "PYTHONHASHSEED": "0"}
     started = time.perf_counter()
 
