@@ -123,10 +123,11 @@ def main() -> None:
                 shown = pasted.removesuffix("...")[start:]
             answers = matcher.match(pasted).matches
             mine = own[record["errorClass"], record["messagePattern"]]
-            right = [m for m in answers if m.template is mine or prints(m.template, text, shown)]
-            if len(right) < len(answers):
+            first = answers[:1]  # the answer shown first (a chained traceback's cause; its effect comes after)
+            right = [m for m in first if m.template is mine or prints(m.template, text, shown)]
+            if len(right) < len(first):
                 wrong += 1
-                shown_missed.append(f"  wrong: {pasted[:160]!r}")
+                shown_missed.append(f"  wrong: {pasted[:160]!r} -> {first[0].template.errorMessage[:80]!r}")
             elif right:
                 found += 1
             else:

@@ -60,10 +60,12 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     ),
     ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; a nightly root
     (
-        "query",  # what is read from catalogs; match/: a paste cleaned, the templates, answers, matcher, index;
+        "query",  # what is read from catalogs; match/: a paste's class, the templates, where they stand in a paste
+        # (find), answers, matcher, index;
         # history/: revisions, their checks, lineages, the written folder
         [
             ("similarity", "match.normalize", "match.pattern", "analysis", "listing"),
+            ("match.find",),
             ("match.answer",),
             ("match.matcher",),
             ("rewording", "match.index"),

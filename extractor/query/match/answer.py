@@ -42,9 +42,13 @@ class Match:
     # with as much literal text as a cut paste must show (the matcher's MIN_PARTIAL), and the classes agree:
     # long values (a list of choices, a traceback) then do not make it less certain.
     anchored: bool = False
+    sure: bool | None = None  # what the finder decided (see find.py); None: decided here
+    info: float = 0.0  # bits the literal words shown weigh (see find.py)
 
     @property
     def confident(self) -> bool:
+        if self.sure is not None:
+            return self.sure
         enough = not self.template.catch_all and self.literal >= CATCH_ALL
         return enough and (self.score >= MIN_SCORE or self.anchored)
 

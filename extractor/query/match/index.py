@@ -29,8 +29,8 @@ __all__ = ["MatchIndex", "expand_specs", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
 # extraction's code and match's: the key holds every module's code (an edit to any makes a new index),
-# and this number, for a change of how the stored structure is laid out (9: its classes renamed, in match/).
-_FORMAT = 9
+# and this number, for a change of how the stored structure is laid out (10: the finder's programs, keys and weights).
+_FORMAT = 10
 _KEEP = 8
 
 
