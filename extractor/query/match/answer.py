@@ -44,6 +44,7 @@ class Match:
     anchored: bool = False
     sure: bool | None = None  # what the finder decided (see find.py); None: decided here
     info: float = 0.0  # bits the literal words shown weigh (see find.py)
+    text: str = ""  # the message as it stands in the input
 
     @property
     def confident(self) -> bool:

@@ -18,10 +18,11 @@
 # English words weigh at most one), and a match is confident when the words it shows weigh INFO_MIN bits.
 from __future__ import annotations
 
+import builtins
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,10 @@ COMMON_WEIGHT = 1.0  # what a common English word weighs at most
 CLASS_WEIGHT = 4.0  # what the class shown before a message weighs at most
 MAX_WEAK = 5
 INFO_UNIQUE = 8.0  # bits enough for an answer no other template's text competes with
+TYPO_MIN = 16  # skeleton characters a literal row needs for a typo in it to be forgiven
+TYPO_LONG = 40  # and for two
+TYPO_TRIES = 4  # places each half of a row is tried at
+MIN_SENTENCE = 12  # skeleton characters of a row's first sentences a paste that quotes only them shows
 DIVERGE = 6  # skeleton characters of a literal row that, seen in the value before it, mean the text departs
 
 # Characters editors, chat clients and web pages put for plain ones (and their UTF-8 read as Windows-1252).
@@ -81,12 +86,33 @@ COMMON = sorted(
 WORD = re.compile(r"[A-Za-z0-9_]+")
 
 SHARED: dict[str, Any] = {
-    "INFO_MIN": INFO_MIN, "INFO_UNIQUE": INFO_UNIQUE, "MIN_LIT": MIN_LIT, "MIN_CUT": MIN_CUT, "KEY": KEY,
-    "MIN_KEY": MIN_KEY, "MAX_STARTS": MAX_STARTS, "MAX_WEAK": MAX_WEAK, "DIVERGE": DIVERGE,
-    "CHARACTERS": CHARACTERS, "MOJIBAKE": MOJIBAKE, "ENTITIES": ENTITIES, "ANSI": ANSI, "ENTITY": ENTITY,
-    "CLASS_BEFORE": CLASS_BEFORE, "CLASS_AT": CLASS_AT, "LEAD_STOPS": LEAD_STOPS, "TAIL_STOPS": TAIL_STOPS,
-    "OPENERS": OPENERS, "PREFIX_MAX": PREFIX_MAX, "ESCAPE": ESCAPE, "ESCAPES": ESCAPES,
-}  # fmt: skip
+    "INFO_MIN": INFO_MIN,
+    "INFO_UNIQUE": INFO_UNIQUE,
+    "MIN_LIT": MIN_LIT,
+    "MIN_CUT": MIN_CUT,
+    "KEY": KEY,
+    "MIN_KEY": MIN_KEY,
+    "MAX_STARTS": MAX_STARTS,
+    "MAX_WEAK": MAX_WEAK,
+    "DIVERGE": DIVERGE,
+    "TYPO_MIN": TYPO_MIN,
+    "TYPO_LONG": TYPO_LONG,
+    "TYPO_TRIES": TYPO_TRIES,
+    "MIN_SENTENCE": MIN_SENTENCE,
+    "CHARACTERS": CHARACTERS,
+    "MOJIBAKE": MOJIBAKE,
+    "ENTITIES": ENTITIES,
+    "ANSI": ANSI,
+    "ENTITY": ENTITY,
+    "CLASS_BEFORE": CLASS_BEFORE,
+    "CLASS_AT": CLASS_AT,
+    "LEAD_STOPS": LEAD_STOPS,
+    "TAIL_STOPS": TAIL_STOPS,
+    "OPENERS": OPENERS,
+    "PREFIX_MAX": PREFIX_MAX,
+    "ESCAPE": ESCAPE,
+    "ESCAPES": ESCAPES,
+}  # fmt: skip (BUILTIN_BASES joins it below)
 
 _ANSI = re.compile(ANSI)
 _ENTITY = re.compile(ENTITY)
@@ -94,6 +120,13 @@ _CLASS_BEFORE = re.compile(CLASS_BEFORE)
 _DIGIT = re.compile(r"[0-9]")
 _CLASS_SHOWN_IN = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|$)")
 _ESCAPE = re.compile(ESCAPE)
+# Each builtin exception class's bases (what a printed class it may stand for), as Python itself has them.
+BUILTIN_BASES = {
+    cls.__name__: [base.__name__ for base in cls.__mro__[1:] if issubclass(base, BaseException)]
+    for cls in (getattr(builtins, name) for name in dir(builtins))
+    if isinstance(cls, type) and issubclass(cls, BaseException)
+}
+SHARED["BUILTIN_BASES"] = BUILTIN_BASES
 _SKIPPED = frozenset(" \t\n\r\f\v`")
 
 
@@ -176,7 +209,8 @@ def _entity(found: re.Match[str]) -> str:
 
 def skeleton(text: str) -> tuple[str, list[int]]:
     """The text without whitespace, backticks and backslashes (a backslash's `n`, `t` or `r` with it: an
-    escaped line break), `"` read as `'`; and where each character kept stands in `text`."""
+    escaped line break), `"` read as `'`, ASCII letters in lower case; and where each character kept stands
+    in `text`."""
     out: list[str] = []
     where: list[int] = []
     position, end = 0, len(text)
@@ -188,7 +222,7 @@ def skeleton(text: str) -> tuple[str, list[int]]:
         if char == "\\":
             position += 2 if position + 1 < end and text[position + 1] in "ntr" else 1
             continue
-        out.append("'" if char == '"' else char)
+        out.append("'" if char == '"' else char.lower() if "A" <= char <= "Z" else char)
         where.append(position)
         position += 1
     return "".join(out), where
@@ -272,13 +306,24 @@ def _sequence(pattern: str, position: int) -> tuple[list[Any], int]:
             position += counted.end() if counted else 1
             if pattern[position : position + 1] in ("?", "+"):
                 position += 1
-            if quantifier == "?":
+            if quantifier == "?" and _blank(node):
+                node = ("alt", [[]])  # an optional space: the skeleton has none either way
+            elif quantifier == "?":
                 node = ("alt", [[], [node]])  # (absent first: a row that prints the same keeps that text)
             elif node != ("lit", " "):
                 node = ("hole", None)
         branches[-1].append(node)
     tree = branches[0] if len(branches) == 1 else [("alt", branches)]
     return tree, position
+
+
+def _blank(node: Any) -> bool:
+    """Whether a node prints only whitespace (or nothing)."""
+    if node[0] == "lit":
+        return str(node[1]).isspace()
+    if node[0] == "alt":
+        return all(all(_blank(inner) for inner in branch) for branch in node[1])
+    return False
 
 
 def _atom(pattern: str, position: int) -> tuple[Any, int]:
@@ -435,8 +480,10 @@ def _literal_text(template: MatchTemplate) -> str:
 
 def keys_of(programs: Sequence[Program]) -> list[str]:
     """The texts whose presence in a paste's skeleton makes the template worth trying: each literal row's
-    first KEY characters (a cut paste shows a row's start)."""
-    return sorted({item[:KEY] for p in programs for item in p.items if isinstance(item, str) and len(item) >= MIN_KEY})
+    first KEY characters (a cut paste shows a row's start), and a long row's last ones (a typo may fall in
+    its start)."""
+    rows = [item for p in programs for item in p.items if isinstance(item, str) and len(item) >= MIN_KEY]
+    return sorted({row[:KEY] for row in rows} | {row[-KEY:] for row in rows if len(row) >= TYPO_MIN})
 
 
 # ----------------------------------------------------------------------------------------------- matching
@@ -458,6 +505,8 @@ class Hit:
     cut: bool = False
     period: bool = False
     exact: bool = True
+    typo: bool = False
+    open_end: bool = False  # cut inside a value: nothing shows the text after it goes on as the template does
     shown_class: str | None = None
     confident: bool = False
     demoted: bool = False
@@ -517,19 +566,26 @@ class Finder:
 
     def find(self, paste: Paste) -> list[Hit]:
         """Every template that explains part of the paste (its best place each), ranked: confident ones in
-        the order they stand, then weak ones by literal text shown."""
+        the order they stand (a message quoted inside another first), then weak ones by literal text shown.
+        When none is confident, literal text with a typo in it is looked for too."""
+        return ranked(self._pass(paste, self.candidates(paste)))
+
+    def _pass(self, paste: Paste, candidates: list[int]) -> list[Hit]:
         hits: list[Hit] = []
-        for index in self.candidates(paste):
+        for index in candidates:
             if not self.programs[index]:  # a raise with no message: the class alone, nothing after it
                 hit = self._whole_message(index, -1, paste)
                 if hit is not None and not hit.values[0][1]:
                     hits.append(hit)
                 continue
             best: Hit | None = None
-            for number, program in enumerate(self.programs[index]):
-                hit = self._place(index, number, program, paste)
-                if hit is not None and (best is None or _better(hit, best)):
-                    best = hit
+            for near in (False, True):  # as written; else with a typo in its literal text
+                for number, program in enumerate(self.programs[index]):
+                    hit = self._place(index, number, program, paste, near=near)
+                    if hit is not None and (best is None or _better(hit, best)):
+                        best = hit
+                if best is not None:
+                    break
             if best is not None:
                 hits.append(best)
         _demote(hits)
@@ -540,77 +596,81 @@ class Finder:
         for hit in standing:
             if hit.literal < MIN_LIT:
                 continue
-            alone = not any(
+            alone = not hit.open_end and not any(
                 o is not hit and o.literal >= hit.literal and o.start < hit.end and hit.start < o.end for o in standing
             )
             hit.confident = hit.info >= INFO_MIN or (alone and hit.info >= INFO_UNIQUE)
-        return ranked(hits)
+        return hits
 
-    def _place(self, index: int, number: int, program: Program, paste: Paste) -> Hit | None:
+    def _place(self, index: int, number: int, program: Program, paste: Paste, *, near: bool) -> Hit | None:
+        """Where the program stands in the paste: at the first place its first literal row stands from which
+        the others follow (with a typo each, when `near`), else as a cut paste of it."""
         items = program.items
         literals = [k for k, item in enumerate(items) if isinstance(item, str)]
         if not literals:
             return self._whole_message(index, number, paste)
         first = literals[0]
-        head = items[first]
-        assert isinstance(head, str)
-        bare = paste.bare
-        tried = 0
-        at = bare.find(head)
-        while at >= 0 and tried < MAX_STARTS:
-            tried += 1
+        head = str(items[first])
+        text = program.texts[first]
+        for at, end, typo in _occurrences(paste.bare, head, 0, near=near):
             if first > 0 and _in_class_prefix(paste.text, paste.at(at)):
-                pass  # a value first: its text is not the `:` of the class that prints it
-            elif _starts_word(paste, at, head, spaced=first > 0 and program.texts[first][:1].isspace(), free=first > 0):
-                hit = self._forward(index, number, program, paste, literals, at)
-                if hit is not None:
-                    return hit
-            at = bare.find(head, at + 1)
+                continue  # a value first: its text is not the `:` of the class that prints it
+            if not _starts_word(paste, at, head, spaced=first > 0 and text[:1].isspace(), free=first > 0):
+                continue
+            hit = self._forward(index, number, program, paste, literals, (at, end), typo, near=near)
+            if hit is not None:
+                return hit
+        if near:
+            return None
         if len(literals) == 1 and head.endswith(".") and len(head) > 1:  # a final period dropped
             short = head[:-1]
-            at = bare.find(short)
-            while at >= 0 and tried < 2 * MAX_STARTS:
-                tried += 1
-                if _starts_word(paste, at, short, free=first > 0) and _ends_word(paste, at + len(short), short):
-                    return self._made(index, number, program, paste, [(at, at + len(short))], period=True)
-                at = bare.find(short, at + 1)
-        return self._cut_first(index, number, program, paste, head)
+            for at, end, _ in _occurrences(paste.bare, short, 0, near=False):
+                if _starts_word(paste, at, short, free=first > 0) and _ends_word(paste, end, short):
+                    return self._made(index, number, program, paste, [(at, end)], period=True)
+        return self._cut_first(index, number, program, paste, head, first)
 
     def _forward(
-        self, index: int, number: int, program: Program, paste: Paste, literals: list[int], at: int
+        self,
+        index: int,
+        number: int,
+        program: Program,
+        paste: Paste,
+        literals: list[int],
+        head: tuple[int, int],
+        typo: bool,
+        *,
+        near: bool,
     ) -> Hit | None:
-        items, bare = program.items, paste.bare
-        head = items[literals[0]]
-        if not _clear(paste, at, str(head)) or (
-            len(literals) > 1 and not _fits(paste, at, program, literals[0], ends=False)
+        items = program.items
+        at = head[0]
+        if not _clear(paste, at, str(items[literals[0]])) or (
+            len(literals) > 1 and not _fits(paste, head, program, literals[0], ends=False)
         ):
             return None
-        spans = [(at, at + len(head))]
-        position = at + len(head)
+        spans = [head]
+        position = head[1]
         last = literals[-1]
         for k in literals[1:]:
-            row = items[k]
-            assert isinstance(row, str)
+            row = str(items[k])
             ends = k == last and k == len(items) - 1  # the message ends in this row's text
-            found = bare.find(row, position)
-            tries = 0
-            while found >= 0 and tries < MAX_STARTS and not _fits(paste, found, program, k, ends=ends):
-                found, tries = bare.find(row, found + 1), tries + 1
-            if found >= 0 and tries < MAX_STARTS:
-                spans.append((found, found + len(row)))
-                position = found + len(row)
+            places = _occurrences(paste.bare, row, position, near=near)
+            found = next((o for o in places if _fits(paste, o[:2], program, k, ends=ends)), None)
+            if found is not None:
+                spans.append(found[:2])
+                typo = typo or found[2]
+                position = found[1]
                 continue
+            if near:
+                return None
             if ends and row.endswith(".") and len(row) > 1:  # a final period dropped
                 short = row[:-1]
-                found = bare.find(short, position)
-                while found >= 0 and not _ends_word(paste, found + len(short), short):
-                    found = bare.find(short, found + 1)
-                if found >= 0:
-                    return self._made(index, number, program, paste, [*spans, (found, found + len(short))], period=True)
-            return self._cut(index, number, program, paste, spans, position, row)
+                for start, end, _ in _occurrences(paste.bare, short, position, near=False):
+                    if _ends_word(paste, end, short):
+                        return self._made(index, number, program, paste, [*spans, (start, end)], period=True)
+            return self._cut(index, number, program, paste, spans, position, k)
         if last == len(items) - 1 and not _ends_word(paste, spans[-1][1], str(items[last])):
             return None
-        return self._made(index, number, program, paste, spans)
+        return self._made(index, number, program, paste, spans, typo=typo)
 
     def _cut(
         self,
@@ -620,36 +680,47 @@ class Finder:
         paste: Paste,
         spans: list[tuple[int, int]],
         position: int,
-        row: str,
+        k: int,
     ) -> Hit | None:
-        """The paste stops (at its end or at `...`) inside the value before `row` or inside `row`."""
-        cut = next((c for c in paste.cuts if c >= position), None)
-        if cut is None or _breaks(paste.text, paste.at(position), paste.at(cut)):
-            return None
+        """The paste stops (at its end or at `...`) inside the value before row `k` or inside that row; or it
+        stops after a sentence of that row (a quote of the message's first sentences)."""
+        row = str(program.items[k])
         bare = paste.bare
-        shown = 0
-        for length in range(min(len(row) - 1, cut - position), 0, -1):
-            if bare.startswith(row[:length], cut - length):
-                shown = length
-                break
-        if shown:
-            spans = [*spans, (cut - shown, cut)]
-        elif bare.find(row[:DIVERGE], position, cut) >= 0:
-            return None  # the row starts in what would be the value, then departs from it: another text
-        return self._made(index, number, program, paste, spans, cut=cut)
+        cut = next((c for c in paste.cuts if c >= position), None)
+        if cut is not None and not _breaks(paste.text, paste.at(position), paste.at(cut)):
+            shown = 0
+            for length in range(min(len(row) - 1, cut - position), 0, -1):
+                if bare.startswith(row[:length], cut - length):
+                    shown = length
+                    break
+            # (the row starting in the value, then departing from it, is another text)
+            if bare.find(row[:DIVERGE], position, cut - shown) >= 0:
+                pass
+            elif shown:
+                return self._made(index, number, program, paste, [*spans, (cut - shown, cut)], cut=cut)
+            else:
+                return self._made(index, number, program, paste, spans, cut=cut, open_end=True)
+        sentence = _sentence(paste, program, k, position, sum(b - a for a, b in spans))
+        if sentence is not None:
+            return self._made(index, number, program, paste, [*spans, sentence], cut=sentence[1])
+        return None
 
-    def _cut_first(self, index: int, number: int, program: Program, paste: Paste, head: str) -> Hit | None:
-        """The paste stops inside the template's first literal row, after MIN_CUT characters of it at least."""
+    def _cut_first(self, index: int, number: int, program: Program, paste: Paste, head: str, first: int) -> Hit | None:
+        """The paste stops inside the template's first literal row, after MIN_CUT characters of it at least
+        (at its end, at `...`, or after a sentence of the row)."""
         bare = paste.bare
         key = head[:MIN_CUT]
         if len(head) <= MIN_CUT:
             return None
         for cut in paste.cuts:
-            at = bare.rfind(key, 0, cut - MIN_CUT + 1)
+            at = bare.rfind(key, 0, cut)
             while at >= 0 and cut - at < len(head):
-                if bare.startswith(head[: cut - at], at) and _starts_word(paste, at, head):
+                if bare.startswith(head[: cut - at], at) and _starts_word(paste, at, head, free=first > 0):
                     return self._made(index, number, program, paste, [(at, cut)], cut=cut)
                 at = bare.rfind(key, 0, at)
+        sentence = _sentence(paste, program, first, 0)
+        if sentence is not None and sentence[1] - sentence[0] >= MIN_CUT:
+            return self._made(index, number, program, paste, [sentence], cut=sentence[1])
         return None
 
     def _whole_message(self, index: int, number: int, paste: Paste) -> Hit | None:
@@ -691,6 +762,8 @@ class Finder:
         *,
         cut: int | None = None,
         period: bool = False,
+        typo: bool = False,
+        open_end: bool = False,
     ) -> Hit | None:
         """The hit the literal spans make: the message's bounds, its values, its class, what it shows."""
         items, text = program.items, paste.text
@@ -701,7 +774,7 @@ class Finder:
         if literal_rows[0] > 0:  # a value first: it starts after what ends the text before it on its line
             start = _lead_start(text, first_at)
         shown = _class_before(text, start)
-        if shown is not None and shown != self.classes[index]:
+        if shown is not None and not may_print(self.classes[index], shown):
             return None
         end = last_end
         quoted = start > 0 and text[start - 1] in "'\""  # the message stands in a string literal: its escapes
@@ -733,14 +806,15 @@ class Finder:
             end = max(end, paste.at(cut))
         literal = sum(b - a for a, b in spans)
         info = 0.0
-        for row, (a, b) in zip(literal_rows, spans, strict=False):
-            shown_length = b - a
+        for number_shown, (row, (a, b)) in enumerate(zip(literal_rows, spans, strict=False)):
+            whole = cut is None or number_shown < len(spans) - 1 or open_end  # (a row with a typo is whole)
             for word_end, weight in program.words[row]:
-                if word_end <= shown_length:
+                if whole or word_end <= b - a:
                     info += weight
         exact = (
             not paste.steps
             and not period
+            and not typo
             and all(
                 _same(text[paste.at(a) : paste.at(b - 1) + 1], program.texts[row])
                 for row, (a, b) in zip(literal_rows, spans, strict=False)
@@ -749,7 +823,7 @@ class Finder:
         )
         return Hit(
             index, number, list(spans), start, end, values, holes, literal, info,
-            cut=cut is not None, period=period, exact=exact, shown_class=shown,
+            cut=cut is not None, period=period, exact=exact, shown_class=shown, typo=typo, open_end=open_end,
         )  # fmt: skip
 
 
@@ -803,15 +877,91 @@ def _ends_word(paste: Paste, end: int, row: str, *, spaced: bool = False, free: 
     return after >= len(paste.text) or not _is_word(paste.text[after])
 
 
-def _fits(paste: Paste, at: int, program: Program, k: int, *, ends: bool) -> bool:
-    """Whether literal row `k`, found at skeleton position `at` after a value, meets the paste at word
+def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tuple[int, int, bool]]:
+    """Where `row` stands in the skeleton from `start`: its first MAX_STARTS places as written; then, when
+    `near`, places where it stands with a typo or two (a character left out, added or changed), found from
+    either half of it standing as written."""
+    found, tries = bare.find(row, start), 0
+    while found >= 0 and tries < MAX_STARTS:
+        yield found, found + len(row), False
+        found, tries = bare.find(row, found + 1), tries + 1
+    if not near or len(row) < TYPO_MIN:
+        return
+    budget = 1 if len(row) < TYPO_LONG else 2
+    half = len(row) // 2
+    starts: list[int] = []
+    left, right = row[:half], row[half:]
+    found, tries = bare.find(left, start), 0
+    while found >= 0 and tries < TYPO_TRIES:
+        starts.append(found)
+        found, tries = bare.find(left, found + 1), tries + 1
+    found, tries = bare.find(right, start), 0
+    while found >= 0 and tries < TYPO_TRIES:
+        starts += [found - half + shift for shift in range(-budget, budget + 1) if found - half + shift >= start]
+        found, tries = bare.find(right, found + 1), tries + 1
+    best: dict[int, tuple[int, int]] = {}
+    for begin in sorted(set(starts)):
+        for shift in sorted(range(-budget, budget + 1), key=abs):
+            end = begin + len(row) + shift
+            if end > len(bare) or end <= begin:
+                continue
+            if bare[begin : begin + 2] != row[:2] or bare[end - 2 : end] != row[-2:]:
+                continue  # a typo falls inside the row: its edges stand as written
+            distance = levenshtein(bare[begin:end], row, budget)
+            if 0 < distance <= budget and (begin not in best or distance < best[begin][1]):
+                best[begin] = (end, distance)
+    for begin in sorted(best):
+        yield begin, best[begin][0], True
+
+
+def levenshtein(a: str, b: str, limit: int) -> int:
+    """The edit distance of two texts (characters left out, added or changed), or limit + 1 when above it."""
+    from rapidfuzz.distance import Levenshtein
+
+    return Levenshtein.distance(a, b, score_cutoff=limit)
+
+
+def _sentence(paste: Paste, program: Program, k: int, position: int, shown: int = 0) -> tuple[int, int] | None:
+    """Where the paste shows the first sentences of literal row `k` (up to a period in it, or up to that
+    period left out) from `position`, and then ends (see `_ends_quote`): the longest such start. With the
+    `shown` literal characters before it, MIN_SENTENCE characters at least."""
+    row = str(program.items[k])
+    end = row.rfind(".", 0, len(row) - 1)
+    while end >= 0 and shown + end + 1 >= MIN_SENTENCE:
+        for start in (row[: end + 1], row[:end]):
+            if shown + len(start) < MIN_SENTENCE or not start:
+                continue
+            spaced = program.texts[k][:1].isspace()
+            for at, stop, _ in _occurrences(paste.bare, start, position, near=False):
+                if paste.bare.find(row[:DIVERGE], position, at) >= 0:
+                    break  # the row starts in the value before, then departs from it: another text
+                if _starts_word(paste, at, row, spaced=spaced, free=k > 0) and _ends_quote(paste, stop, start):
+                    return at, stop
+        end = row.rfind(".", 0, end)
+    return None
+
+
+def _ends_quote(paste: Paste, stop: int, start: str) -> bool:
+    """Whether the text a paste shows ends at skeleton position `stop` (after `start`, what it shows of a
+    row): what follows is nothing, a closing quote, bracket or emphasis, or a blank line (not a sentence that
+    goes on as the template does not); where the period was left out, only a closing mark."""
+    if _is_word(start[-1]) and not _ends_word(paste, stop, start):
+        return False
+    after = paste.text[paste.at(stop - 1) + 1 :].lstrip(" \t")
+    if not start.endswith("."):
+        return after[:1] in ("'", '"', "`", ")", "*")
+    return not after.strip() or after[0] in "'\"`)]*" or after.startswith("\n\n")
+
+
+def _fits(paste: Paste, span: tuple[int, int], program: Program, k: int, *, ends: bool) -> bool:
+    """Whether literal row `k`, found at skeleton span `span` after a value, meets the paste at word
     boundaries where the template has a space around it, and where the message ends with it (`ends`)."""
     row, text = str(program.items[k]), program.texts[k]
+    at, end = span
     if not _clear(paste, at, row):
         return False
     if not _starts_word(paste, at, row, spaced=text[:1].isspace(), free=k > 0):
         return False
-    end = at + len(row)
     return _ends_word(paste, end, row) if ends else _ends_word(paste, end, row, spaced=text[-1:].isspace(), free=True)
 
 
@@ -837,6 +987,15 @@ def _class_end_before(text: str, line: int, first: int) -> int:
     for found in _CLASS_AT.finditer(text, line, first):
         end = found.end()
     return end
+
+
+def may_print(record_class: str, shown: str) -> bool:
+    """Whether a record raising `record_class` may print as `shown`: the same class, or a subclass of it
+    (a class the builtins do not name may derive from any)."""
+    if record_class == shown:
+        return True
+    bases = BUILTIN_BASES.get(record_class)
+    return bases is None or shown in bases
 
 
 def _class_before(text: str, start: int) -> str | None:
@@ -889,12 +1048,26 @@ def _demote(hits: list[Hit]) -> None:
                 break
             if other.literal <= hit.literal:
                 continue
-            inside = any(a <= other.spans[0][0] and other.spans[-1][1] <= b for a, b in hit.holes)
-            if inside:
+            if _inside(other, hit):
                 continue
+            if (
+                not _inside(hit, other)
+                and other.literal > hit.literal
+                and other.spans
+                and hit.spans
+                and other.spans[0][0] <= hit.spans[0][0]
+                and hit.spans[-1][1] <= other.spans[-1][1]
+            ):
+                hit.demoted = True  # a shorter message read inside a longer one's own text
+                break
             if any(a < d and c < b for a, b in hit.holes for c, d in other.spans):
                 hit.demoted = True
                 break
+
+
+def _inside(hit: Hit, other: Hit) -> bool:
+    """Whether a hit stands wholly inside one of another's values."""
+    return bool(hit.spans) and any(a <= hit.spans[0][0] and hit.spans[-1][1] <= b for a, b in other.holes)
 
 
 def _tier(hit: Hit) -> int:
@@ -903,8 +1076,14 @@ def _tier(hit: Hit) -> int:
 
 
 def ranked(hits: list[Hit]) -> list[Hit]:
-    confident = sorted(
-        (h for h in hits if h.confident), key=lambda h: (h.start, h.cut, -h.literal, -h.info, h.template)
-    )
+    """Confident hits first: whole ones before those that needed a final period or a cut, then in the order
+    they stand (a message quoted in another's value just before it); then weak ones, most literal text first."""
+    shown = [h for h in hits if h.confident]
+
+    def place(hit: Hit) -> tuple[int, int]:
+        outer = next((o for o in shown if o is not hit and _inside(hit, o)), None)
+        return (outer.start, 0) if outer is not None else (hit.start, 1)
+
+    confident = sorted(shown, key=lambda h: (_tier(h), *place(h), h.start, -h.literal, -h.info, h.template))
     weak = sorted((h for h in hits if not h.confident), key=lambda h: (-h.literal, -h.info, h.start, h.template))
     return confident + weak[:MAX_WEAK]

@@ -61,9 +61,10 @@ class Matcher:
                 tail = Paste.of(text.rstrip("\r\n")[-MAX_LINE:])
                 more, _ = self._answers(tail)
                 confident, weak = (more, ()) if more else (confident, weak)
-            python = normalize.python_prints(paste.text) if confident or weak else None
-            if python is not None and all(m.template.errorClass == python for m in (*confident, *weak)):
-                return MatchResult(stripped, True, (), (*confident, *weak), python)
+            answers = (*confident, *weak)
+            python = normalize.python_prints(answers[0].error_class, answers[0].text) if answers else None
+            if python is not None and all(m.template.errorClass == python for m in answers):
+                return MatchResult(stripped, True, (), answers, python)
         return MatchResult(stripped, is_error or bool(confident), confident, weak)
 
     def _answers(self, paste: Paste) -> tuple[tuple[Match, ...], tuple[Match, ...]]:
@@ -80,6 +81,8 @@ class Matcher:
             steps.append("ellipsis")
         if hit.period:
             steps.append("period")
+        if hit.typo:
+            steps.append("typo")
         if not hit.exact and not steps and not hit.cut:
             steps.append(self.finder.difference(hit, paste))
         how = How.PARTIAL if hit.cut else How.EXACT if hit.exact and not steps else How.NORMALIZED
@@ -92,7 +95,10 @@ class Matcher:
         span = max(1, len(skeleton(paste.text[hit.start : hit.end])[0]))
         score = min(1.0, hit.literal / span)
         shown = hit.shown_class
-        return Match(template, values, how, score, tuple(steps), shown, hit.literal, sure=hit.confident, info=hit.info)
+        text = paste.text[hit.start : hit.end]
+        return Match(
+            template, values, how, score, tuple(steps), shown, hit.literal, sure=hit.confident, info=hit.info, text=text
+        )
 
 
 def _best(found: Sequence[Match]) -> tuple[tuple[Match, ...], tuple[Match, ...]]:

@@ -34,20 +34,20 @@ _PYTHON_OWN: dict[str, re.Pattern[str]] = {
             r"unsupported operand type\(s\) for .*",
             r"'[^']+' object is not (?:callable|subscriptable|iterable)",
         ],
-        "ValueError": [r"invalid literal for int\(\) with base \d+: .*", r"(?:too many|not enough) values to unpack.*"],
+        "ValueError": [
+            r"invalid literal for int\(\) with base \d+: .*",
+            r"(?:too many|not enough) values to unpack.*",
+            r"(?:max|min)\(\) (?:arg|iterable argument) is an empty sequence",
+        ],
     }.items()
 }
 
 
-def python_prints(text: str) -> str | None:
-    """If the error a text shows (`SomeError: message`, the message on one line) is one the interpreter
-    prints itself, its class."""
-    prefix = CLASS_PREFIX.search(text)
-    if prefix is None:
-        return None
-    name = prefix["cls"].rpartition(".")[2]
-    own = _PYTHON_OWN.get(name)
-    message = text[prefix.end() :].split("\n", 1)[0].strip()
-    if own is None or not message or own.fullmatch(message) is None:
-        return None
-    return name
+def python_prints(shown: str | None, message: str) -> str | None:
+    """If a message as it stands in a paste (its first line), printed under the class `shown` (or any, when
+    the paste shows none), is one the interpreter prints itself, its class."""
+    message = message.strip().split("\n", 1)[0].strip()
+    for name, own in _PYTHON_OWN.items():
+        if (shown is None or shown == name) and message and own.fullmatch(message) is not None:
+            return name
+    return None
