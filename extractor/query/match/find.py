@@ -118,6 +118,7 @@ _ANSI = re.compile(ANSI)
 _ENTITY = re.compile(ENTITY)
 _CLASS_BEFORE = re.compile(CLASS_BEFORE)
 _DIGIT = re.compile(r"[0-9]")
+_DIGITS = re.compile(r"[0-9]+")
 _CLASS_SHOWN_IN = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|$)")
 _ESCAPE = re.compile(ESCAPE)
 # Each builtin exception class's bases (what a printed class it may stand for), as Python itself has them.
@@ -506,6 +507,7 @@ class Hit:
     period: bool = False
     exact: bool = True
     typo: bool = False
+    agrees: bool = False  # the class shown before the message is the template's own
     open_end: bool = False  # cut inside a value: nothing shows the text after it goes on as the template does
     shown_class: str | None = None
     confident: bool = False
@@ -612,7 +614,7 @@ class Finder:
         first = literals[0]
         head = str(items[first])
         text = program.texts[first]
-        for at, end, typo in _occurrences(paste.bare, head, 0, near=near):
+        for at, end, typo in _occurrences(paste.bare, head, 0, near=near):  # (typo: the edits it needed)
             if first > 0 and _in_class_prefix(paste.text, paste.at(at)):
                 continue  # a value first: its text is not the `:` of the class that prints it
             if not _starts_word(paste, at, head, spaced=first > 0 and text[:1].isspace(), free=first > 0):
@@ -637,7 +639,7 @@ class Finder:
         paste: Paste,
         literals: list[int],
         head: tuple[int, int],
-        typo: bool,
+        typo: int,
         *,
         near: bool,
     ) -> Hit | None:
@@ -657,7 +659,7 @@ class Finder:
             found = next((o for o in places if _fits(paste, o[:2], program, k, ends=ends)), None)
             if found is not None:
                 spans.append(found[:2])
-                typo = typo or found[2]
+                typo += found[2]
                 position = found[1]
                 continue
             if near:
@@ -762,7 +764,7 @@ class Finder:
         *,
         cut: int | None = None,
         period: bool = False,
-        typo: bool = False,
+        typo: int = 0,
         open_end: bool = False,
     ) -> Hit | None:
         """The hit the literal spans make: the message's bounds, its values, its class, what it shows."""
@@ -804,7 +806,7 @@ class Finder:
             values.append((item, unescape(value) if quoted else value))
         if cut is not None:
             end = max(end, paste.at(cut))
-        literal = sum(b - a for a, b in spans)
+        literal = sum(b - a for a, b in spans) - 2 * typo  # (an edit costs the characters on both sides)
         info = 0.0
         for number_shown, (row, (a, b)) in enumerate(zip(literal_rows, spans, strict=False)):
             whole = cut is None or number_shown < len(spans) - 1 or open_end  # (a row with a typo is whole)
@@ -823,7 +825,8 @@ class Finder:
         )
         return Hit(
             index, number, list(spans), start, end, values, holes, literal, info,
-            cut=cut is not None, period=period, exact=exact, shown_class=shown, typo=typo, open_end=open_end,
+            cut=cut is not None, period=period, exact=exact, shown_class=shown, typo=typo > 0, open_end=open_end,
+            agrees=shown == self.classes[index],
         )  # fmt: skip
 
 
@@ -877,13 +880,13 @@ def _ends_word(paste: Paste, end: int, row: str, *, spaced: bool = False, free: 
     return after >= len(paste.text) or not _is_word(paste.text[after])
 
 
-def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tuple[int, int, bool]]:
+def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tuple[int, int, int]]:
     """Where `row` stands in the skeleton from `start`: its first MAX_STARTS places as written; then, when
     `near`, places where it stands with a typo or two (a character left out, added or changed), found from
     either half of it standing as written."""
     found, tries = bare.find(row, start), 0
     while found >= 0 and tries < MAX_STARTS:
-        yield found, found + len(row), False
+        yield found, found + len(row), 0
         found, tries = bare.find(row, found + 1), tries + 1
     if not near or len(row) < TYPO_MIN:
         return
@@ -907,11 +910,13 @@ def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tup
                 continue
             if bare[begin : begin + 2] != row[:2] or bare[end - 2 : end] != row[-2:]:
                 continue  # a typo falls inside the row: its edges stand as written
+            if _DIGITS.findall(bare, begin, end) != _DIGITS.findall(row):
+                continue  # and its numbers (`MXFP4` is no typo of `MXFP8`)
             distance = levenshtein(bare[begin:end], row, budget)
             if 0 < distance <= budget and (begin not in best or distance < best[begin][1]):
                 best[begin] = (end, distance)
     for begin in sorted(best):
-        yield begin, best[begin][0], True
+        yield begin, best[begin][0], best[begin][1]
 
 
 def levenshtein(a: str, b: str, limit: int) -> int:
@@ -1071,8 +1076,8 @@ def _inside(hit: Hit, other: Hit) -> bool:
 
 
 def _tier(hit: Hit) -> int:
-    """How far a hit had to stretch to explain the paste: not at all, a final period, a cut."""
-    return 2 if hit.cut else 1 if hit.period else 0
+    """How far a hit had to stretch to explain the paste: not at all, a final period, a typo, a cut."""
+    return 3 if hit.cut else 2 if hit.typo else 1 if hit.period else 0
 
 
 def ranked(hits: list[Hit]) -> list[Hit]:
@@ -1084,6 +1089,9 @@ def ranked(hits: list[Hit]) -> list[Hit]:
         outer = next((o for o in shown if o is not hit and _inside(hit, o)), None)
         return (outer.start, 0) if outer is not None else (hit.start, 1)
 
-    confident = sorted(shown, key=lambda h: (_tier(h), *place(h), h.start, -h.literal, -h.info, h.template))
+    confident = sorted(
+        shown,
+        key=lambda h: (_tier(h), *place(h), h.start, not h.agrees, not h.exact, -h.literal, -h.info, h.template),
+    )
     weak = sorted((h for h in hits if not h.confident), key=lambda h: (-h.literal, -h.info, h.start, h.template))
     return confident + weak[:MAX_WEAK]
