@@ -177,7 +177,11 @@ def test_unrelated_text_exits_1_and_text_format(catalog_repo: GitRepo) -> None:
     result = run(
         "--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg", "--format", "text", "hello world"
     )
-    assert (result.returncode, result.stdout) == (1, "hello world\n  no matching record\n")
+    # (the scope: --path pkg, and every class, match's default where no --exception narrows it)
+    assert (result.returncode, result.stdout) == (
+        1,
+        "hello world\n  no matching record\n  in revision v1, scope pkg (every class)\n",
+    )
     result = run(
         "--catalog", "v1", "--repo", str(catalog_repo.path), "--path", "pkg", stdin="just chatter\n", process=True
     )

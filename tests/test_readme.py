@@ -210,12 +210,15 @@ def _names(command: Command) -> set[str]:
 def _catalogs(command: Command) -> set[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """The catalogs of a scope given on the command line (`--path`, `--exception`: the whole package's, long
     to extract; the default scope's take a second) a command extracts or reads from the cache: each source
-    (`--catalog X`, `--release X`, an argument `release:X`) with the scope options."""
+    (`--catalog X`, `--release X`, an argument `release:X`) with the scope options. `match` reads the whole
+    package and every class where neither option narrows it (`--path vllm`, `--exception '*'`)."""
     words = _words(command)
     options = {
         option: tuple(after for word, after in itertools.pairwise(words) if word == option)
         for option in ("--path", "--exception")
     }
+    if any(word == "extractor" and after == "match" for word, after in itertools.pairwise(words)):
+        options = {"--path": options["--path"] or ("vllm",), "--exception": options["--exception"] or ("*",)}
     sources = {after for word, after in itertools.pairwise(words) if word == "--catalog"}
     sources |= {f"release:{after}" for word, after in itertools.pairwise(words) if word == "--release"}
     sources |= {word for word in words if word.startswith("release:")}
@@ -311,13 +314,16 @@ python -m extractor match --catalog release:0.27.0..0.28.0 --exception '*' "text
 ```
 ```sh
 python -m extractor match --catalog release:0.27.0..0.28.0 --exception '*' "t"   # block 5's, from the cache
-python -m extractor match --catalog release:0.27.0..0.28.0 "text"   # the default scope: no wait
+python -m extractor explain --catalog release:0.27.0..0.28.0 "text"   # the default scope: no wait
+```
+```sh
+python -m extractor match --catalog release:0.27.0..0.28.0 "x"   # match's default: the whole package, block 5's
 ```
 ```sh
 python -m extractor cache clear catalogs
 ```
 """
-    readme = [Block("README.md", n) for n in range(8)]
+    readme = [Block("README.md", n) for n in range(9)]
     assert block_dependencies(shell_commands(text)) == {
         readme[0]: [],
         readme[1]: readme[:1],
@@ -326,7 +332,8 @@ python -m extractor cache clear catalogs
         readme[4]: readme[:2],
         readme[5]: readme[:1],
         readme[6]: [readme[0], readme[5]],
-        readme[7]: readme[:7],
+        readme[7]: [readme[0], readme[5], readme[6]],
+        readme[8]: readme[:8],
     }
 
 

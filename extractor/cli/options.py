@@ -69,19 +69,27 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> arg
     return args
 
 
-def add_scope(parser: argparse.ArgumentParser) -> None:
+PACKAGE = "vllm"  # where a pasted error is looked for when the user names no --path (see widened)
+
+
+def add_scope(parser: argparse.ArgumentParser, *, whole_package: bool = False) -> None:
+    """Add the scope options; `whole_package`: a command whose --path and --exception, when not given, are
+    the whole package's and every class (see `widened`), as its help says."""
+    paths, classes = ("vllm/config", "ValueError")
+    if whole_package:
+        paths, classes = f"{PACKAGE}, the whole package", "every class"
     group = parser.add_argument_group("scope")
     group.add_argument(
         "--path",
         action="append",
         metavar="PREFIX",
-        help="path prefix in scope, repeatable (default: vllm/config)",
+        help=f"path prefix in scope, repeatable (default: {paths})",
     )
     group.add_argument(
         "--exception",
         action="append",
         metavar="NAME",
-        help="raised class name in scope, repeatable; '*' means every class (default: ValueError)",
+        help=f"raised class name in scope, repeatable; '*' means every class (default: {classes})",
     )
     group.add_argument(
         "--context",
@@ -170,8 +178,9 @@ def add_catalog(parser: argparse.ArgumentParser) -> None:
     add_run(parser)
 
 
-def add_catalogs(parser: argparse.ArgumentParser) -> None:
-    """Add a repeatable --catalog (release ranges allowed), and the options for revisions extracted on the fly."""
+def add_catalogs(parser: argparse.ArgumentParser, *, whole_package: bool = False) -> None:
+    """Add a repeatable --catalog (release ranges allowed), and the options for revisions extracted on the fly
+    (`whole_package`: see `add_scope`)."""
     parser.add_argument(
         "--catalog",
         action="append",
@@ -181,7 +190,7 @@ def add_catalogs(parser: argparse.ArgumentParser) -> None:
         "index in that range, inclusive), release:all, or a revision of --repo; repeatable",
     )
     add_repo(parser)
-    add_scope(parser)
+    add_scope(parser, whole_package=whole_package)
     add_run(parser)
 
 
@@ -298,18 +307,40 @@ def latest_of(spec: str, options: ExtractOptions) -> str:
     return str(root.latest()) if root is not None else spec
 
 
-def catalogs_of(args: argparse.Namespace) -> tuple[ExtractOptions, list[str]]:
+def catalogs_of(args: argparse.Namespace, *, whole_package: bool = False) -> tuple[ExtractOptions, list[str]]:
     """The options and catalogs of a command reading several (`--catalog`, repeatable): over a range of
     releases (`release:A..B`, `release:all`) a `--path` follows a module that becomes a package
     (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
     read alike; catalogs named one by one are read in the scope given (a folder written before is read as
-    it is). A nightly root stands for its latest catalog."""
+    it is). A nightly root stands for its latest catalog, in the scope given.
+
+    `whole_package` (match's): the options extract the whole package (`--path vllm`) and every class
+    (`--exception '*'`) where the user gave no --path or --exception (see `widened`); a nightly root, a
+    catalog on disk read as written, stands for its latest catalog in the extraction's default scope when
+    neither was given (the one `nightly` publishes by default), as before."""
     from extractor.query.history.revisions import followed
 
     options = extract_options(args)
+    published = options  # the scope a nightly root's latest catalog is looked for in
+    if whole_package:
+        options = widened(options, args)
+        published = options if args.path is not None or args.exception is not None else published
     if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
-        options = followed(options)
-    return options, [latest_of(spec, options) for spec in args.catalog]
+        options, published = followed(options), followed(published)
+    return options, [latest_of(spec, published) for spec in args.catalog]
+
+
+def widened(options: ExtractOptions, args: argparse.Namespace) -> ExtractOptions:
+    """The options with the scope the user left out the whole package's: `--path vllm` where no --path was
+    given, `--exception '*'` where no --exception was. A user pasting an error did not choose a scope: it is
+    looked for wherever the package may raise it, unless they narrow where, or which classes."""
+    from dataclasses import replace
+
+    return replace(
+        options,
+        paths=options.paths if args.path is not None else (PACKAGE,),
+        exceptions=options.exceptions if args.exception is not None else ("*",),
+    )
 
 
 def output_folder(output: str | None, command: str) -> Path | None:
@@ -337,8 +368,9 @@ class Followed(NamedTuple):
     start: str | None
 
 
-def lineages_of(args: argparse.Namespace) -> Followed | None:
-    """The lineages `--history` names (read, or followed on the fly in the command's scope), or None."""
+def lineages_of(args: argparse.Namespace, options: ExtractOptions | None = None) -> Followed | None:
+    """The lineages `--history` names (read, or followed on the fly in the command's scope: `options`, else
+    the one its options give), or None."""
     if not args.history:
         return None
     from extractor.catalog.load import looks_like_path, present
@@ -354,7 +386,7 @@ def lineages_of(args: argparse.Namespace) -> Followed | None:
     spec = args.history
     if looks_like_path(spec) and is_url(args.repo):  # a mistyped path: never a reason to clone a repository
         raise ExtractorError(f"no history at {spec}: the path does not exist")
-    options = followed(extract_options(args))
+    options = followed(options if options is not None else extract_options(args))
     try:
         revisions = list_revisions([spec], repo=args.repo)
     except ExtractorError as error:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO
 
-from extractor.errors import ExitCode, ExtractorError
+from extractor.errors import ExitCode, ExtractorError, ScopeError
 from extractor.util import lifecycle
 from extractor.util.progress import one_line, shown
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     pass
 
 from extractor.cli.options import (
+    PACKAGE,
     PROG,
     Parser,
     add_catalogs,
@@ -33,7 +34,9 @@ def parser() -> argparse.ArgumentParser:
         prog=f"{PROG} match",
         description="Find the catalog records that explain rendered errors, with the values they show. Exit "
         "status (grep's): a log on stdin: 0 at least one line matched a record, 1 none did; TEXT arguments: 0 "
-        "every one matched, 1 some did not; 2 trouble either way. Weak (catch-all) answers do not count.",
+        "every one matched, 1 some did not; 2 trouble either way. Weak (catch-all) answers do not count. An "
+        "error is looked for in the whole package and every class unless --path or --exception narrows it; each "
+        "answer says which catalogs and scope it comes from.",
     )
     parser.add_argument(
         "text",
@@ -41,7 +44,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="rendered error messages; with none or '-', read a log from stdin, one input per line",
     )
-    add_catalogs(parser)
+    add_catalogs(parser, whole_package=True)
     parser.add_argument("--format", choices=["json", "text"], default="json", help="output format (default: json)")
     add_history(parser)
     return parser
@@ -111,9 +114,16 @@ def run(argv: Sequence[str]) -> int:
 
     if "-" in args.text and len(args.text) > 1:
         parser().error("'-' reads the log on stdin: give it alone, or give only TEXT arguments")
-    options, specs = catalogs_of(args)
-    index = match_index(specs, repo=args.repo, options=options, progress=progress)
-    lineages = lineages_of(args)
+    # A paste is looked for in the whole package, every class, unless the user narrows the scope.
+    options, specs = catalogs_of(args, whole_package=True)
+    try:
+        index = match_index(specs, repo=args.repo, options=options, progress=progress)
+    except ScopeError as error:
+        if args.path is not None:
+            raise
+        hint = f"match looks in the whole {PACKAGE} package unless --path names where to look"
+        raise ScopeError(f"{error}; {hint}") from None
+    lineages = lineages_of(args, options)
     notes = None if lineages is None else partial(lineage_note, lineages)
     log = not args.text or args.text == ["-"]
     read = 0
@@ -129,13 +139,14 @@ def run(argv: Sequence[str]) -> int:
     quiet_misses = log and args.format == "text"
     out = sys.stdout
     seen = matched = weakly = 0
+    source = index.provenance
     for result in match_lines(index.matcher, inputs, log=log):
         seen += 1
         matched += bool(result.matches)
         weakly += bool(not result.matches and result.weak)
         if quiet_misses and not result.answered:
             continue
-        page = result.render(format=args.format, notes=notes)
+        page = result.render(format=args.format, notes=notes, source=source)
         out.write(page if args.format == "json" else shown(page))
         if log:
             out.flush()  # answer as the log is read

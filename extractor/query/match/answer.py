@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["MIN_SCORE", "How", "Match", "MatchResult"]
+__all__ = ["MIN_SCORE", "How", "Match", "MatchResult", "Searched"]
 
 MIN_SCORE = 0.5  # share of the input's characters a confident answer's literal text must explain
 
@@ -114,6 +114,13 @@ class Match:
         return "\n".join(lines)
 
 
+class Searched(Protocol):
+    """Which catalogs, in which scope, an answer comes from (the match index's Provenance)."""
+
+    def to_json(self) -> Any: ...
+    def to_text(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class MatchResult:
     """What one input yielded: whether it looks like an error, its confident matches, else its weak ones."""
@@ -129,14 +136,18 @@ class MatchResult:
     def holds_message(self) -> bool:
         return self.is_error or bool(self.matches)
 
-    def render(self, *, format: str, notes: Callable[[str], str | None] | None = None) -> str:
+    def render(
+        self, *, format: str, notes: Callable[[str], str | None] | None = None, source: Searched | None = None
+    ) -> str:
         """Render the answers as a line of JSON or as text; `notes` gives a record's history note by its id
-        (when a history was given)."""
+        (when a history was given); `source` says which catalogs and scope were searched (JSON `catalogs`,
+        the text's last line)."""
         if format == "json":
             import orjson  # (matching alone never needs it)
 
-            return orjson.dumps(self.to_json(notes)).decode() + "\n"
-        return self.to_text(notes)
+            document = self.to_json(notes) | ({} if source is None else {"catalogs": source.to_json()})
+            return orjson.dumps(document).decode() + "\n"
+        return self.to_text(notes) + ("" if source is None else f"  {source.to_text()}\n")
 
     def to_json(self, notes: Callable[[str], str | None] | None = None) -> dict[str, Any]:
         matches = [m.to_json() for m in self.matches]

@@ -10,7 +10,7 @@ import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from extractor._version import __version__, code_digest
 from extractor.errors import ReleaseError
@@ -25,13 +25,30 @@ if TYPE_CHECKING:
     from extractor.pipeline.extract import ExtractOptions
 
 
-__all__ = ["MatchIndex", "expand_specs", "match_index", "origin"]
+__all__ = ["MatchIndex", "Provenance", "expand_specs", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
 # extraction's code and match's: the key holds every module's code (an edit to any makes a new index),
-# and this number, for a change of how the stored structure is laid out (10: the finder's programs, keys and weights).
-_FORMAT = 10
+# and this number, for a change of how the stored structure is laid out (11: the finder's programs, keys and
+# weights; each catalog's scope kept).
+_FORMAT = 11
 _KEEP = 8
+
+
+class ScopeShown(NamedTuple):
+    """What a catalog's scope says of where its records come from: its path prefixes and its classes."""
+
+    paths: tuple[str, ...]
+    exceptions: tuple[str, ...]
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"paths": list(self.paths), "exceptions": list(self.exceptions)}
+
+    def to_text(self) -> str:
+        # (a module's `.py` twin, which a range of releases follows beside its package, goes without saying)
+        paths = [path for path in self.paths if not (path.endswith(".py") and path[:-3] in self.paths)]
+        classes = "every class" if "*" in self.exceptions else ", ".join(self.exceptions)
+        return f"scope {', '.join(paths)} ({classes})"
 
 
 @dataclass(frozen=True)
@@ -41,6 +58,52 @@ class MatchIndex:
     matcher: Matcher
     labels: tuple[str, ...]
     specs: tuple[str, ...]  # what each label was opened from
+    scopes: tuple[ScopeShown | None, ...]  # each catalog's scope, as its manifest records it (None: no manifest)
+
+    @property
+    def provenance(self) -> Provenance:
+        """Which catalogs, in which scope, every answer of this index comes from."""
+        groups: dict[ScopeShown | None, list[tuple[str, str]]] = {}
+        for label, spec, scope in zip(self.labels, self.specs, self.scopes, strict=True):
+            groups.setdefault(scope, []).append((label, spec))
+        return Provenance(tuple((tuple(catalogs), scope) for scope, catalogs in groups.items()))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Which catalogs an answer comes from, and their scope: one group per scope, in the catalogs' order
+    (several only when catalogs on disk were written in different scopes), each holding (label, spec)s."""
+
+    groups: tuple[tuple[tuple[tuple[str, str], ...], ScopeShown | None], ...]
+
+    def to_json(self) -> list[dict[str, object]]:
+        """Each group's labels (those of the matches' `releases`) and scope (null: a records.jsonl alone,
+        which records none)."""
+        return [
+            {"labels": [label for label, _ in catalogs], "scope": None if scope is None else scope.to_json()}
+            for catalogs, scope in self.groups
+        ]
+
+    def to_text(self) -> str:
+        """One line: `in release 0.28.0, scope vllm (every class)`."""
+        said = []
+        for catalogs, scope in self.groups:
+            where = _shown_catalogs(catalogs)
+            said.append(f"{where}, {scope.to_text() if scope is not None else 'scope not recorded'}")
+        return "in " + "; ".join(said)
+
+
+def _shown_catalogs(catalogs: Sequence[tuple[str, str]]) -> str:
+    """Name catalogs in a line: `release 0.28.0`, `3 releases 0.9.0 .. 0.28.0`, a folder or a revision."""
+    if all(spec.startswith(RELEASE_PREFIX) for _, spec in catalogs):
+        labels = [label for label, _ in catalogs]
+        if len(labels) <= 3:
+            return f"release{'s' if len(labels) > 1 else ''} {', '.join(labels)}"
+        return f"{len(labels)} releases {labels[0]} .. {labels[-1]}"
+    from extractor.catalog.load import looks_like_path
+
+    shown = [spec if looks_like_path(spec) or Path(spec).exists() else f"revision {spec}" for _, spec in catalogs]
+    return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
 
 
 def expand_specs(specs: Sequence[str]) -> list[str]:
@@ -150,10 +213,19 @@ def match_index(
         catalogs.append((label, origin(spec), catalog))
         kept.append(spec)
     labels = tuple(label for label, _, _ in catalogs)
-    index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept))
+    scopes = tuple(_scope_shown(catalog) for _, _, catalog in catalogs)
+    index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept), scopes)
     if cacheable:
         _write(path, index)
     return index
+
+
+def _scope_shown(catalog: LoadedCatalog) -> ScopeShown | None:
+    """A catalog's scope as its manifest records it (what it was extracted in, or written in), if it has one."""
+    if catalog.manifest is None:
+        return None
+    scope = catalog.manifest.scope
+    return ScopeShown(tuple(scope.paths), tuple(scope.exceptions))
 
 
 def _read(path: Path) -> MatchIndex | None:
