@@ -65,7 +65,9 @@ ENTITY = r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,6});"
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*"  # a class's module path, `vllm.errors.`
 _CLASS = r"(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)|Exception|Warning)"
 # A printed error's class right before its message (`ValueError: `, `vllm.errors.ConfigError:`).
-CLASS_BEFORE = r"(?:^|[^A-Za-z0-9_.])" + _NAME + "(" + _CLASS + r"):[ \t]*$"
+CLASS_BEFORE = (
+    r"(?:^|[^A-Za-z0-9_.])" + _NAME + "(" + _CLASS + r"):[ \t]*(?![\s\S])"
+)  # (the text's end, as both read it)
 # A printed error's class and what follows it up to its message (`ValueError: `; alone on its line, no message).
 CLASS_AT = r"(?:^|(?<=[^A-Za-z0-9_.]))(" + _NAME + _CLASS + r")(?::[ \t]*|[ \t]*$)"
 # What ends the text a message's first value may start after (a title's tag, a log's `name:`, a quote).
@@ -553,6 +555,18 @@ class Finder:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._automaton = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The tables the site's script (find.js) reads: the shared constants, and each template's class,
+        whether it is a catch-all, its programs and its keys."""
+        return {
+            "shared": SHARED,
+            "classes": self.classes,
+            "catchAll": self.catch_all,
+            "classWeight": self.class_weight,
+            "programs": [[program.to_json() for program in programs] for programs in self.programs],
+            "keys": [keys_of(programs) for programs in self.programs],
+        }
 
     def candidates(self, paste: Paste) -> list[int]:
         """Every template one of whose keys the paste's skeleton shows, and those with no key of the class

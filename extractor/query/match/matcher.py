@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult
@@ -35,6 +35,13 @@ class Matcher:
     @classmethod
     def of_lines(cls, lines: Iterable[CatalogLine], *, origin: str = "") -> Matcher:
         return cls(templates_of(lines, origin=origin))
+
+    def to_json(self) -> dict[str, Any]:
+        """What the site's script needs to answer a paste as `match` does (see find.js): the finder's tables,
+        with the messages Python prints itself and the characters of a line looked at."""
+        data = self.finder.to_json()
+        data["shared"] = {**data["shared"], "PYTHON_OWN": normalize.PYTHON_OWN, "MAX_LINE": MAX_LINE}
+        return data
 
     def match(self, text: str) -> MatchResult:
         """Match one input (a message, a log line, a paste, a `raise` line) against the templates."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLASS_PREFIX", "python_prints"]
+__all__ = ["CLASS_PREFIX", "PYTHON_OWN", "python_prints"]
 
 # An exception class as a printed error names it (`ValueError`, `vllm.errors.ConfigError`, bare `Exception`),
 # the module path apart; and the class that prefixes a printed error, `ValueError: ...`.
@@ -13,8 +13,8 @@ CLASS_PREFIX = re.compile(_CLASS + r"(?::\s?|$)")
 
 # Messages the interpreter prints itself, by class: a template that prints the same (a re-raise written to
 # look like Python's own) cannot tell that paste from Python's, so its answer is a weak one.
-_PYTHON_OWN: dict[str, re.Pattern[str]] = {
-    cls: re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+PYTHON_OWN: dict[str, str] = {
+    cls: "|".join(f"(?:{pattern})" for pattern in patterns)
     for cls, patterns in {
         "ModuleNotFoundError": [r"No module named '[^']+'"],
         "ImportError": [r"No module named '[^']+'", r"cannot import name '[^']+' from '[^']+'(?: \(.*\))?"],
@@ -40,7 +40,8 @@ _PYTHON_OWN: dict[str, re.Pattern[str]] = {
             r"(?:max|min)\(\) (?:arg|iterable argument) is an empty sequence",
         ],
     }.items()
-}
+}  # (as pattern texts that Python's `re` and JavaScript read alike: the site's script reads them too)
+_PYTHON_OWN = {cls: re.compile(pattern) for cls, pattern in PYTHON_OWN.items()}
 
 
 def python_prints(shown: str | None, message: str) -> str | None:

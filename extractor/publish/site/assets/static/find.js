@@ -1,0 +1,662 @@
+// Where templates' literal text stands in a paste: the browser's copy of extractor/query/match/find.py (and of
+// the few steps around it in matcher.py), step by step, reading its tables from the page (`Finder.to_json()`),
+// so that the site's search and `extractor match` give the same answers; tests/test_site.py checks they do
+// on every record of a catalog pasted in each shape users paste. No regex engine runs a template: literal
+// rows are looked for with indexOf, in order, so the work is linear in the paste for each template tried.
+(function (root) {
+  "use strict";
+
+  function Finder(data) {
+    var shared = data.shared;
+    this.s = shared;
+    this.classes = data.classes;
+    this.catchAll = data.catchAll;
+    this.classWeight = data.classWeight;
+    this.keys = data.keys;
+    this.programs = data.programs.map(function (programs) {
+      return programs.map(function (program) {
+        var items = [], texts = [], words = [];
+        program.forEach(function (item) {
+          if (typeof item[0] === "string") { items.push(item[0]); texts.push(item[1]); words.push(item[2]); }
+          else { items.push({ groups: item }); texts.push(""); words.push([]); }
+        });
+        return { items: items, texts: texts, words: words };
+      });
+    });
+    this.keylessByClass = {};
+    for (var i = 0; i < this.keys.length; i++) {
+      if (!this.keys[i].length) (this.keylessByClass[this.classes[i]] = this.keylessByClass[this.classes[i]] || []).push(i);
+    }
+    this.re = {
+      ansi: new RegExp(shared.ANSI, "g"),
+      entity: new RegExp(shared.ENTITY, "g"),
+      classBefore: new RegExp(shared.CLASS_BEFORE),
+      classAt: new RegExp(shared.CLASS_AT, "gm"),
+      escape: new RegExp(shared.ESCAPE, "g"),
+      classShownIn: /[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|$)/,
+    };
+    this.pythonOwn = {};
+    for (var name in shared.PYTHON_OWN) this.pythonOwn[name] = new RegExp("^(?:" + shared.PYTHON_OWN[name] + ")$");
+  }
+
+  // ------------------------------------------------------------------------------------------ strings
+
+  function isWord(c) { return c !== undefined && /^[A-Za-z0-9_]$/.test(c); }
+  function isSpace(c) { return c !== undefined && c !== "" && /^\s$/.test(c); }
+  function findIn(s, sub, start, end) { // Python's s.find(sub, start, end)
+    var at = s.indexOf(sub, start);
+    return at >= 0 && at + sub.length <= end ? at : -1;
+  }
+  function rfindIn(s, sub, start, end) { // Python's s.rfind(sub, start, end)
+    var from = end - sub.length;
+    if (from < start) return -1;
+    var at = s.lastIndexOf(sub, from);
+    return at >= start ? at : -1;
+  }
+  function bisectLeft(list, value) {
+    var lo = 0, hi = list.length;
+    while (lo < hi) { var mid = (lo + hi) >> 1; if (list[mid] < value) lo = mid + 1; else hi = mid; }
+    return lo;
+  }
+  function last(name) { var parts = name.split("."); return parts[parts.length - 1]; }
+  function stripped(text) { return text.replace(/^\s+|\s+$/g, ""); }
+
+  // ----------------------------------------------------------------------------------------- the paste
+
+  Finder.prototype.plain = function (text, entities) {
+    var s = this.s, steps = [];
+    if (text.indexOf("\r") >= 0) text = text.replace(/\r\n/g, "\n").replace(/\r/g, "\n");
+    if (text.indexOf("\x1b") >= 0 || text.indexOf("^[") >= 0) {
+      var undone = text.replace(this.re.ansi, "");
+      if (undone !== text) { text = undone; steps.push("ansi"); }
+    }
+    if (entities && text.indexOf("&") >= 0) {
+      var decoded = text.replace(this.re.entity, function (whole, name) {
+        if (name[0] === "#") {
+          var code = name[1] === "x" || name[1] === "X" ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
+          return code > 0 && code < 0x110000 && !(code >= 0xd800 && code < 0xe000) ? String.fromCodePoint(code) : whole;
+        }
+        return Object.prototype.hasOwnProperty.call(s.ENTITIES, name) ? s.ENTITIES[name] : whole;
+      });
+      if (decoded !== text) { text = decoded; steps.push("html"); }
+    }
+    if (text.indexOf("\n") >= 0) {
+      var unprefixed = this.withoutLinePrefix(text);
+      if (unprefixed !== null) { text = unprefixed; steps.push("line-prefix"); }
+    }
+    var typed = text;
+    if (typed.indexOf("\u00e2\u20ac") >= 0) {
+      s.MOJIBAKE.forEach(function (pair) { typed = typed.split(pair[0]).join(pair[1]); });
+    }
+    var out = "";
+    for (var i = 0; i < typed.length; i++) {
+      var c = typed[i];
+      out += Object.prototype.hasOwnProperty.call(s.CHARACTERS, c) ? s.CHARACTERS[c] : c;
+    }
+    if (out !== text) { text = out; steps.push("characters"); }
+    return [text, steps];
+  };
+
+  Finder.prototype.withoutLinePrefix = function (text) {
+    var lines = text.split("\n");
+    var shown = lines.filter(function (line) { return stripped(line) !== ""; });
+    if (shown.length < 2) return null;
+    var max = this.s.PREFIX_MAX;
+    var shapes = shown.map(function (line) { return line.slice(0, max).replace(/[0-9]/g, "0"); });
+    var first = shapes[0], lastShape = shapes[0];
+    shapes.forEach(function (shape) { if (shape < first) first = shape; if (shape > lastShape) lastShape = shape; });
+    var common = 0;
+    while (common < first.length && common < lastShape.length && first[common] === lastShape[common]) common++;
+    var cut = rfindIn(first, " ", 0, common) + 1;
+    var prefix = first.slice(0, cut);
+    if (stripped(prefix) === "" || this.re.classShownIn.test(prefix)) return null;
+    return lines.map(function (line) { return stripped(line) !== "" ? line.slice(cut) : line; }).join("\n");
+  };
+
+  function skeleton(text) {
+    var out = [], where = [], position = 0, end = text.length;
+    while (position < end) {
+      var c = text[position];
+      if (c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f" || c === "\v" || c === "`") { position++; continue; }
+      if (c === "\\") {
+        var next = text[position + 1];
+        position += position + 1 < end && (next === "n" || next === "t" || next === "r") ? 2 : 1;
+        continue;
+      }
+      out.push(c === '"' ? "'" : c >= "A" && c <= "Z" ? c.toLowerCase() : c);
+      where.push(position);
+      position++;
+    }
+    return [out.join(""), where];
+  }
+
+  Finder.prototype.paste = function (text, entities) {
+    var made = this.plain(text, entities !== false);
+    var sk = skeleton(made[0]);
+    var cuts = [], bare = sk[0];
+    var at = bare.indexOf("...");
+    while (at >= 0) { cuts.push(at); at = bare.indexOf("...", at + 3); }
+    cuts.push(bare.length);
+    var paste = { text: made[0], steps: made[1], bare: bare, where: sk[1], cuts: cuts };
+    paste.at = function (index) { return index < paste.where.length ? paste.where[index] : paste.text.length; };
+    return paste;
+  };
+
+  Finder.prototype.unescape = function (text) {
+    if (text.indexOf("\\") < 0) return text;
+    var escapes = this.s.ESCAPES;
+    return text.replace(this.re.escape, function (whole, escape) {
+      if (escape[0] === "u" || escape[0] === "x") return String.fromCharCode(parseInt(escape.slice(1), 16));
+      return Object.prototype.hasOwnProperty.call(escapes, escape) ? escapes[escape] : escape;
+    });
+  };
+
+  // ------------------------------------------------------------------------------------------- finding
+
+  Finder.prototype.candidates = function (paste) {
+    var found = {};
+    var out = [];
+    if (paste.bare) {
+      for (var i = 0; i < this.keys.length; i++) {
+        var keys = this.keys[i];
+        for (var k = 0; k < keys.length; k++) {
+          if (paste.bare.indexOf(keys[k]) >= 0) { found[i] = true; break; }
+        }
+      }
+    }
+    var re = this.re.classAt, m;
+    re.lastIndex = 0;
+    while ((m = re.exec(paste.text)) !== null) {
+      (this.keylessByClass[last(m[1])] || []).forEach(function (i) { found[i] = true; });
+      if (m[0] === "") re.lastIndex++;
+    }
+    for (var index in found) out.push(Number(index));
+    return out.sort(function (a, b) { return a - b; });
+  };
+
+  Finder.prototype.find = function (paste) {
+    return ranked(this.pass(paste, this.candidates(paste)));
+  };
+
+  Finder.prototype.pass = function (paste, candidates) {
+    var self = this, s = this.s, hits = [];
+    candidates.forEach(function (index) {
+      if (!self.programs[index].length) {
+        var whole = self.wholeMessage(index, -1, paste);
+        if (whole !== null && !whole.values[0][1]) hits.push(whole);
+        return;
+      }
+      var best = null;
+      [false, true].some(function (near) {
+        self.programs[index].forEach(function (program, number) {
+          var hit = self.place(index, number, program, paste, near);
+          if (hit !== null && (best === null || better(hit, best))) best = hit;
+        });
+        return best !== null;
+      });
+      if (best !== null) hits.push(best);
+    });
+    demote(hits);
+    var standing = hits.filter(function (hit) { return !hit.demoted && !self.catchAll[hit.template]; });
+    standing.forEach(function (hit) {
+      if (hit.shownClass !== null) hit.info += self.classWeight[hit.shownClass] || 0;
+    });
+    standing.forEach(function (hit) {
+      if (hit.literal < s.MIN_LIT) return;
+      var alone = !hit.openEnd && !standing.some(function (o) {
+        return o !== hit && o.literal >= hit.literal && o.start < hit.end && hit.start < o.end;
+      });
+      hit.confident = hit.info >= s.INFO_MIN || (alone && hit.info >= s.INFO_UNIQUE);
+    });
+    return hits;
+  };
+
+  function literalRows(items) {
+    var out = [];
+    items.forEach(function (item, k) { if (typeof item === "string") out.push(k); });
+    return out;
+  }
+
+  Finder.prototype.place = function (index, number, program, paste, near) {
+    var items = program.items, literals = literalRows(items);
+    if (!literals.length) return this.wholeMessage(index, number, paste);
+    var first = literals[0], head = items[first], text = program.texts[first];
+    var places = this.occurrences(paste.bare, head, 0, near);
+    for (var p = 0; p < places.length; p++) {
+      var at = places[p][0];
+      if (first > 0 && this.inClassPrefix(paste.text, paste.at(at))) continue;
+      if (!startsWord(paste, at, head, first > 0 && isSpace(text[0]), first > 0)) continue;
+      var hit = this.forward(index, number, program, paste, literals, [places[p][0], places[p][1]], places[p][2], near);
+      if (hit !== null) return hit;
+    }
+    if (near) return null;
+    if (literals.length === 1 && head[head.length - 1] === "." && head.length > 1) {
+      var short = head.slice(0, -1), shorts = this.occurrences(paste.bare, short, 0, false);
+      for (var q = 0; q < shorts.length; q++) {
+        if (startsWord(paste, shorts[q][0], short, false, first > 0) && endsWord(paste, shorts[q][1], short, false, false)) {
+          return this.made(index, number, program, paste, [[shorts[q][0], shorts[q][1]]], { period: true });
+        }
+      }
+    }
+    return this.cutFirst(index, number, program, paste, head, first);
+  };
+
+  Finder.prototype.forward = function (index, number, program, paste, literals, head, typo, near) {
+    var items = program.items, at = head[0];
+    if (!clear(paste, at, items[literals[0]]) || (literals.length > 1 && !fits(paste, head, program, literals[0], false))) {
+      return null;
+    }
+    var spans = [head], position = head[1], lastRow = literals[literals.length - 1];
+    for (var r = 1; r < literals.length; r++) {
+      var k = literals[r], row = items[k];
+      var ends = k === lastRow && k === items.length - 1;
+      var places = this.occurrences(paste.bare, row, position, near), found = null;
+      for (var p = 0; p < places.length; p++) {
+        if (fits(paste, [places[p][0], places[p][1]], program, k, ends)) { found = places[p]; break; }
+      }
+      if (found !== null) {
+        spans.push([found[0], found[1]]);
+        typo += found[2];
+        position = found[1];
+        continue;
+      }
+      if (near) return null;
+      if (ends && row[row.length - 1] === "." && row.length > 1) {
+        var short = row.slice(0, -1), shorts = this.occurrences(paste.bare, short, position, false);
+        for (var q = 0; q < shorts.length; q++) {
+          if (endsWord(paste, shorts[q][1], short, false, false)) {
+            return this.made(index, number, program, paste, spans.concat([[shorts[q][0], shorts[q][1]]]), { period: true });
+          }
+        }
+      }
+      return this.cut(index, number, program, paste, spans, position, k);
+    }
+    if (lastRow === items.length - 1 && !endsWord(paste, spans[spans.length - 1][1], items[lastRow], false, false)) return null;
+    return this.made(index, number, program, paste, spans, { typo: typo });
+  };
+
+  Finder.prototype.cut = function (index, number, program, paste, spans, position, k) {
+    var s = this.s, row = program.items[k], bare = paste.bare, cut = null;
+    for (var c = 0; c < paste.cuts.length; c++) if (paste.cuts[c] >= position) { cut = paste.cuts[c]; break; }
+    if (cut !== null && !breaks(s, paste.text, paste.at(position), paste.at(cut))) {
+      var shown = 0;
+      for (var length = Math.min(row.length - 1, cut - position); length > 0; length--) {
+        if (bare.startsWith(row.slice(0, length), cut - length)) { shown = length; break; }
+      }
+      if (findIn(bare, row.slice(0, s.DIVERGE), position, cut - shown) >= 0) {
+        // the row starts in the value, then departs from it: another text
+      } else if (shown) {
+        return this.made(index, number, program, paste, spans.concat([[cut - shown, cut]]), { cut: cut });
+      } else {
+        return this.made(index, number, program, paste, spans, { cut: cut, openEnd: true });
+      }
+    }
+    var total = 0;
+    spans.forEach(function (span) { total += span[1] - span[0]; });
+    var sentence = this.sentence(paste, program, k, position, total);
+    if (sentence !== null) return this.made(index, number, program, paste, spans.concat([sentence]), { cut: sentence[1] });
+    return null;
+  };
+
+  Finder.prototype.cutFirst = function (index, number, program, paste, head, first) {
+    var s = this.s, bare = paste.bare, key = head.slice(0, s.MIN_CUT);
+    if (head.length <= s.MIN_CUT) return null;
+    for (var c = 0; c < paste.cuts.length; c++) {
+      var cut = paste.cuts[c];
+      var at = rfindIn(bare, key, 0, cut);
+      while (at >= 0 && cut - at < head.length) {
+        if (bare.startsWith(head.slice(0, cut - at), at) && startsWord(paste, at, head, false, first > 0)) {
+          return this.made(index, number, program, paste, [[at, cut]], { cut: cut });
+        }
+        at = rfindIn(bare, key, 0, at);
+      }
+    }
+    var sentence = this.sentence(paste, program, first, 0, 0);
+    if (sentence !== null && sentence[1] - sentence[0] >= s.MIN_CUT) {
+      return this.made(index, number, program, paste, [sentence], { cut: sentence[1] });
+    }
+    return null;
+  };
+
+  Finder.prototype.wholeMessage = function (index, number, paste) {
+    var re = this.re.classAt, m;
+    re.lastIndex = 0;
+    while ((m = re.exec(paste.text)) !== null) {
+      if (last(m[1]) === this.classes[index]) {
+        var start = m.index + m[0].length, end = lineEnd(paste.text, start);
+        var value = stripped(paste.text.slice(start, end));
+        var groups = number >= 0 ? this.programs[index][number].items[0].groups : [];
+        return newHit(index, number, [], start, end, [[groups, value]], [], 0, 0, { shownClass: this.classes[index] });
+      }
+      if (m[0] === "") re.lastIndex++;
+    }
+    return null;
+  };
+
+  Finder.prototype.occurrences = function (bare, row, start, near) {
+    var s = this.s, out = [], found = bare.indexOf(row, start), tries = 0;
+    while (found >= 0 && tries < s.MAX_STARTS) { out.push([found, found + row.length, 0]); found = bare.indexOf(row, found + 1); tries++; }
+    if (!near || row.length < s.TYPO_MIN) return out;
+    var budget = row.length < s.TYPO_LONG ? 1 : 2, half = Math.floor(row.length / 2);
+    var starts = [], left = row.slice(0, half), right = row.slice(half), shift;
+    found = bare.indexOf(left, start); tries = 0;
+    while (found >= 0 && tries < s.TYPO_TRIES) { starts.push(found); found = bare.indexOf(left, found + 1); tries++; }
+    found = bare.indexOf(right, start); tries = 0;
+    while (found >= 0 && tries < s.TYPO_TRIES) {
+      for (shift = -budget; shift <= budget; shift++) if (found - half + shift >= start) starts.push(found - half + shift);
+      found = bare.indexOf(right, found + 1); tries++;
+    }
+    var unique = starts.filter(function (v, i) { return starts.indexOf(v) === i; }).sort(function (a, b) { return a - b; });
+    var shifts = [0];
+    for (shift = 1; shift <= budget; shift++) shifts.push(-shift, shift);
+    var best = {}, digits = (row.match(/[0-9]+/g) || []).join(",");
+    unique.forEach(function (begin) {
+      shifts.forEach(function (move) {
+        var end = begin + row.length + move;
+        if (end > bare.length || end <= begin) return;
+        if (bare.slice(begin, begin + 2) !== row.slice(0, 2) || bare.slice(end - 2, end) !== row.slice(-2)) return;
+        if ((bare.slice(begin, end).match(/[0-9]+/g) || []).join(",") !== digits) return;
+        var distance = levenshtein(bare.slice(begin, end), row, budget);
+        if (distance > 0 && distance <= budget && (!(begin in best) || distance < best[begin][1])) best[begin] = [end, distance];
+      });
+    });
+    Object.keys(best).map(Number).sort(function (a, b) { return a - b; }).forEach(function (begin) {
+      out.push([begin, best[begin][0], best[begin][1]]);
+    });
+    return out;
+  };
+
+  function levenshtein(a, b, limit) {
+    var previous = [], current, i, j;
+    for (j = 0; j <= b.length; j++) previous.push(j);
+    for (i = 1; i <= a.length; i++) {
+      current = [i];
+      for (j = 1; j <= b.length; j++) {
+        current.push(Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
+      }
+      previous = current;
+    }
+    return Math.min(previous[b.length], limit + 1);
+  }
+
+  Finder.prototype.sentence = function (paste, program, k, position, shown) {
+    var s = this.s, row = program.items[k];
+    var end = rfindIn(row, ".", 0, row.length - 1);
+    while (end >= 0 && shown + end + 1 >= s.MIN_SENTENCE) {
+      var starts = [row.slice(0, end + 1), row.slice(0, end)];
+      for (var t = 0; t < starts.length; t++) {
+        var start = starts[t];
+        if (shown + start.length < s.MIN_SENTENCE || !start) continue;
+        var spaced = isSpace(program.texts[k][0]);
+        var places = this.occurrences(paste.bare, start, position, false);
+        for (var p = 0; p < places.length; p++) {
+          if (findIn(paste.bare, row.slice(0, s.DIVERGE), position, places[p][0]) >= 0) break;
+          if (startsWord(paste, places[p][0], row, spaced, k > 0) && endsQuote(paste, places[p][1], start)) {
+            return [places[p][0], places[p][1]];
+          }
+        }
+      }
+      end = rfindIn(row, ".", 0, end);
+    }
+    return null;
+  };
+
+  Finder.prototype.made = function (index, number, program, paste, spans, options) {
+    var s = this.s, items = program.items, text = paste.text, self = this;
+    var cut = options.cut === undefined ? null : options.cut, period = !!options.period;
+    var typo = options.typo || 0, openEnd = !!options.openEnd;
+    var rows = literalRows(items);
+    var firstAt = paste.at(spans[0][0]);
+    var lastSpan = spans[spans.length - 1];
+    var lastEnd = lastSpan[1] > lastSpan[0] ? paste.at(lastSpan[1] - 1) + 1 : paste.at(lastSpan[0]);
+    var start = firstAt;
+    if (rows[0] > 0) start = this.leadStart(text, firstAt);
+    var shown = this.classBefore(text, start);
+    if (shown !== null && !mayPrint(s, this.classes[index], shown)) return null;
+    var end = lastEnd;
+    var quoted = start > 0 && (text[start - 1] === "'" || text[start - 1] === '"');
+    var holes = [], values = [], rowsShown = spans.length;
+    for (var k = 0; k < items.length; k++) {
+      var item = items[k];
+      if (typeof item === "string") continue;
+      var before = 0;
+      rows.forEach(function (r) { if (r < k) before++; });
+      var a, b;
+      if (before === 0) { a = start; b = firstAt; }
+      else if (before < rowsShown) { a = paste.at(spans[before - 1][1] - 1) + 1; b = paste.at(spans[before][0]); }
+      else if (before > rowsShown || (cut !== null && lastSpan[1] >= cut)) break;
+      else if (cut !== null) { a = lastEnd; b = paste.at(cut); }
+      else if (k === items.length - 1) { a = lastEnd; b = end = Math.max(end, this.tailEnd(text, a, start)); }
+      else break;
+      holes.push([bisectLeft(paste.where, a), bisectLeft(paste.where, b)]);
+      var value = stripped(text.slice(a, b));
+      values.push([item.groups, quoted ? this.unescape(value) : value]);
+    }
+    if (cut !== null) end = Math.max(end, paste.at(cut));
+    var literal = -2 * typo, info = 0;
+    spans.forEach(function (span) { literal += span[1] - span[0]; });
+    for (var n = 0; n < Math.min(rows.length, spans.length); n++) {
+      var whole = cut === null || n < spans.length - 1 || openEnd;
+      var words = program.words[rows[n]];
+      for (var w = 0; w < words.length; w++) if (whole || words[w][0] <= spans[n][1] - spans[n][0]) info += words[w][1];
+    }
+    var exact = !paste.steps.length && !period && !typo;
+    for (var e = 0; exact && e < Math.min(rows.length, spans.length); e++) {
+      var span = spans[e];
+      if (span[1] > span[0]) exact = same(text.slice(paste.at(span[0]), paste.at(span[1] - 1) + 1), program.texts[rows[e]]);
+    }
+    return newHit(index, number, spans.slice(), start, end, values, holes, literal, info, {
+      cut: cut !== null, period: period, exact: exact, shownClass: shown, typo: typo > 0, openEnd: openEnd,
+      agrees: shown === self.classes[index],
+    });
+  };
+
+  function newHit(template, program, spans, start, end, values, holes, literal, info, flags) {
+    return {
+      template: template, program: program, spans: spans, start: start, end: end, values: values, holes: holes,
+      literal: literal, info: info, cut: !!flags.cut, period: !!flags.period, exact: flags.exact === undefined ? true : flags.exact,
+      typo: !!flags.typo, agrees: !!flags.agrees, openEnd: !!flags.openEnd,
+      shownClass: flags.shownClass === undefined ? null : flags.shownClass, confident: false, demoted: false,
+    };
+  }
+
+  function clear(paste, at, row) {
+    if (paste.cuts.length === 1 || row.indexOf("...") >= 0) return true;
+    var end = at + row.length;
+    for (var c = 0; c < paste.cuts.length - 1; c++) if (paste.cuts[c] < end && at < paste.cuts[c] + 3) return false;
+    return true;
+  }
+
+  function same(shown, written) {
+    return shown.replace(/"/g, "'") === written.replace(/^[ \t\n`]+|[ \t\n`]+$/g, "").replace(/"/g, "'");
+  }
+
+  function breaks(s, text, start, end) {
+    if (findIn(text, "\n\n", start, end) >= 0) return true;
+    return s.TAIL_STOPS.some(function (stop) { return findIn(text, stop, start, end) >= 0; });
+  }
+
+  function startsWord(paste, at, row, spaced, free) {
+    if (!spaced && (free || !isWord(row[0]))) return true;
+    var before = paste.at(at) - 1;
+    return before < 0 || !isWord(paste.text[before]);
+  }
+
+  function endsWord(paste, end, row, spaced, free) {
+    if (!row || (!spaced && (free || !isWord(row[row.length - 1])))) return true;
+    var after = paste.at(end - 1) + 1;
+    return after >= paste.text.length || !isWord(paste.text[after]);
+  }
+
+  function endsQuote(paste, stop, start) {
+    if (isWord(start[start.length - 1]) && !endsWord(paste, stop, start, false, false)) return false;
+    var after = paste.text.slice(paste.at(stop - 1) + 1).replace(/^[ \t]+/, "");
+    if (start[start.length - 1] !== ".") return after.length > 0 && "'\"`)*".indexOf(after[0]) >= 0;
+    return stripped(after) === "" || "'\"`)]*".indexOf(after[0]) >= 0 || after.indexOf("\n\n") === 0;
+  }
+
+  function fits(paste, span, program, k, ends) {
+    var row = program.items[k], text = program.texts[k];
+    if (!clear(paste, span[0], row)) return false;
+    if (!startsWord(paste, span[0], row, isSpace(text[0]), k > 0)) return false;
+    return ends ? endsWord(paste, span[1], row, false, false) : endsWord(paste, span[1], row, isSpace(text[text.length - 1]), true);
+  }
+
+  Finder.prototype.inClassPrefix = function (text, position) {
+    var line = text.lastIndexOf("\n", position - 1) + 1;
+    if (position === 0) line = 0;
+    var slice = text.slice(line, position + 2), re = new RegExp(this.s.CLASS_AT, "gm"), m;
+    while ((m = re.exec(slice)) !== null) {
+      if (line + m.index < position && position < line + m.index + m[0].length) return true;
+      if (m[0] === "") re.lastIndex++;
+    }
+    return false;
+  };
+
+  Finder.prototype.leadStart = function (text, first) {
+    var line = first > 0 ? text.lastIndexOf("\n", first - 1) + 1 : 0;
+    var best = line;
+    this.s.LEAD_STOPS.forEach(function (stop) {
+      var at = rfindIn(text, stop, line, first);
+      if (at >= 0) best = Math.max(best, at + stop.length);
+    });
+    var slice = text.slice(line, first), re = new RegExp(this.s.CLASS_AT, "gm"), m, found = line;
+    while ((m = re.exec(slice)) !== null) { found = line + m.index + m[0].length; if (m[0] === "") re.lastIndex++; }
+    return Math.max(best, found);
+  };
+
+  function mayPrint(s, recordClass, shown) {
+    if (recordClass === shown) return true;
+    var bases = s.BUILTIN_BASES[recordClass];
+    return bases === undefined || bases.indexOf(shown) >= 0;
+  }
+
+  Finder.prototype.classBefore = function (text, start) {
+    var m = this.re.classBefore.exec(text.slice(Math.max(0, start - 200), start));
+    return m ? last(m[1]) : null;
+  };
+
+  Finder.prototype.tailEnd = function (text, position, start) {
+    var end = lineEnd(text, position);
+    this.s.TAIL_STOPS.forEach(function (stop) {
+      var at = findIn(text, stop, position, end + stop.length);
+      if (at >= 0) end = Math.min(end, at);
+    });
+    var before = start > 0 ? text[start - 1] : "";
+    if (Object.prototype.hasOwnProperty.call(this.s.OPENERS, before)) {
+      var at = rfindIn(text, this.s.OPENERS[before], position, end);
+      if (at >= 0) end = at;
+    }
+    return end;
+  };
+
+  function lineEnd(text, position) {
+    var end = text.indexOf("\n", position);
+    return end < 0 ? text.length : end;
+  }
+
+  function better(hit, other) {
+    var a = [!hit.cut ? 1 : 0, hit.literal, hit.info, -hit.start], b = [!other.cut ? 1 : 0, other.literal, other.info, -other.start];
+    for (var i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] > b[i];
+    return false;
+  }
+
+  function inside(hit, other) {
+    if (!hit.spans.length) return false;
+    return other.holes.some(function (h) { return h[0] <= hit.spans[0][0] && hit.spans[hit.spans.length - 1][1] <= h[1]; });
+  }
+
+  function tier(hit) { return hit.cut ? 3 : hit.typo ? 2 : hit.period ? 1 : 0; }
+
+  function demote(hits) {
+    hits.forEach(function (hit) {
+      for (var i = 0; i < hits.length; i++) {
+        var other = hits[i];
+        if (other === hit || !other.spans.length) continue;
+        if (tier(other) < tier(hit) && other.literal >= hit.literal && hit.start < other.end && other.start < hit.end) {
+          hit.demoted = true;
+          break;
+        }
+        if (other.literal <= hit.literal) continue;
+        if (inside(other, hit)) continue;
+        if (!inside(hit, other) && hit.spans.length && other.spans[0][0] <= hit.spans[0][0] &&
+            hit.spans[hit.spans.length - 1][1] <= other.spans[other.spans.length - 1][1]) {
+          hit.demoted = true;
+          break;
+        }
+        var overlaps = hit.holes.some(function (h) {
+          return other.spans.some(function (span) { return h[0] < span[1] && span[0] < h[1]; });
+        });
+        if (overlaps) { hit.demoted = true; break; }
+      }
+    });
+  }
+
+  function compare(a, b) {
+    for (var i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+  }
+
+  function ranked(hits) {
+    var shown = hits.filter(function (h) { return h.confident; });
+    function place(hit) {
+      for (var i = 0; i < shown.length; i++) if (shown[i] !== hit && inside(hit, shown[i])) return [shown[i].start, 0];
+      return [hit.start, 1];
+    }
+    function key(h) {
+      var p = place(h);
+      return [tier(h), p[0], p[1], h.start, h.agrees ? 0 : 1, h.exact ? 0 : 1, -h.literal, -h.info, h.template];
+    }
+    var confident = shown.map(function (h) { return [key(h), h]; }).sort(function (a, b) { return compare(a[0], b[0]); })
+      .map(function (pair) { return pair[1]; });
+    var weak = hits.filter(function (h) { return !h.confident; })
+      .map(function (h) { return [[-h.literal, -h.info, h.start, h.template], h]; })
+      .sort(function (a, b) { return compare(a[0], b[0]); }).map(function (pair) { return pair[1]; });
+    return confident.concat(weak.slice(0, 5));
+  }
+
+  // ------------------------------------------------------------------------ what match does around it
+
+  // One input as `Matcher.match` answers it: {confident: [hits], weak: [hits], python: class or null, paste}.
+  Finder.prototype.answer = function (text) {
+    var s = this.s;
+    var input = text.replace(/[\r\n]+$/, "").slice(0, s.MAX_LINE);
+    var paste = this.paste(input, true);
+    var got = this.answers(paste);
+    if (!got.confident.length && paste.steps.indexOf("html") >= 0) {
+      var typed = this.paste(input, false), more = this.answers(typed);
+      if (more.confident.length || !got.weak.length) { paste = typed; got = more; }
+    }
+    if (!got.confident.length && text.length > s.MAX_LINE) {
+      var tail = this.paste(text.replace(/[\r\n]+$/, "").slice(-s.MAX_LINE), true), again = this.answers(tail);
+      if (again.confident.length) { paste = tail; got = { confident: again.confident, weak: [] }; }
+    }
+    var all = got.confident.concat(got.weak), python = null;
+    if (all.length) {
+      python = this.pythonPrints(all[0].shownClass, paste.text.slice(all[0].start, all[0].end));
+      var self = this;
+      if (python !== null && all.every(function (h) { return self.classes[h.template] === python; })) {
+        return { confident: [], weak: all, python: python, paste: paste };
+      }
+      python = null;
+    }
+    return { confident: got.confident, weak: got.weak, python: python, paste: paste };
+  };
+
+  Finder.prototype.answers = function (paste) {
+    var hits = this.find(paste);
+    var confident = hits.filter(function (h) { return h.confident; });
+    return confident.length ? { confident: confident, weak: [] } : { confident: [], weak: hits };
+  };
+
+  Finder.prototype.pythonPrints = function (shown, message) {
+    message = stripped(stripped(message).split("\n")[0]);
+    for (var name in this.pythonOwn) {
+      if ((shown === null || shown === name) && message && this.pythonOwn[name].test(message)) return name;
+    }
+    return null;
+  };
+
+  root.ExtractorFinder = Finder;
+  if (typeof module === "object" && module.exports) module.exports = Finder;
+})(typeof window === "object" ? window : this);
