@@ -18,6 +18,7 @@ from extractor.catalog.load import load_catalog
 from extractor.cli.main import main
 from extractor.model.records import CatalogLine, replace
 from extractor.query.analysis import AnalysisEntry, basis, carry_forward
+from extractor.query.match.matcher import Matcher
 from tests.conftest import GitRepo, cli, git
 
 CONFIG_V1 = '''\
@@ -264,7 +265,7 @@ def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
     rendered = render_site(inputs.catalog, diffs=inputs.diffs)
     assert tree(tmp_path / "three") == tree(tmp_path / "one") == {**rendered, BUILT: _listing(rendered)}
     assert shared == alone
-    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 6)
+    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 8)
     assert alone.bytes == sum(len(data) for name, data in tree(tmp_path / "one").items() if name != BUILT)
 
 
@@ -943,3 +944,78 @@ def test_a_manifest_that_leads_nowhere_is_one_error_line_for_every_reader(
         result = cli(*reader)
         assert (result.returncode, result.stderr) == (2, message)
     assert not (tmp_path / "site").exists()
+
+
+def test_browser_answers_a_pasted_error_first_with_its_values_as_match_does(
+    browser: Any, page: Any, site: Path, published: dict[str, Any]
+) -> None:
+    """A paste (a log line, values in it) puts the record that raised it first, its values marked in its
+    message, the same record `match` names; the numbers do not break the search, and the URL keeps the paste."""
+    lines = lines_of(published["v2"])
+    paste = "ERROR 12-01 10:00:00 [core.py:1] ValueError: max_len is smaller than max_num_seqs: 64 < 128."
+    (expected,) = Matcher.of_lines(lines).match(paste).matches
+    page.goto((site / "index.html").as_uri())
+    page.fill("#q", paste)
+    assert page.is_visible("#answer")
+    first = page.get_attribute("#answers li a", "href")
+    assert first == f"errors/{expected.site.id}.html"
+    assert page.eval_on_selector_all("#answers mark.ph", "marks => marks.map(m => m.textContent)") == ["64", "128"]
+    assert page.get_attribute("#results li a", "href") == first  # listed first too, though its words differ
+    assert "q=ERROR" in page.url
+    again = browser.new_page()
+    again.goto(page.url)  # a shared link answers the same
+    assert again.get_attribute("#answers li a", "href") == first
+    again.close()
+    # Typed words still filter as they did: no answer above the list.
+    page.fill("#q", "max_len")
+    assert not page.is_visible("#answer") and len(visible_rows(page)) == 2
+    # A paste of an error no record raised answers nothing, and says so by the empty list.
+    page.fill("#q", "ValueError: the flux capacitor needs 1.21 gigawatts")
+    assert not page.is_visible("#answer")
+    assert page.errors == []
+
+
+def _shapes() -> Any:
+    """scripts/shapes.py: the shapes users paste an error in, and a record's message with stand-in values."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "shapes.py"
+    spec = importlib.util.spec_from_file_location("shapes", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.release
+def test_the_sites_search_and_match_answer_every_record_pasted_in_each_shape_alike(
+    vllm_repo: Path, whole_package_scans: Path, page: Any, tmp_path: Path
+) -> None:
+    """Every record of vLLM 0.28.0's whole package, its message rendered with stand-in values and pasted in
+    each shape of scripts/shapes.py, and every real paste of the corpus: the site's search (find.js, in
+    Chromium) puts first the record `match` answers first, or answers none where it answers none."""
+    shapes = _shapes()
+    out = tmp_path / "out"
+    whole = ["--path", "vllm", "--exception", "*", "--quiet", "--output", str(out)]
+    assert cli("--sha", "v0.28.0", "--repo", str(vllm_repo), *whole).returncode == 0
+    (catalog,) = out.glob("*/")
+    site = tmp_path / "site"
+    build("--catalog", str(catalog), "--output", str(site))
+    lines = lines_of(catalog)
+    matcher = Matcher.of_lines(lines)
+    texts: list[tuple[str, str]] = []
+    for line in lines:
+        record = line.model_dump(mode="json", by_alias=True)
+        message = shapes.render(record)
+        texts += [(name, paste(line.record.errorClass, message)) for name, (paste, _) in shapes.SHAPES.items()]
+    corpus = Path(__file__).parent / "data" / "pastes" / "corpus.jsonl"
+    texts += [("real pastes", json.loads(row)["text"]) for row in corpus.read_text().splitlines()]
+    expected = [next((m.site.id for m in matcher.match(text).matches), None) for _, text in texts]
+    page.goto((site / "index.html").as_uri())
+    got = page.evaluate("texts => texts.map(t => window.extractorSearch.first(t))", [text for _, text in texts])
+    differ = [(shape, text[:120], e, g) for (shape, text), e, g in zip(texts, expected, got, strict=True) if e != g]
+    assert differ == []
+    # (What each shape finds: docs/match.md. A record with little literal text is a catch-all: a weak answer.)
+    own = {(t.errorClass, t.messagePattern): t for t in matcher.templates}
+    enough = sum(not own[line.record.errorClass, line.record.messagePattern].catch_all for line in lines)
+    assert sum(1 for e in expected if e is not None) > 0.95 * enough * len(shapes.SHAPES)

@@ -178,6 +178,29 @@ def record_pages(pages: Pages, lines: Sequence[CatalogLine]) -> Iterator[tuple[s
         )
 
 
+def paste_data(lines: Sequence[CatalogLine]) -> dict[str, Any]:
+    """What the index's search answers a pasted error with, as `match` does (find.js reads it): the finder's
+    tables over the catalog's templates; for each template its records (the first in file order is the one
+    `match` names), its message and where each placeholder stands in it (to fill in the values)."""
+    from extractor.query.match.matcher import Matcher
+    from extractor.query.match.pattern import templates_of
+
+    templates = templates_of(lines)
+    first: dict[tuple[str, str], CatalogLine] = {}
+    for line in lines:
+        first.setdefault((line.record.errorClass, line.record.messagePattern), line)
+    data = Matcher(templates).to_json()
+    data["records"] = [
+        [s.id for s in sorted(template.places(), key=lambda s: (s.filePath, s.lineNumber))] for template in templates
+    ]
+    data["messages"] = [template.errorMessage for template in templates]
+    data["spans"] = [
+        [[p.start, p.end] for p in first[template.errorClass, template.messagePattern].extraction.placeholders]
+        for template in templates
+    ]
+    return data
+
+
 def other_pages(pages: Pages) -> dict[str, bytes]:
     """Render the diff pages, the index, the list of all errors and the assets."""
     environment = _environment()
@@ -234,6 +257,10 @@ def other_pages(pages: Pages) -> dict[str, bytes]:
     files["all.html"] = environment.get_template("all.html").render(site=site, root="", rows=rows).encode()
     files["assets/site.css"] = stylesheet()
     files["assets/search.js"] = static("search.js")
+    files["assets/find.js"] = static("find.js")
+    # A script, not JSON to fetch: a page read from file:// may not fetch; "<" is escaped as in the index.
+    paste = orjson.dumps(paste_data(lines)).decode().replace("<", "\\u003c")
+    files["assets/paste.js"] = f"window.EXTRACTOR_PASTE = {paste};\n".encode()
     marker = {"repo": site["repo"], "sha": site["sha"], "records": len(lines), "diffs": len(diffs)}
     files[MARKER] = orjson.dumps(marker) + b"\n"
     return files

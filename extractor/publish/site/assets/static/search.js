@@ -1,6 +1,8 @@
-// The index's search: lists the errors that match as you type (words, class, error type, file), a page of
-// them at a time; the query lives in the URL so that a search can be shared. No dependencies; works from
-// file:// too. Only the shown rows are in the DOM, so a keystroke costs the same for 50 errors or 5,000.
+// The index's search: answers a pasted error (a message, a traceback, a log excerpt) as `extractor match` does,
+// with find.js over the tables in paste.js: the records that raised it first, their values filled in; and lists
+// the errors that match as you type (words, class, error type, file), a page of them at a time. The query lives
+// in the URL so that a search (a paste too) can be shared. No dependencies; works from file:// too. Only the
+// shown rows are in the DOM, so a keystroke costs the same for 50 errors or 5,000.
 (function () {
   "use strict";
   var PAGE = 100;
@@ -22,6 +24,14 @@
   var more = document.getElementById("more");
   var matches = [];
   var shown = 0;
+  var answer = document.getElementById("answer");
+  var answersList = document.getElementById("answers");
+  var answerNote = document.getElementById("answer-note");
+  var pasteData = window.EXTRACTOR_PASTE;
+  var pasted = pasteData && window.ExtractorFinder ? new window.ExtractorFinder(pasteData) : null;
+  var rowOf = {};
+  rows.forEach(function (row, i) { rowOf[row[0]] = i; });
+  var MIN_PASTE = 12; // characters of a query before it is read as a paste too
 
   function escapeHtml(text) {
     return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
@@ -44,7 +54,63 @@
     more.textContent = "Show " + Math.min(left, 500) + " more of " + left;
   }
 
+  // The message with each value the paste showed in place of its placeholder, marked.
+  function filled(hit) {
+    var message = pasteData.messages[hit.template], spans = pasteData.spans[hit.template];
+    var parts = [];
+    hit.values.forEach(function (pair) {
+      var groups = pair[0];
+      if (!groups.length || !spans[groups[0]]) return;
+      parts.push([spans[groups[0]][0], spans[groups[groups.length - 1]][1], pair[1]]);
+    });
+    parts.sort(function (a, b) { return a[0] - b[0]; });
+    var html = "", at = 0;
+    parts.forEach(function (part) {
+      if (part[0] < at) return;
+      html += escapeHtml(message.slice(at, part[0])) + '<mark class="ph">' + escapeHtml(part[2]) + "</mark>";
+      at = part[1];
+    });
+    return html + escapeHtml(message.slice(at));
+  }
+
+  function how(hit, paste) {
+    if (hit.cut) return "partial";
+    var normalized = paste.steps.length || hit.period || hit.typo || !hit.exact;
+    return (hit.typo ? "typo, " : "") + (normalized ? "normalized" : "exact");
+  }
+
+  function answerHtml(hit, paste, weak) {
+    var id = pasteData.records[hit.template][0], row = rows[rowOf[id]];
+    var others = pasteData.records[hit.template].length - 1;
+    return '<li' + (weak ? ' class="weak"' : "") + '><a href="errors/' + id + '.html"><span class="cls">' +
+      escapeHtml(data.names["class"][row[3]]) + '</span> <span class="msg">' + filled(hit) + "</span></a>" +
+      ' <span class="where">' + escapeHtml(data.names.file[row[2]]) + ":" + row[5] + ' <span class="how">(' +
+      (weak ? "weak, " : "") + how(hit, paste) + (others ? ", and " + others + " other place" + (others > 1 ? "s" : "") : "") +
+      ")</span></span></li>";
+  }
+
+  // What the paste answers: the records its confident answers name (in order), shown above the list.
+  function answerPaste(text) {
+    answersList.textContent = "";
+    answerNote.hidden = true;
+    if (!pasted || text.replace(/\s+/g, "").length < MIN_PASTE) { answer.hidden = true; return []; }
+    var got = pasted.answer(text), html = "", ids = [];
+    got.confident.forEach(function (hit) {
+      var id = pasteData.records[hit.template][0];
+      if (ids.indexOf(id) < 0) { ids.push(id); html += answerHtml(hit, got.paste, false); }
+    });
+    if (got.python !== null) {
+      answerNote.textContent = "Python itself prints this " + got.python + ": the raise may be the interpreter's.";
+      answerNote.hidden = false;
+      got.weak.forEach(function (hit) { html += answerHtml(hit, got.paste, true); });
+    }
+    answersList.innerHTML = html;
+    answer.hidden = !html;
+    return ids;
+  }
+
   function apply() {
+    var answered = answerPaste(box.value);
     var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
     var wanted = {};
     Object.keys(selects).forEach(function (key) {
@@ -56,8 +122,15 @@
       var ok = (wanted.file < 0 || row[2] === wanted.file) && (wanted["class"] < 0 || row[3] === wanted["class"]) &&
         (wanted.type < 0 || row[4] === wanted.type);
       for (var w = 0; ok && w < words.length; w++) ok = texts[i].indexOf(words[w]) >= 0;
-      if (ok) matches.push(i);
+      if (ok && answered.indexOf(row[0]) < 0) matches.push(i);
     }
+    // The records a paste answers come first (the filters still apply to them).
+    var first = answered.map(function (id) { return rowOf[id]; }).filter(function (i) {
+      var row = rows[i];
+      return (wanted.file < 0 || row[2] === wanted.file) && (wanted["class"] < 0 || row[3] === wanted["class"]) &&
+        (wanted.type < 0 || row[4] === wanted.type);
+    });
+    matches = first.concat(matches);
     list.textContent = "";
     shown = 0;
     showMore(PAGE);
@@ -101,12 +174,16 @@
     else if (shown < matches.length) { showMore(PAGE); step(from, by); }
   }
 
-  box.addEventListener("input", apply);
+  function fit() { // the box grows with a pasted traceback, up to ten lines
+    box.rows = Math.min(10, Math.max(1, box.value.split("\n").length));
+  }
+  box.addEventListener("input", function () { fit(); apply(); });
   Object.keys(selects).forEach(function (key) { selects[key].addEventListener("change", apply); });
   document.getElementById("search").addEventListener("submit", function (event) { event.preventDefault(); apply(); });
   more.addEventListener("click", function () { showMore(500); });
   box.addEventListener("keydown", function (event) {
-    if (event.key === "ArrowDown") { event.preventDefault(); step(null, 1); }
+    var atEnd = box.selectionStart === box.value.length && box.selectionEnd === box.value.length;
+    if (event.key === "ArrowDown" && atEnd) { event.preventDefault(); step(null, 1); }
     else if (event.key === "Escape" && box.value) { box.value = ""; apply(); }
   });
   list.addEventListener("keydown", function (event) {
@@ -129,7 +206,16 @@
       document.getElementById("results-title").scrollIntoView();
     });
   });
+  // For tests and scripts: the record a paste is answered with first (the one the page lists first), or null.
+  window.extractorSearch = {
+    first: function (text) {
+      if (!pasted || text.replace(/\s+/g, "").length < MIN_PASTE) return null;
+      var got = pasted.answer(text);
+      return got.confident.length ? pasteData.records[got.confident[0].template][0] : null;
+    },
+  };
   restore();
+  fit();
   apply();
   document.documentElement.dataset.ready = "1";
 })();
