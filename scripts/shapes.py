@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, templates_of
 PREFIX = "ERROR 11-29 17:35:18 [core.py:123] "
 FRAME = 'Traceback (most recent call last):\n  File "/usr/lib/python3.12/site-packages/vllm/x.py", line 12, in f\n'
 VALUES: list[object] = [2048, "Qwen/Qwen2-7B", 0.9, [1, 2], None, "fp8", 32768]
+EFFECT = "RuntimeError: Engine core initialization failed. See root cause above."
 
 # name -> (paste of `Class: message`, whether the paste shows only the start of the message)
 SHAPES: dict[str, tuple[Callable[[str, str], str], bool]] = {
@@ -46,8 +50,7 @@ SHAPES: dict[str, tuple[Callable[[str, str], str], bool]] = {
     "traceback, CRLF": (lambda c, t: f"{FRAME}{c}: {t}\n".replace("\n", "\r\n"), False),
     "chained traceback": (
         lambda c, t: (
-            f"{FRAME}{c}: {t}\n\nThe above exception was the direct cause of the following exception:\n\n"
-            "RuntimeError: Engine core initialization failed. See root cause above."
+            f"{FRAME}{c}: {t}\n\nThe above exception was the direct cause of the following exception:\n\n" + EFFECT
         ),
         False,
     ),
@@ -63,6 +66,10 @@ SHAPES: dict[str, tuple[Callable[[str, str], str], bool]] = {
     "ANSI colours": (lambda c, t: f"\x1b[31mERROR\x1b[0m 11-29 17:35:18 [core.py:1] {c}: {t}", False),
     "title cut at 80": (lambda c, t: f"[Bug]: {c}: {t}"[:80] + "...", True),
 }
+
+
+# The other errors a shape adds around the record's: an answer naming one of them is no answer for the record.
+WRAPPERS = [EFFECT.removeprefix("RuntimeError: ")]
 
 
 def render(line: Mapping[str, Any]) -> str:
@@ -92,27 +99,48 @@ def prints(template: MatchTemplate, text: str, shown: str | None) -> bool:
         return False
 
 
+def site_answers(spec: str, path: str, exception: str, texts: list[str]) -> list[str | None]:
+    """The record the site's search names first for each text (None: no confident answer): a site of the
+    catalog built by `python -m extractor site`, its search driven in headless Chromium (Debian's)."""
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as scratch:
+        site = Path(scratch, "site")
+        command = [sys.executable, "-m", "extractor", "site", "--catalog", spec, "--path", path, "--exception"]
+        subprocess.run([*command, exception, "--output", str(site), "--quiet"], check=True)
+        with sync_playwright() as playwright:
+            executable = os.environ.get("EXTRACTOR_CHROMIUM", "/usr/bin/chromium")
+            browser = playwright.chromium.launch(executable_path=executable, args=["--headless", "--no-sandbox"])
+            page = browser.new_page()
+            page.goto((site / "index.html").as_uri())
+            found = page.evaluate("texts => texts.map(t => window.extractorSearch.first(t))", texts)
+            browser.close()
+    return list(found)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--catalog", default="release:0.28.0")
     parser.add_argument("--path", default="vllm")
     parser.add_argument("--exception", default="*")
     parser.add_argument("--show", type=int, default=0, help="print this many missed and wrong texts per shape")
+    parser.add_argument(
+        "--site", action="store_true", help="also ask the site's search (in headless Chromium) and compare"
+    )
     args = parser.parse_args()
     options = ExtractOptions(paths=(args.path,), exceptions=(args.exception,))
     catalog = open_catalog(args.catalog, repo="https://github.com/vllm-project/vllm", options=options)
     data = [line.model_dump(mode="json", by_alias=True) for line in catalog.lines]
     matcher = Matcher(templates_of(catalog.lines))
     own = {(t.errorClass, t.messagePattern): t for t in matcher.templates}
+    by_id = {site.id: t for t in matcher.templates for site in t.places()}
     lines = [line for line in data if not own[line["record"]["errorClass"], line["record"]["messagePattern"]].catch_all]
     print(
         f"{args.catalog} ({args.path}, {args.exception}): {len(data)} records, {len(lines)} with at least "
         f"{CATCH_ALL} characters of literal text"
     )
-    print("| shape | found | missed | wrong |\n| --- | ---: | ---: | ---: |")
+    cases = []  # (shape, record's template, rendered message, paste, what a cut paste shows)
     for name, (paste, cut) in SHAPES.items():
-        found = missed = wrong = 0
-        shown_missed: list[str] = []
         for line in lines:
             record = line["record"]
             text = render(line)
@@ -121,19 +149,35 @@ def main() -> None:
             if cut:
                 start = pasted.find(": ", pasted.find(record["errorClass"])) + 2
                 shown = pasted.removesuffix("...")[start:]
-            answers = matcher.match(pasted).matches
-            mine = own[record["errorClass"], record["messagePattern"]]
-            first = answers[:1]  # the answer shown first (a chained traceback's cause; its effect comes after)
-            right = [m for m in first if m.template is mine or prints(m.template, text, shown)]
-            if len(right) < len(first):
-                wrong += 1
-                shown_missed.append(f"  wrong: {pasted[:160]!r} -> {first[0].template.errorMessage[:80]!r}")
-            elif right:
-                found += 1
-            else:
-                missed += 1
-                shown_missed.append(f"  missed: {pasted[:160]!r}")
-        print(f"| {name} | {found} | {missed} | {wrong} |")
+            cases.append((name, own[record["errorClass"], record["messagePattern"]], text, pasted, shown))
+    # The answer shown first (a chained traceback's cause; its effect when the cause has no confident answer).
+    firsts = [next((m.site.id for m in matcher.match(case[3]).matches), None) for case in cases]
+    site = site_answers(args.catalog, args.path, args.exception, [c[3] for c in cases]) if args.site else None
+
+    def judged(case: tuple[Any, ...], first: str | None) -> str:
+        _, mine, text, _, shown = case
+        if first is None:
+            return "missed"
+        template = by_id[first]
+        if template is mine or prints(template, text, shown):
+            return "found"
+        # The shape's own other error (a chained traceback's effect) answered instead: the record was missed.
+        return "missed" if any(prints(template, wrapper, wrapper) for wrapper in WRAPPERS) else "wrong"
+
+    header = "| shape | found | missed | wrong |"
+    if site is not None:
+        header += " site: found | missed | wrong | same first answer |"
+    print(header + "\n| --- |" + " ---: |" * (header.count("|") - 2))
+    for name in SHAPES:
+        rows = [k for k, case in enumerate(cases) if case[0] == name]
+        verdicts = [judged(cases[k], firsts[k]) for k in rows]
+        cells = [verdicts.count(v) for v in ("found", "missed", "wrong")]
+        if site is not None:
+            theirs = [judged(cases[k], site[k]) for k in rows]
+            same = sum(site[k] == firsts[k] for k in rows)
+            cells += [theirs.count(v) for v in ("found", "missed", "wrong")] + [f"{same / len(rows):.1%}"]  # type: ignore[list-item]
+        print(f"| {name} | " + " | ".join(str(c) for c in cells) + " |")
+        shown_missed = [f"  {v}: {cases[k][3][:160]!r}" for k, v in zip(rows, verdicts, strict=True) if v != "found"]
         for example in shown_missed[: args.show]:
             print(example)
 

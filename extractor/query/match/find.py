@@ -510,6 +510,7 @@ class Hit:
     exact: bool = True
     typo: bool = False
     agrees: bool = False  # the class shown before the message is the template's own
+    verbatim: bool = False  # its literal text stands as the template writes it (letter case, spaces)
     open_end: bool = False  # cut inside a value: nothing shows the text after it goes on as the template does
     shown_class: str | None = None
     confident: bool = False
@@ -827,20 +828,16 @@ class Finder:
             for word_end, weight in program.words[row]:
                 if whole or word_end <= b - a:
                     info += weight
-        exact = (
-            not paste.steps
-            and not period
-            and not typo
-            and all(
-                _same(text[paste.at(a) : paste.at(b - 1) + 1], program.texts[row])
-                for row, (a, b) in zip(literal_rows, spans, strict=False)
-                if b > a
-            )
+        verbatim = all(  # the literal text as the template writes it (give or take a quote either way)
+            _same(text[paste.at(a) : paste.at(b - 1) + 1], program.texts[row])
+            for row, (a, b) in zip(literal_rows, spans, strict=False)
+            if b > a
         )
+        exact = not paste.steps and not period and not typo and verbatim
         return Hit(
             index, number, list(spans), start, end, values, holes, literal, info,
             cut=cut is not None, period=period, exact=exact, shown_class=shown, typo=typo > 0, open_end=open_end,
-            agrees=shown == self.classes[index],
+            agrees=shown == self.classes[index], verbatim=verbatim,
         )  # fmt: skip
 
 
@@ -1105,7 +1102,7 @@ def ranked(hits: list[Hit]) -> list[Hit]:
 
     confident = sorted(
         shown,
-        key=lambda h: (_tier(h), *place(h), h.start, not h.agrees, not h.exact, -h.literal, -h.info, h.template),
+        key=lambda h: (_tier(h), *place(h), h.start, not h.agrees, not h.verbatim, -h.literal, -h.info, h.template),
     )
     weak = sorted((h for h in hits if not h.confident), key=lambda h: (-h.literal, -h.info, h.start, h.template))
     return confident + weak[:MAX_WEAK]

@@ -440,14 +440,15 @@
       var words = program.words[rows[n]];
       for (var w = 0; w < words.length; w++) if (whole || words[w][0] <= spans[n][1] - spans[n][0]) info += words[w][1];
     }
-    var exact = !paste.steps.length && !period && !typo;
-    for (var e = 0; exact && e < Math.min(rows.length, spans.length); e++) {
+    var verbatim = true;
+    for (var e = 0; verbatim && e < Math.min(rows.length, spans.length); e++) {
       var span = spans[e];
-      if (span[1] > span[0]) exact = same(text.slice(paste.at(span[0]), paste.at(span[1] - 1) + 1), program.texts[rows[e]]);
+      if (span[1] > span[0]) verbatim = same(text.slice(paste.at(span[0]), paste.at(span[1] - 1) + 1), program.texts[rows[e]]);
     }
+    var exact = !paste.steps.length && !period && !typo && verbatim;
     return newHit(index, number, spans.slice(), start, end, values, holes, literal, info, {
       cut: cut !== null, period: period, exact: exact, shownClass: shown, typo: typo > 0, openEnd: openEnd,
-      agrees: shown === self.classes[index],
+      agrees: shown === self.classes[index], verbatim: verbatim,
     });
   };
 
@@ -455,7 +456,7 @@
     return {
       template: template, program: program, spans: spans, start: start, end: end, values: values, holes: holes,
       literal: literal, info: info, cut: !!flags.cut, period: !!flags.period, exact: flags.exact === undefined ? true : flags.exact,
-      typo: !!flags.typo, agrees: !!flags.agrees, openEnd: !!flags.openEnd,
+      typo: !!flags.typo, agrees: !!flags.agrees, openEnd: !!flags.openEnd, verbatim: !!flags.verbatim,
       shownClass: flags.shownClass === undefined ? null : flags.shownClass, confident: false, demoted: false,
     };
   }
@@ -605,7 +606,7 @@
     }
     function key(h) {
       var p = place(h);
-      return [tier(h), p[0], p[1], h.start, h.agrees ? 0 : 1, h.exact ? 0 : 1, -h.literal, -h.info, h.template];
+      return [tier(h), p[0], p[1], h.start, h.agrees ? 0 : 1, h.verbatim ? 0 : 1, -h.literal, -h.info, h.template];
     }
     var confident = shown.map(function (h) { return [key(h), h]; }).sort(function (a, b) { return compare(a[0], b[0]); })
       .map(function (pair) { return pair[1]; });
