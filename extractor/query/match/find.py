@@ -120,6 +120,7 @@ _ANSI = re.compile(ANSI)
 _ENTITY = re.compile(ENTITY)
 _CLASS_BEFORE = re.compile(CLASS_BEFORE)
 _DIGIT = re.compile(r"[0-9]")
+_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
 _DIGITS = re.compile(r"[0-9]+")
 _CLASS_SHOWN_IN = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|$)")
 _ESCAPE = re.compile(ESCAPE)
@@ -470,7 +471,7 @@ def class_weights(classes: Sequence[str]) -> dict[str, float]:
     counts: dict[str, int] = {}
     for name in classes:
         counts[name] = counts.get(name, 0) + 1
-    total = max(len(classes), 500)
+    total = len(classes)  # (no floor here: a class most templates of a small catalog raise says little)
     return {name: round(min(CLASS_WEIGHT, math.log2(total / count)), 3) for name, count in counts.items()}
 
 
@@ -510,7 +511,8 @@ class Hit:
     exact: bool = True
     typo: bool = False
     agrees: bool = False  # the class shown before the message is the template's own
-    verbatim: bool = False  # its literal text stands as the template writes it (letter case, spaces)
+    verbatim: bool = False  # its literal text stands as the template writes it (letter case), whitespace aside
+    spaced: bool = False  # and with spaces where the template has them
     open_end: bool = False  # cut inside a value: nothing shows the text after it goes on as the template does
     shown_class: str | None = None
     confident: bool = False
@@ -755,19 +757,17 @@ class Finder:
         return None
 
     def difference(self, hit: Hit, paste: Paste) -> str:
-        """What sets the literal text a hit shows apart from the template's, besides what `plain` undid:
-        line breaks, backticks, quote marks, or runs of spaces."""
+        """What sets the literal text a hit shows apart from the template's, besides what `plain` undid and
+        whitespace: backticks, quote marks, or letter case."""
         program = self.programs[hit.template][hit.program]
         rows = [k for k, item in enumerate(program.items) if isinstance(item, str)]
-        shown = [paste.text[paste.at(a) : paste.at(b - 1) + 1] for a, b in hit.spans if b > a]
-        written = [program.texts[k] for k in rows[: len(shown)]]
-        if any("\n" in text for text in shown) and not any("\n" in text for text in written):
-            return "line-breaks"
-        if sum(t.count("`") for t in shown) != sum(t.strip().count("`") for t in written):
+        shown = [_WHITESPACE.sub("", paste.text[paste.at(a) : paste.at(b - 1) + 1]) for a, b in hit.spans if b > a]
+        written = [_WHITESPACE.sub("", program.texts[k]).strip("`") for k in rows[: len(shown)]]
+        if sum(t.count("`") for t in shown) != sum(t.count("`") for t in written):
             return "backticks"
-        if [t.replace('"', "'") for t in shown] == [t.strip(" \t\n`").replace('"', "'") for t in written]:
-            return "quotes"
-        return "spacing"
+        if [t.lower() for t in shown] == [t.lower() for t in written]:
+            return "case"
+        return "quotes"
 
     def _made(
         self,
@@ -834,10 +834,18 @@ class Finder:
             if b > a
         )
         exact = not paste.steps and not period and not typo and verbatim
+        spaced = (
+            verbatim
+            and all(  # and spaced as written (where two templates differ only in that)
+                _spaced(text[paste.at(a) : paste.at(b - 1) + 1]) == _spaced(program.texts[row].strip(" \t\n`"))
+                for row, (a, b) in zip(literal_rows, spans, strict=False)
+                if b > a
+            )
+        )
         return Hit(
             index, number, list(spans), start, end, values, holes, literal, info,
             cut=cut is not None, period=period, exact=exact, shown_class=shown, typo=typo > 0, open_end=open_end,
-            agrees=shown == self.classes[index], verbatim=verbatim,
+            agrees=shown == self.classes[index], verbatim=verbatim, spaced=spaced,
         )  # fmt: skip
 
 
@@ -857,8 +865,14 @@ def _clear(paste: Paste, at: int, row: str) -> bool:
 
 
 def _same(shown: str, written: str) -> bool:
-    """Whether a literal row stands in the paste as the template writes it (a quote either way aside)."""
-    return shown.replace('"', "'") == written.strip(" \t\n`").replace('"', "'")
+    """Whether a literal row stands in the paste as the template writes it: the same characters, letter case
+    kept, whatever whitespace came between them (a run of spaces, a wrap at any column) and a quote either way."""
+    return _WHITESPACE.sub("", shown).replace('"', "'") == _WHITESPACE.sub("", written).strip("`").replace('"', "'")
+
+
+def _spaced(text: str) -> str:
+    """Text with each run of whitespace made one space, quotes either way made one."""
+    return _WHITESPACE.sub(" ", text).replace('"', "'")
 
 
 def _breaks(text: str, start: int, end: int) -> bool:
@@ -893,7 +907,7 @@ def _ends_word(paste: Paste, end: int, row: str, *, spaced: bool = False, free: 
 
 def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tuple[int, int, int]]:
     """Where `row` stands in the skeleton from `start`: its first MAX_STARTS places as written; then, when
-    `near`, places where it stands with a typo or two (a character left out, added or changed), found from
+    `near`, places where it stands with a typo or two (a character left out, added or changed, two swapped), found from
     either half of it standing as written."""
     found, tries = bare.find(row, start), 0
     while found >= 0 and tries < MAX_STARTS:
@@ -931,10 +945,11 @@ def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tup
 
 
 def levenshtein(a: str, b: str, limit: int) -> int:
-    """The edit distance of two texts (characters left out, added or changed), or limit + 1 when above it."""
-    from rapidfuzz.distance import Levenshtein
+    """The edit distance of two texts (characters left out, added, changed, or two swapped: the optimal string
+    alignment distance), or limit + 1 when above it."""
+    from rapidfuzz.distance import OSA
 
-    return Levenshtein.distance(a, b, score_cutoff=limit)
+    return OSA.distance(a, b, score_cutoff=limit)
 
 
 def _sentence(paste: Paste, program: Program, k: int, position: int, shown: int = 0) -> tuple[int, int] | None:
@@ -1043,7 +1058,9 @@ def _line_end(text: str, position: int) -> int:
 
 
 def _better(hit: Hit, other: Hit) -> bool:
-    return (not hit.cut, hit.literal, hit.info, -hit.start) > (not other.cut, other.literal, other.info, -other.start)
+    """Of two places (or ways of printing) of one template, the one that shows more of its literal text, else
+    the one the paste shows whole."""
+    return (hit.literal, not hit.cut, hit.info, -hit.start) > (other.literal, not other.cut, other.info, -other.start)
 
 
 def _demote(hits: list[Hit]) -> None:
@@ -1102,7 +1119,17 @@ def ranked(hits: list[Hit]) -> list[Hit]:
 
     confident = sorted(
         shown,
-        key=lambda h: (_tier(h), *place(h), h.start, not h.agrees, not h.verbatim, -h.literal, -h.info, h.template),
+        key=lambda h: (
+            _tier(h),
+            *place(h),
+            h.start,
+            not h.agrees,
+            not h.verbatim,
+            not h.spaced,
+            -h.literal,
+            -h.info,
+            h.template,
+        ),
     )
     weak = sorted((h for h in hits if not h.confident), key=lambda h: (-h.literal, -h.info, h.start, h.template))
     return confident + weak[:MAX_WEAK]

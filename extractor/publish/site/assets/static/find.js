@@ -366,14 +366,19 @@
     return out;
   };
 
+  // The optimal string alignment distance (rapidfuzz's OSA): edits, two neighbours swapped counting one.
   function levenshtein(a, b, limit) {
-    var previous = [], current, i, j;
+    var before = null, previous = [], current, i, j;
     for (j = 0; j <= b.length; j++) previous.push(j);
     for (i = 1; i <= a.length; i++) {
       current = [i];
       for (j = 1; j <= b.length; j++) {
-        current.push(Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1)));
+        var cost = a[i - 1] === b[j - 1] ? 0 : 1;
+        var best = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost);
+        if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, before[j - 2] + 1);
+        current.push(best);
       }
+      before = previous;
       previous = current;
     }
     return Math.min(previous[b.length], limit + 1);
@@ -446,9 +451,17 @@
       if (span[1] > span[0]) verbatim = same(text.slice(paste.at(span[0]), paste.at(span[1] - 1) + 1), program.texts[rows[e]]);
     }
     var exact = !paste.steps.length && !period && !typo && verbatim;
+    var spaced = verbatim;
+    for (var g = 0; spaced && g < Math.min(rows.length, spans.length); g++) {
+      var piece = spans[g];
+      if (piece[1] > piece[0]) {
+        spaced = spacedText(text.slice(paste.at(piece[0]), paste.at(piece[1] - 1) + 1)) ===
+          spacedText(program.texts[rows[g]].replace(/^[ \t\n`]+|[ \t\n`]+$/g, ""));
+      }
+    }
     return newHit(index, number, spans.slice(), start, end, values, holes, literal, info, {
       cut: cut !== null, period: period, exact: exact, shownClass: shown, typo: typo > 0, openEnd: openEnd,
-      agrees: shown === self.classes[index], verbatim: verbatim,
+      agrees: shown === self.classes[index], verbatim: verbatim, spaced: spaced,
     });
   };
 
@@ -457,6 +470,7 @@
       template: template, program: program, spans: spans, start: start, end: end, values: values, holes: holes,
       literal: literal, info: info, cut: !!flags.cut, period: !!flags.period, exact: flags.exact === undefined ? true : flags.exact,
       typo: !!flags.typo, agrees: !!flags.agrees, openEnd: !!flags.openEnd, verbatim: !!flags.verbatim,
+      spaced: !!flags.spaced,
       shownClass: flags.shownClass === undefined ? null : flags.shownClass, confident: false, demoted: false,
     };
   }
@@ -469,8 +483,12 @@
   }
 
   function same(shown, written) {
-    return shown.replace(/"/g, "'") === written.replace(/^[ \t\n`]+|[ \t\n`]+$/g, "").replace(/"/g, "'");
+    var white = /[ \t\n\r\f\v]+/g;
+    return shown.replace(white, "").replace(/"/g, "'") ===
+      written.replace(white, "").replace(/^`+|`+$/g, "").replace(/"/g, "'");
   }
+
+  function spacedText(text) { return text.replace(/[ \t\n\r\f\v]+/g, " ").replace(/"/g, "'"); }
 
   function breaks(s, text, start, end) {
     if (findIn(text, "\n\n", start, end) >= 0) return true;
@@ -557,7 +575,7 @@
   }
 
   function better(hit, other) {
-    var a = [!hit.cut ? 1 : 0, hit.literal, hit.info, -hit.start], b = [!other.cut ? 1 : 0, other.literal, other.info, -other.start];
+    var a = [hit.literal, !hit.cut ? 1 : 0, hit.info, -hit.start], b = [other.literal, !other.cut ? 1 : 0, other.info, -other.start];
     for (var i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] > b[i];
     return false;
   }
@@ -606,7 +624,8 @@
     }
     function key(h) {
       var p = place(h);
-      return [tier(h), p[0], p[1], h.start, h.agrees ? 0 : 1, h.verbatim ? 0 : 1, -h.literal, -h.info, h.template];
+      return [tier(h), p[0], p[1], h.start, h.agrees ? 0 : 1, h.verbatim ? 0 : 1, h.spaced ? 0 : 1, -h.literal, -h.info,
+        h.template];
     }
     var confident = shown.map(function (h) { return [key(h), h]; }).sort(function (a, b) { return compare(a[0], b[0]); })
       .map(function (pair) { return pair[1]; });
