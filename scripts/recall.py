@@ -34,9 +34,8 @@ import regex
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match.answer import MIN_SCORE
 from extractor.query.match.index import match_index
-from extractor.query.match.pattern import CATCH_ALL, MatchTemplate
+from extractor.query.match.pattern import MatchTemplate
 from extractor.repo.release import fetch_sdist
 
 _DOC_ERROR = re.compile(r"^\s*(?:[\w.]+\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.{25,}?)\s*$")
@@ -157,18 +156,20 @@ def main() -> None:
     options = ExtractOptions(paths=(args.path,), exceptions=("*",))
     index = match_index([args.catalog], repo="", options=options)
     matcher = index.matcher
-    rows: list[tuple[Text, set[int], list[tuple[int, int, float]]]] = []
+    rows: list[tuple[Text, set[int], list[tuple[int, int, bool]]]] = []
     for version in args.texts_from.split(","):
         held = matcher.templates  # a template of another release that renders the text as well is right too
         for text in collect(version):
             right = right_templates(text, held)
             result = matcher.match(f"{text.cls}: {text.text}")
-            answers = [(id(m.template), m.template.literal, m.score) for m in (*result.matches, *result.weak)]
+            answers = [(id(m.template), m.literal, m.confident) for m in (*result.matches, *result.weak)]
             if text.kind == "match=" and right:
                 starts = any(_fits(t, text.text) != "inside" for t in held if id(t) in right)
                 text = Text(text.release, "match=start" if starts else "match=inside", text.cls, text.text, text.where)
             rows.append((text, right, answers))
-    thresholds = range(4, 31, 2) if args.threshold_table else [CATCH_ALL]
+    # The matcher decides what is confident (find.py); the table asks what a floor on the literal text shown
+    # would add to that (0: none).
+    thresholds = range(0, 31, 2) if args.threshold_table else [0]
     print(f"{len(rows)} texts from {args.texts_from}; matched against {len(index.labels)} catalogs ({args.catalog})")
     for threshold in thresholds:
         report(rows, threshold)
@@ -176,22 +177,17 @@ def main() -> None:
     for text, answers in missed[: args.show_misses]:
         print(f"missed [{text.kind}] {text.cls}: {text.text[:160]!r} ({len(answers)} other answers)")
     by_id = {id(t): t for t in matcher.templates}
-    false = [
-        (t, a)
-        for t, right, a in rows
-        if (confident := {x for x, literal, score in a if literal >= CATCH_ALL and score >= MIN_SCORE})
-        and not confident & right
-    ]
+    false = [(t, a) for t, right, a in rows if (confident := {x for x, _, sure in a if sure}) and not confident & right]
     for text, answers in false[: args.show_false]:
         print(f"false [{text.kind}] {text.cls}: {text.text[:120]!r}")
-        for answer, _, score in answers[:2]:
-            print(f"      -> {by_id[answer].errorMessage[:120]!r} (score {score:.2f})")
+        for answer, literal, _ in answers[:2]:
+            print(f"      -> {by_id[answer].errorMessage[:120]!r} ({literal} characters of literal text shown)")
 
 
-def report(rows: list[tuple[Text, set[int], list[tuple[int, int, float]]]], threshold: int) -> None:
+def report(rows: list[tuple[Text, set[int], list[tuple[int, int, bool]]]], threshold: int) -> None:
     by_kind: dict[str, list[int]] = {}
     for text, right, answers in rows:
-        confident = {a for a, literal, score in answers if literal >= threshold and score >= MIN_SCORE}
+        confident = {a for a, literal, sure in answers if sure and literal >= threshold}
         counts = by_kind.setdefault(text.kind, [0, 0, 0, 0, 0])
         counts[0] += 1
         counts[1] += bool(right)

@@ -38,11 +38,7 @@ class Match:
     normalized: tuple[str, ...] = ()
     error_class: str | None = None
     literal: int = 0  # characters of the template's literal text the input shows (optional parts may not print)
-    # The whole message after the input's `SomeError: ` is a rendering of the template, from fixed text on,
-    # with as much literal text as a cut paste must show (the matcher's MIN_PARTIAL), and the classes agree:
-    # long values (a list of choices, a traceback) then do not make it less certain.
-    anchored: bool = False
-    sure: bool | None = None  # what the finder decided (see find.py); None: decided here
+    sure: bool | None = None  # what the finder decided (see find.py); None (a `raise` line's source): decided here
     info: float = 0.0  # bits the literal words shown weigh (see find.py)
     text: str = ""  # the message as it stands in the input
 
@@ -51,7 +47,7 @@ class Match:
         if self.sure is not None:
             return self.sure
         enough = not self.template.catch_all and self.literal >= CATCH_ALL
-        return enough and (self.score >= MIN_SCORE or self.anchored)
+        return enough and self.score >= MIN_SCORE
 
     @property
     def site(self) -> RaisePlace:

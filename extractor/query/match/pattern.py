@@ -19,7 +19,6 @@ __all__ = [
     "MatchTemplate",
     "RaisePlace",
     "Row",
-    "literal_pieces",
     "read_pattern",
     "spaces_as_runs",
     "squeezed",
@@ -118,12 +117,6 @@ class MatchTemplate:
         return tuple(run for run in read_pattern(self.messagePattern)[0] if run)
 
     @property
-    def needed(self) -> tuple[str, ...]:
-        """The literal text a whole rendering shows, whatever happened to backticks, a final period and runs
-        of spaces (each made one: see `squeezed`)."""
-        return tuple(q for p in self.pieces if (q := squeezed(p.replace("`", "").strip().removesuffix("."))))
-
-    @property
     def catch_all(self) -> bool:
         return self.literal < CATCH_ALL
 
@@ -155,10 +148,6 @@ class MatchTemplate:
         if self.compiled is None:
             self.compiled = _compiled(f"(?:{self._body()})\\s*$")
         return self.compiled
-
-    def open_regex(self) -> Any:
-        """The same, with anything after it (compiled on each use: it is tried only when the other failed)."""
-        return _compiled(f"(?:{self._body()})")
 
     def _body(self) -> str:
         return spaces_as_runs(_TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?"))
@@ -312,14 +301,3 @@ def _check(template: MatchTemplate, *, where: str) -> bool:
     if unknown:
         raise CatalogError(f"{where}: messagePattern has no group named {unknown[0]!r} (a placeholder names it)")
     return True
-
-
-def literal_pieces(line: CatalogLine) -> list[str]:
-    """Split a template into its literal text, dropping the placeholders."""
-    message = line.record.errorMessage
-    pieces, position = [], 0
-    for placeholder in line.extraction.placeholders:
-        pieces.append(message[position : placeholder.start])
-        position = placeholder.end
-    pieces.append(message[position:])
-    return [piece for piece in pieces if piece]
