@@ -1131,5 +1131,7 @@ def ranked(hits: list[Hit]) -> list[Hit]:
             h.template,
         ),
     )
-    weak = sorted((h for h in hits if not h.confident), key=lambda h: (-h.literal, -h.info, h.start, h.template))
+    # (A cut that shows little of a template's text is no answer at all: a few common words at a text's end.)
+    unsure = (h for h in hits if not h.confident and not (h.cut and h.literal < MIN_LIT))
+    weak = sorted(unsure, key=lambda h: (-h.literal, -h.info, h.start, h.template))
     return confident + weak[:MAX_WEAK]

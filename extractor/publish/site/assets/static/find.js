@@ -9,6 +9,7 @@
   function Finder(data) {
     var shared = data.shared;
     this.s = shared;
+    MIN_LIT = shared.MIN_LIT;
     this.classes = data.classes;
     this.catchAll = data.catchAll;
     this.classWeight = data.classWeight;
@@ -616,6 +617,8 @@
     return 0;
   }
 
+  var MIN_LIT = 10; // (set from the tables: see Finder)
+
   function ranked(hits) {
     var shown = hits.filter(function (h) { return h.confident; });
     function place(hit) {
@@ -629,7 +632,7 @@
     }
     var confident = shown.map(function (h) { return [key(h), h]; }).sort(function (a, b) { return compare(a[0], b[0]); })
       .map(function (pair) { return pair[1]; });
-    var weak = hits.filter(function (h) { return !h.confident; })
+    var weak = hits.filter(function (h) { return !h.confident && !(h.cut && h.literal < MIN_LIT); })
       .map(function (h) { return [[-h.literal, -h.info, h.start, h.template], h]; })
       .sort(function (a, b) { return compare(a[0], b[0]); }).map(function (pair) { return pair[1]; });
     return confident.concat(weak.slice(0, 5));
