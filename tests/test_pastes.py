@@ -2,6 +2,8 @@
 
 Its ground truth was made by reading vLLM's source, so these checks need no catalog: the fields and their
 kinds, the shapes, the splits, and enough positives and negatives in each for the figures to mean something.
+tests/data/pastes/fresh.jsonl, a later set of pastes none of whose texts the matcher was tuned on, is checked
+for the same well-formedness (all its lines are in the held-out split; `--corpus` points the script at it).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 
 CORPUS = Path(__file__).parent / "data" / "pastes" / "corpus.jsonl"
+FRESH = Path(__file__).parent / "data" / "pastes" / "fresh.jsonl"
 SHAPES = {
     "plain",
     "log line",
@@ -36,10 +39,19 @@ RELEASES = {"0.9.0", "0.27.0", "0.27.1", "0.28.0", "0.33.0"}  # the releases who
 FIELDS = {"text", "shape", "source", "release", "expect", "split"}
 
 
+def _read(path: Path) -> list[dict[str, Any]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 @pytest.fixture(scope="module")
 def rows() -> list[dict[str, Any]]:
-    lines = CORPUS.read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    return _read(CORPUS)
+
+
+@pytest.fixture(scope="module")
+def fresh_rows() -> list[dict[str, Any]]:
+    return _read(FRESH)
 
 
 def _site_ok(site: object) -> bool:
@@ -55,6 +67,22 @@ def _site_ok(site: object) -> bool:
 
 
 def test_every_line_is_well_formed(rows: list[dict[str, Any]]) -> None:
+    _check_well_formed(rows)
+
+
+def test_every_fresh_line_is_well_formed(fresh_rows: list[dict[str, Any]]) -> None:
+    _check_well_formed(fresh_rows)
+    assert all(row["split"] == "held-out" for row in fresh_rows)
+    assert any(row["expect"] is None for row in fresh_rows) and any(row["expect"] for row in fresh_rows)
+
+
+def test_fresh_texts_are_new(rows: list[dict[str, Any]], fresh_rows: list[dict[str, Any]]) -> None:
+    texts = [row["text"] for row in fresh_rows]
+    assert len(set(texts)) == len(texts)
+    assert not set(texts) & {row["text"] for row in rows}
+
+
+def _check_well_formed(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         assert FIELDS <= set(row) <= FIELDS | {"also"}, row
         assert isinstance(row["text"], str) and row["text"].strip(), row
@@ -103,3 +131,4 @@ def test_one_site_is_in_one_split(rows: list[dict[str, Any]]) -> None:
 
 def test_the_corpus_stays_small() -> None:
     assert CORPUS.stat().st_size < 300_000
+    assert FRESH.stat().st_size < 300_000
