@@ -1008,8 +1008,8 @@ def test_the_sites_search_and_match_answer_every_record_pasted_in_each_shape_ali
         record = line.model_dump(mode="json", by_alias=True)
         message = shapes.render(record)
         texts += [(name, paste(line.record.errorClass, message)) for name, (paste, _) in shapes.SHAPES.items()]
-    corpus = Path(__file__).parent / "data" / "pastes" / "corpus.jsonl"
-    texts += [("real pastes", json.loads(row)["text"]) for row in corpus.read_text().splitlines()]
+    for corpus in (Path(__file__).parent / "data" / "pastes").glob("*.jsonl"):
+        texts += [("real pastes", json.loads(row)["text"]) for row in corpus.read_text().splitlines()]
     expected = [next((m.site.id for m in matcher.match(text).matches), None) for _, text in texts]
     page.goto((site / "index.html").as_uri())
     got = page.evaluate("texts => texts.map(t => window.extractorSearch.first(t))", [text for _, text in texts])

@@ -34,7 +34,7 @@ __all__ = ["INFO_MIN", "SHARED", "Finder", "Hit", "Paste", "Program", "plain", "
 INFO_MIN = 18.0  # bits the literal words a paste shows must weigh for a confident answer
 MIN_LIT = 10  # skeleton characters (spaces aside) of literal text a confident answer shows
 MIN_CUT = 16  # skeleton characters of a template's first literal a paste cut inside it must show
-KEY = 24  # a literal's first characters: a key that selects the template when the paste shows them
+KEY = 16  # a literal's first characters (MIN_CUT: a cut paste shows them): a key that selects the template
 MIN_KEY = 4  # shorter literals select nothing
 MAX_STARTS = 16  # places the first literal is tried at
 MAX_PROGRAMS = 16  # ways one template may print (optional parts spelled out), beyond which they are holes
@@ -217,19 +217,20 @@ def skeleton(text: str) -> tuple[str, list[int]]:
     in `text`."""
     out: list[str] = []
     where: list[int] = []
-    position, end = 0, len(text)
-    while position < end:
-        char = text[position]
-        if char in _SKIPPED:
-            position += 1
-            continue
-        if char == "\\":
-            position += 2 if position + 1 < end and text[position + 1] in "ntr" else 1
-            continue
-        out.append("'" if char == '"' else char.lower() if "A" <= char <= "Z" else char)
-        where.append(position)
-        position += 1
-    return "".join(out), where
+    position = 0
+    for gap in _GAPS.finditer(text):
+        if gap.start() > position:
+            out.append(text[position : gap.start()])
+            where.extend(range(position, gap.start()))
+        position = gap.end()
+    if position < len(text):
+        out.append(text[position:])
+        where.extend(range(position, len(text)))
+    return "".join(out).translate(_KEPT), where
+
+
+_GAPS = re.compile(r"(?:[ \t\n\r\f\v`]|\\[ntr]?)+")  # what the skeleton leaves out
+_KEPT = str.maketrans({'"': "'", **{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)}})
 
 
 @dataclass(slots=True)
@@ -644,7 +645,7 @@ class Finder:
         if len(literals) == 1 and head.endswith(".") and len(head) > 1:  # a final period dropped
             short = head[:-1]
             for at, end, _ in _occurrences(paste.bare, short, 0, near=False):
-                if _starts_word(paste, at, short, free=first > 0) and _ends_word(paste, end, short):
+                if _starts_word(paste, at, short, free=first > 0) and _ends_message(paste, end):
                     return self._made(index, number, program, paste, [(at, end)], period=True)
         return self._cut_first(index, number, program, paste, head, first)
 
@@ -679,14 +680,12 @@ class Finder:
                 typo += found[2]
                 position = found[1]
                 continue
-            if near:
-                return None
-            if ends and row.endswith(".") and len(row) > 1:  # a final period dropped
+            if ends and row.endswith(".") and len(row) > 1 and not near:  # a final period dropped
                 short = row[:-1]
                 for start, end, _ in _occurrences(paste.bare, short, position, near=False):
-                    if _ends_word(paste, end, short):
+                    if _ends_message(paste, end):
                         return self._made(index, number, program, paste, [*spans, (start, end)], period=True)
-            return self._cut(index, number, program, paste, spans, position, k)
+            return self._cut(index, number, program, paste, spans, position, k, typo)
         if last == len(items) - 1 and not _ends_word(paste, spans[-1][1], str(items[last])):
             return None
         return self._made(index, number, program, paste, spans, typo=typo)
@@ -700,6 +699,7 @@ class Finder:
         spans: list[tuple[int, int]],
         position: int,
         k: int,
+        typo: int,
     ) -> Hit | None:
         """The paste stops (at its end or at `...`) inside the value before row `k` or inside that row; or it
         stops after a sentence of that row (a quote of the message's first sentences)."""
@@ -716,12 +716,12 @@ class Finder:
             if bare.find(row[:DIVERGE], position, cut - shown) >= 0:
                 pass
             elif shown:
-                return self._made(index, number, program, paste, [*spans, (cut - shown, cut)], cut=cut)
+                return self._made(index, number, program, paste, [*spans, (cut - shown, cut)], cut=cut, typo=typo)
             else:
-                return self._made(index, number, program, paste, spans, cut=cut, open_end=True)
+                return self._made(index, number, program, paste, spans, cut=cut, open_end=True, typo=typo)
         sentence = _sentence(paste, program, k, position, sum(b - a for a, b in spans))
         if sentence is not None:
-            return self._made(index, number, program, paste, [*spans, sentence], cut=sentence[1])
+            return self._made(index, number, program, paste, [*spans, sentence], cut=sentence[1], typo=typo)
         return None
 
     def _cut_first(self, index: int, number: int, program: Program, paste: Paste, head: str, first: int) -> Hit | None:
@@ -970,6 +970,13 @@ def _sentence(paste: Paste, program: Program, k: int, position: int, shown: int 
                     return at, stop
         end = row.rfind(".", 0, end)
     return None
+
+
+def _ends_message(paste: Paste, stop: int) -> bool:
+    """Whether a message whose final period was left out ends at skeleton position `stop`: what follows on
+    its line is nothing or punctuation, not a word going on with the sentence."""
+    after = paste.text[paste.at(stop - 1) + 1 :].lstrip(" \t")
+    return not after or not _is_word(after[0])
 
 
 def _ends_quote(paste: Paste, stop: int, start: str) -> bool:

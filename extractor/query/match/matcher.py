@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult
-from extractor.query.match.find import Finder, Hit, Paste, skeleton
+from extractor.query.match.find import Finder, Hit, Paste
 from extractor.query.match.pattern import MatchTemplate, templates_of
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
@@ -99,7 +100,7 @@ class Matcher:
                 continue
             key = template.groups[groups[0]][1] if len(groups) == 1 else "".join(template.texts[g] for g in groups)
             values.setdefault(key, value)
-        span = max(1, len(skeleton(paste.text[hit.start : hit.end])[0]))
+        span = max(1, bisect_left(paste.where, hit.end) - bisect_left(paste.where, hit.start))  # (spaces aside)
         score = min(1.0, hit.literal / span)
         shown = hit.shown_class
         text = paste.text[hit.start : hit.end]

@@ -234,7 +234,7 @@
     if (literals.length === 1 && head[head.length - 1] === "." && head.length > 1) {
       var short = head.slice(0, -1), shorts = this.occurrences(paste.bare, short, 0, false);
       for (var q = 0; q < shorts.length; q++) {
-        if (startsWord(paste, shorts[q][0], short, false, first > 0) && endsWord(paste, shorts[q][1], short, false, false)) {
+        if (startsWord(paste, shorts[q][0], short, false, first > 0) && endsMessage(paste, shorts[q][1])) {
           return this.made(index, number, program, paste, [[shorts[q][0], shorts[q][1]]], { period: true });
         }
       }
@@ -261,22 +261,21 @@
         position = found[1];
         continue;
       }
-      if (near) return null;
-      if (ends && row[row.length - 1] === "." && row.length > 1) {
+      if (ends && row[row.length - 1] === "." && row.length > 1 && !near) {
         var short = row.slice(0, -1), shorts = this.occurrences(paste.bare, short, position, false);
         for (var q = 0; q < shorts.length; q++) {
-          if (endsWord(paste, shorts[q][1], short, false, false)) {
+          if (endsMessage(paste, shorts[q][1])) {
             return this.made(index, number, program, paste, spans.concat([[shorts[q][0], shorts[q][1]]]), { period: true });
           }
         }
       }
-      return this.cut(index, number, program, paste, spans, position, k);
+      return this.cut(index, number, program, paste, spans, position, k, typo);
     }
     if (lastRow === items.length - 1 && !endsWord(paste, spans[spans.length - 1][1], items[lastRow], false, false)) return null;
     return this.made(index, number, program, paste, spans, { typo: typo });
   };
 
-  Finder.prototype.cut = function (index, number, program, paste, spans, position, k) {
+  Finder.prototype.cut = function (index, number, program, paste, spans, position, k, typo) {
     var s = this.s, row = program.items[k], bare = paste.bare, cut = null;
     for (var c = 0; c < paste.cuts.length; c++) if (paste.cuts[c] >= position) { cut = paste.cuts[c]; break; }
     if (cut !== null && !breaks(s, paste.text, paste.at(position), paste.at(cut))) {
@@ -287,15 +286,17 @@
       if (findIn(bare, row.slice(0, s.DIVERGE), position, cut - shown) >= 0) {
         // the row starts in the value, then departs from it: another text
       } else if (shown) {
-        return this.made(index, number, program, paste, spans.concat([[cut - shown, cut]]), { cut: cut });
+        return this.made(index, number, program, paste, spans.concat([[cut - shown, cut]]), { cut: cut, typo: typo });
       } else {
-        return this.made(index, number, program, paste, spans, { cut: cut, openEnd: true });
+        return this.made(index, number, program, paste, spans, { cut: cut, openEnd: true, typo: typo });
       }
     }
     var total = 0;
     spans.forEach(function (span) { total += span[1] - span[0]; });
     var sentence = this.sentence(paste, program, k, position, total);
-    if (sentence !== null) return this.made(index, number, program, paste, spans.concat([sentence]), { cut: sentence[1] });
+    if (sentence !== null) {
+      return this.made(index, number, program, paste, spans.concat([sentence]), { cut: sentence[1], typo: typo });
+    }
     return null;
   };
 
@@ -506,6 +507,11 @@
     if (!row || (!spaced && (free || !isWord(row[row.length - 1])))) return true;
     var after = paste.at(end - 1) + 1;
     return after >= paste.text.length || !isWord(paste.text[after]);
+  }
+
+  function endsMessage(paste, stop) {
+    var after = paste.text.slice(paste.at(stop - 1) + 1).replace(/^[ \t]+/, "");
+    return !after || !isWord(after[0]);
   }
 
   function endsQuote(paste, stop, start) {
