@@ -75,6 +75,7 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
             ("history.store",),
         ],
     ),
+    ("reproduce", [("child", "runtime")]),  # a runtime's child process (standard library only); the runtime
     (
         "publish",  # the site's inputs, its highlighting, its pages and build; the nightly job that publishes
         [("site.lexer", "site.inputs"), ("site.highlight",), ("site.pages",), ("site.build",), ("nightly",)],

@@ -1,4 +1,5 @@
-# Housekeeping: the user cache directory and what it holds (scans, catalogs, match indexes, clones, releases, sdists).
+# Housekeeping: the user cache directory and what it holds (scans, catalogs, match indexes, clones, releases, sdists,
+# runtimes).
 from __future__ import annotations
 
 import contextlib
@@ -69,7 +70,7 @@ def _releases(folder: Path) -> int:
 
 
 # name, what it is, its paths under the cache directory, how its items are counted and called
-PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists")
+PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists", "runtimes")
 
 
 def usage(root: Path) -> list[CachePart]:
@@ -79,6 +80,7 @@ def usage(root: Path) -> list[CachePart]:
     matches = _listed(root / "match", Path.is_file)
     clones = _listed(root / "repos", lambda p: p.is_dir() and p.name.endswith(".git"))
     sdists = _listed(root / "sdists", lambda p: p.name.endswith(".tar.gz"))
+    runtimes = _listed(root / "runtimes", lambda p: (p / "runtime.json").is_file())
     parts = [
         ("scans", "per-file scan results", scans, _entries(root / "scan.sqlite3"), "entries"),
         ("catalogs", "whole catalogs (the 32 most recently used)", (root / "catalogs",), len(catalogs), "catalogs"),
@@ -92,6 +94,13 @@ def usage(root: Path) -> list[CachePart]:
             "releases",
         ),
         ("sdists", "downloaded release sdists", (root / "sdists",), len(sdists), "sdists"),
+        (
+            "runtimes",
+            "virtual environments with vLLM installed (reproduce)",
+            (root / "runtimes",),
+            len(runtimes),
+            "runtimes",
+        ),
     ]
     return [
         CachePart(name, what, tuple(paths), sum(_size(p) for p in paths if p.exists()), items, unit)

@@ -1,0 +1,170 @@
+# Child: runs inside a runtime's interpreter (where vLLM is installed, not the extractor): imports the package
+# once, then runs each attempt it reads on stdin in a forked process of its own, with a time and memory limit,
+# and writes what happened as one JSON line on stdout. The standard library only: the runtime has no extractor.
+#
+#   python child.py PACKAGE [MODULE ...]  -> {"ready": true, "version": ..., "seconds": ...}, then per attempt
+#   {"id": ..., "program": ..., "timeout": s, "memory": bytes}  ->  {"id": ..., "outcome": ..., ...}
+#
+# outcome: "raised" (class, message as str() shows it, the raise sites of the exception and of what pydantic
+# wraps: [file, line] below the package's folder), "passed", "timeout", "crashed" (killed by a signal, or out of
+# memory), or "failed" (the attempt itself could not run).
+from __future__ import annotations
+
+import contextlib
+import contextlib
+import importlib
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import time
+import traceback
+
+PACKAGE_ROOTS: list[str] = []
+
+
+def _where(frames: traceback.StackSummary) -> list[list[object]]:
+    """The frames under the package's folder, as [path below the folder's parent, line], innermost last."""
+    out: list[list[object]] = []
+    for frame in frames:
+        for root in PACKAGE_ROOTS:
+            if frame.filename.startswith(root + os.sep):
+                out.append([os.path.relpath(frame.filename, os.path.dirname(root)), frame.lineno])
+                break
+    return out
+
+
+def _wrapped(error: BaseException) -> list[BaseException]:
+    """What an error wraps: pydantic's ValidationError holds the errors its validators raised."""
+    inner: list[BaseException] = []
+    errors = getattr(error, "errors", None)
+    if callable(errors) and type(error).__name__ == "ValidationError":
+        try:
+            for item in errors():
+                found = (item.get("ctx") or {}).get("error")
+                if isinstance(found, BaseException):
+                    inner.append(found)
+        except Exception:  # (an errors() that fails says nothing more)
+            pass
+    if error.__cause__ is not None:
+        inner.append(error.__cause__)
+    return inner
+
+
+def _report(error: BaseException) -> dict[str, object]:
+    sites = _where(traceback.extract_tb(error.__traceback__))
+    wrapped = [
+        {
+            "class": type(inner).__name__,
+            "message": str(inner),
+            "sites": _where(traceback.extract_tb(inner.__traceback__)),
+        }
+        for inner in _wrapped(error)
+    ]
+    return {"outcome": "raised", "class": type(error).__name__, "message": str(error), "sites": sites,
+            "wrapped": wrapped}  # fmt: skip
+
+
+def _attempt(program: str, memory: int) -> dict[str, object]:
+    """Run one program in this (forked) process; what it raised, or that it passed."""
+    if memory:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    try:
+        exec(compile(program, "<reproduction>", "exec"), {"__name__": "__reproduction__"})
+    except MemoryError:
+        return {"outcome": "crashed", "reason": "out of memory"}
+    except BaseException as error:
+        return _report(error)
+    return {"outcome": "passed"}
+
+
+def _run(task: dict[str, object]) -> dict[str, object]:
+    """Fork; the child runs the attempt and writes its report on a pipe; past the time limit it is killed."""
+    timeout = float(task.get("timeout") or 60)  # type: ignore[arg-type]
+    memory = int(task.get("memory") or 0)  # type: ignore[call-overload]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the attempt's own process: whatever it does, it ends here
+        os.close(read)
+        try:
+            os.setpgid(0, 0)
+            sys.stdin.close()
+            report = _attempt(str(task["program"]), memory)
+            data = json.dumps(report, default=str).encode()
+        except BaseException as error:
+            data = json.dumps({"outcome": "failed", "reason": repr(error)}).encode()
+        with os.fdopen(write, "wb") as pipe:
+            pipe.write(data)
+        os._exit(0)
+    os.close(write)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    with os.fdopen(read, "rb", buffering=0) as pipe:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                with_group = _kill(pid)
+                return {"outcome": "timeout", "seconds": timeout, "killed": with_group}
+            ready, _, _ = select.select([pipe], [], [], min(left, 0.5))
+            if ready:
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if not chunks:
+        reason = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else "no report"
+        return {"outcome": "crashed", "reason": reason}
+    result: dict[str, object] = json.loads(b"".join(chunks))
+    return result
+
+
+def _kill(pid: int) -> bool:
+    """Kill an attempt and whatever it started (its process group); wait for it."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+        group = True
+    except OSError:
+        group = False
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+    return group
+
+
+def serve(argv: list[str]) -> int:
+    package = argv[1] if len(argv) > 1 else "vllm"
+    preload = argv[2:]  # modules every attempt uses, imported once here rather than in each attempt's process
+    # The answers go on a copy of stdout; what the package prints (vLLM logs to stdout) goes where stderr goes.
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    started = time.monotonic()
+    try:
+        module = importlib.import_module(package)
+    except BaseException as error:
+        print(json.dumps({"ready": False, "reason": f"{type(error).__name__}: {error}"}), file=channel, flush=True)
+        return 1
+    for name in preload:
+        with contextlib.suppress(BaseException):  # (an attempt that needs it says why)
+            importlib.import_module(name)
+    PACKAGE_ROOTS.extend(os.path.dirname(os.path.abspath(path)) for path in [getattr(module, "__file__", "") or ""])
+    PACKAGE_ROOTS.extend(os.path.abspath(path) for path in getattr(module, "__path__", []))
+    version = getattr(module, "__version__", None)
+    seconds = round(time.monotonic() - started, 2)
+    print(json.dumps({"ready": True, "version": version, "seconds": seconds}), file=channel, flush=True)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        result = _run(task)
+        result["id"] = task.get("id")
+        print(json.dumps(result, default=str), file=channel, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve(sys.argv))

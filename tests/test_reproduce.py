@@ -1,0 +1,163 @@
+"""Running the codebase itself: a runtime's child imports the package once, then runs each attempt in a process
+of its own, reporting what it raised (the raise site, what pydantic wraps) or that it passed, hung or crashed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from extractor.errors import ExtractorError
+from extractor.reproduce.runtime import Session, ensure_runtime, probe, session
+
+CONFIG = """\
+from dataclasses import dataclass
+
+import pydantic
+
+__version__ = "1.2.3"
+
+
+@dataclass
+class SchedulerConfig:
+    max_num_batched_tokens: int = 2048
+    max_model_len: int = 1024
+
+    def __post_init__(self):
+        if self.max_num_batched_tokens < self.max_model_len:
+            raise ValueError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than "
+                f"max_model_len ({self.max_model_len})."
+            )
+
+
+@pydantic.dataclasses.dataclass
+class CacheConfig:
+    block_size: int = 16
+
+    def __post_init__(self):
+        if self.block_size not in (8, 16, 32):
+            raise ValueError(f"Invalid block size {self.block_size}.")
+"""
+
+
+@pytest.fixture
+def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A small package of our own standing in for vLLM, importable by the runtime's interpreter."""
+    (tmp_path / "fakevllm").mkdir()
+    (tmp_path / "fakevllm" / "__init__.py").write_text(CONFIG)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    return "fakevllm"
+
+
+@pytest.fixture
+def running(package: str) -> Iterator[Session]:
+    with session(sys.executable, package) as started:
+        yield started
+
+
+def test_an_attempt_reports_the_class_the_message_and_the_raise_site(running: Session) -> None:
+    assert running.version == "1.2.3"
+    result = running.attempt("from fakevllm import SchedulerConfig\nSchedulerConfig(max_num_batched_tokens=512)")
+    assert (result["outcome"], result["class"]) == ("raised", "ValueError")
+    assert result["message"] == "max_num_batched_tokens (512) is smaller than max_model_len (1024)."
+    assert result["sites"][-1] == ["fakevllm/__init__.py", 15]
+    assert running.attempt("from fakevllm import SchedulerConfig\nSchedulerConfig()")["outcome"] == "passed"
+
+
+def test_pydantics_wrapping_is_reported_with_the_error_it_wraps_and_its_site(running: Session) -> None:
+    result = running.attempt("from fakevllm import CacheConfig\nCacheConfig(block_size=7)")
+    assert (result["outcome"], result["class"]) == ("raised", "ValidationError")
+    assert "Value error, Invalid block size 7." in result["message"]
+    (inner,) = result["wrapped"]
+    assert (inner["class"], inner["message"], inner["sites"][-1]) == (
+        "ValueError",
+        "Invalid block size 7.",
+        ["fakevllm/__init__.py", 27],
+    )
+
+
+def test_an_attempt_that_hangs_or_exhausts_memory_is_stopped_and_the_session_goes_on(running: Session) -> None:
+    started = time.monotonic()
+    hung = running.attempt("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)", timeout=1)
+    assert hung["outcome"] == "timeout" and hung["killed"] and time.monotonic() - started < 10
+    greedy = running.attempt("x = bytearray(4 << 30)", memory=1 << 30)
+    assert greedy["outcome"] == "crashed"
+    crashed = running.attempt("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert crashed == {"outcome": "crashed", "reason": "killed by signal 11", "id": ""}
+    assert running.attempt("raise KeyError('still here')")["class"] == "KeyError"
+
+
+def test_a_session_leaves_nothing_running(package: str) -> None:
+    with session(sys.executable, package) as started:
+        started.attempt("import subprocess, time\nsubprocess.Popen(['sleep', '60'])\ntime.sleep(60)", timeout=0.5)
+        pid = started.process.pid
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        pytest.param(
+            "raise ImportError('no CUDA here')", "cannot import fakevllm: ImportError: no CUDA here", id="import fails"
+        ),
+        pytest.param("import time\ntime.sleep(60)", "did not import fakevllm within", id="import hangs"),
+    ],
+)
+def test_a_runtime_that_cannot_import_the_package_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, said: str
+) -> None:
+    (tmp_path / "fakevllm").mkdir()
+    (tmp_path / "fakevllm" / "__init__.py").write_text(source)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with pytest.raises(ExtractorError, match=said):
+        probe(sys.executable, "fakevllm", timeout=2)
+
+
+def test_a_missing_interpreter_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(ExtractorError, match="cannot run the runtime"):
+        probe(tmp_path / "no-python", "fakevllm")
+
+
+def test_a_runtime_that_pip_cannot_install_says_what_pip_said_and_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    empty = tmp_path / "index"
+    empty.mkdir()
+    # An index that has nothing: what a machine without the network, or without a wheel for it, meets.
+    args = ("--no-index", "--find-links", str(empty))
+    with pytest.raises(ExtractorError, match=r"pip install failed: .*no-such-package-here"):
+        ensure_runtime("no-such-package-here", "1.0", pip_args=args)
+    assert not any((tmp_path / "cache" / "extractor" / "runtimes").iterdir())
+
+
+def test_cache_info_and_clear_know_the_runtimes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    made = tmp_path / "extractor" / "runtimes" / "vllm-0.28.0"
+    (made / "bin").mkdir(parents=True)
+    (made / "runtime.json").write_text('{"package": "vllm", "version": "0.28.0"}\n')
+    (made / "bin" / "python").write_bytes(b"x" * 5000)
+    info = cli("cache", "info", "runtimes")
+    assert info.returncode == 0 and "runtimes" in info.stdout and "(runtimes: 1)" in info.stdout
+    assert cli("cache", "clear", "runtimes").returncode == 0
+    assert not made.exists()
+
+
+def test_what_the_package_prints_on_stdout_does_not_garble_the_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM logs to stdout, at import and while building configs."""
+    (tmp_path / "fakevllm").mkdir()
+    (tmp_path / "fakevllm" / "__init__.py").write_text('print("INFO loading")\n__version__ = "9"\n')
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    with session(sys.executable, "fakevllm") as running:
+        assert running.version == "9"
+        assert running.attempt("print('INFO building')\nraise ValueError('x')")["message"] == "x"
