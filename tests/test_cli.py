@@ -253,7 +253,7 @@ def raises(git_repo: GitRepo) -> GitRepo:
         pytest.param(
             "frobnicate",
             "unknown command 'frobnicate': the commands are cache, diff, explain, history, list, match, nightly, "
-            "site; an extraction takes options only (--sha REV or --release X.Y.Z; see --help)",
+            "reproduce, site; an extraction takes options only (--sha REV or --release X.Y.Z; see --help)",
             id="nothing close",
         ),
     ],
@@ -650,7 +650,15 @@ def cache_info(cwd: Path) -> dict[str, int]:
 def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0}
+    assert cache_info(cwd) == {
+        "scans": 0,
+        "catalogs": 0,
+        "matches": 0,
+        "clones": 0,
+        "releases": 0,
+        "sdists": 0,
+        "runtimes": 0,
+    }
     assert run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd).returncode == 0
     document = orjson.loads(run("cache", "info", "--format", "json", cwd=cwd).stdout)
     assert document["directory"] == str(isolated_cache / "extractor")
@@ -666,6 +674,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
         "clones",
         "releases",
         "sdists",
+        "runtimes",
     ]
     (isolated_cache / "extractor" / "match").mkdir()
     (isolated_cache / "extractor" / "match" / ("ab" * 32)).write_bytes(b"an index")  # as match keeps them
@@ -675,14 +684,22 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     sizes = cache_info(cwd)
     assert sizes["catalogs"] == 0 and sizes["scans"] > 0
     assert run("cache", "clear", "--quiet", cwd=cwd).returncode == 0
-    assert cache_info(cwd) == {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0}
+    assert cache_info(cwd) == {
+        "scans": 0,
+        "catalogs": 0,
+        "matches": 0,
+        "clones": 0,
+        "releases": 0,
+        "sdists": 0,
+        "runtimes": 0,
+    }
     again = run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd)  # rebuilt when needed
     assert again.returncode == 0 and cache_info(cwd)["scans"] > 0
     wrong = run("cache", "clear", "scan", cwd=cwd)
     assert (wrong.returncode, wrong.stderr) == (
         2,
         "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, matches, clones, "
-        "releases, sdists)\n",
+        "releases, sdists, runtimes)\n",
     )
 
 

@@ -75,7 +75,8 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
             ("history.store",),
         ],
     ),
-    ("reproduce", [("child", "runtime")]),  # a runtime's child process (standard library only); the runtime
+    # A runtime's child process (standard library only), the runtime; a record's trigger and fix; running them.
+    ("reproduce", [("child", "runtime", "triggers"), ("verify",)]),
     (
         "publish",  # the site's inputs, its highlighting, its pages and build; the nightly job that publishes
         [("site.lexer", "site.inputs"), ("site.highlight",), ("site.pages",), ("site.build",), ("nightly",)],

@@ -30,7 +30,7 @@ to it. Otherwise the line runs in the copy and its `.venv` is kept, on purpose, 
 `.test-cache/readme/` (ignored by git), where the copy is made each session: it runs again whenever
 pyproject.toml, the line itself or the Python it runs with change. EXTRACTOR_TEST_FRESH_VENV=1 runs it always.
 
-Labels, in a command's trailing comment: `needs GitHub` leaves it out, `exits N` expects exit status N
+Labels, in a command's trailing comment: `needs GitHub` (or `needs a runtime`) leaves it out, `exits N` expects exit status N
 (else 0). A `pytest` command is only collected (its asserts not rewritten: they do not run): running the
 suite inside itself would never end.
 """
@@ -92,7 +92,9 @@ class Command:
 
     @property
     def needs_github(self) -> bool:
-        return "needs github" in self.comment.lower()
+        """Whether the command is left out: it needs GitHub, or a runtime of vLLM installed (several GB)."""
+        comment = self.comment.lower()
+        return "needs github" in comment or "needs a runtime" in comment
 
     @property
     def status(self) -> int:

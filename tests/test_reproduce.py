@@ -3,11 +3,13 @@ of its own, reporting what it raised (the raise site, what pydantic wraps) or th
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +163,79 @@ def test_what_the_package_prints_on_stdout_does_not_garble_the_answers(
     with session(sys.executable, "fakevllm") as running:
         assert running.version == "9"
         assert running.attempt("print('INFO building')\nraise ValueError('x')")["message"] == "x"
+
+
+PACKAGE = """\
+from dataclasses import dataclass
+from typing import Literal
+
+import pydantic
+
+__version__ = "0.1"
+
+
+@pydantic.dataclasses.dataclass
+class SchedulerConfig:
+    max_num_batched_tokens: int = 2048
+    max_model_len: int = 1024
+    enable_chunked_prefill: bool = True
+    policy: Literal["fcfs", "priority"] = "fcfs"
+
+    def __post_init__(self):
+        if self.max_num_batched_tokens < self.max_model_len and not self.enable_chunked_prefill:
+            raise ValueError(
+                f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than "
+                f"max_model_len ({self.max_model_len})."
+            )
+        if self.policy == "priority" and self.enable_chunked_prefill:
+            raise ValueError("The priority policy cannot run with chunked prefill yet.")
+
+
+@dataclass
+class DeviceConfig:
+    device: str = "auto"
+
+    def __post_init__(self):
+        if current_platform.is_cuda():
+            raise ValueError("not on this platform")
+
+
+@pydantic.dataclasses.dataclass
+class LoadConfig:
+    load_format: Literal["auto", "safetensors", "tensorizer"] = "auto"
+    strict: bool = False
+
+    def __post_init__(self):
+        if self.load_format != "auto" and self.strict:
+            raise ValueError(f"The {self.load_format} load format cannot be strict.")
+"""
+
+
+def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its_fix(
+    git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """End to end: a catalog of a package of our own, its records reproduced in a runtime that has it."""
+    from tests.conftest import cli
+
+    package = {
+        "vllm/__init__.py": '__version__ = "0.1"\n',
+        "vllm/config/__init__.py": "",
+        "vllm/config/scheduler.py": PACKAGE,
+    }
+    git_repo.commit(package, tag="v1")
+    monkeypatch.setenv("PYTHONPATH", str(git_repo.path))  # (its work tree: the runtime imports `vllm` from it)
+    result = cli("reproduce", "--catalog", "v1", "--repo", str(git_repo.path), "--runtime", sys.executable)
+    assert result.returncode == 0, result.stderr
+    answers = {(r["lineNumber"]): r for r in map(json.loads, result.stdout.splitlines())}
+    smaller = answers[18]["reproduction"]
+    assert "max_num_batched_tokens" in smaller["python"] and "enable_chunked_prefill=False" in smaller["python"]
+    assert "Value error, max_num_batched_tokens (" in smaller["message"]
+    assert smaller["verifiedWith"] == "vllm==0.1"
+    assert smaller["fix"]["change"].startswith("set ")
+    priority = answers[23]["reproduction"]
+    assert "policy='priority'" in priority["python"] and "enable_chunked_prefill=True" in priority["python"]
+    assert answers[32]["reason"] == "needs a GPU platform"
+    # No condition names a value the Literal allows but "auto": pydantic's refusal of a first guess says them.
+    strict = answers[42]["reproduction"]
+    assert "load_format='safetensors'" in strict["python"] and "strict=True" in strict["python"]
+    assert "3 of 4 reproduced (3 with a fix verified); 1 needs a GPU platform" in result.stderr

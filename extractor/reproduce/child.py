@@ -62,8 +62,23 @@ def _report(error: BaseException) -> dict[str, object]:
         }
         for inner in _wrapped(error)
     ]
-    return {"outcome": "raised", "class": type(error).__name__, "message": str(error), "sites": sites,
-            "wrapped": wrapped}  # fmt: skip
+    report: dict[str, object] = {
+        "outcome": "raised", "class": type(error).__name__, "message": str(error), "sites": sites, "wrapped": wrapped,
+    }  # fmt: skip
+    errors = getattr(error, "errors", None)
+    if callable(errors) and type(error).__name__ == "ValidationError":  # what pydantic says of each field
+        with contextlib.suppress(Exception):
+            report["errors"] = [_field_error(e) for e in errors()]
+    return report
+
+
+def _field_error(error: dict[str, object]) -> dict[str, object]:
+    ctx = error.get("ctx") or {}
+    return {
+        "type": error.get("type"),
+        "loc": [str(part) for part in error.get("loc") or ()],  # type: ignore[attr-defined]
+        "ctx": {k: str(v) for k, v in ctx.items() if k != "error"},  # type: ignore[attr-defined]
+    }
 
 
 def _attempt(program: str, memory: int) -> dict[str, object]:

@@ -1,0 +1,77 @@
+# extractor reproduce: raise each record's error in the codebase itself (a runtime where it is installed), and
+# check the change that makes it go away.
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Sequence
+
+from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments
+from extractor.errors import ExitCode, ExtractorError
+from extractor.util.progress import one_line
+
+_RELEASE = "release:"
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog=f"{PROG} reproduce",
+        description="Build each record's config in vLLM itself with arguments its conditions call for, keep the "
+        "error only when it comes from the record's own raise (and match answers it with the record), then run "
+        "the change that makes the check pass. Writes one JSON line per record (`reproduction`, or `reason`) "
+        "and counts per reason on stderr. Exit status: 0 done, 2 trouble.",
+    )
+    add_catalog(parser)
+    parser.add_argument(
+        "--runtime",
+        metavar="PYTHON",
+        help="an interpreter where vLLM is installed (default: for release:X.Y.Z, a virtual environment with "
+        "vllm==X.Y.Z in the user cache, made by pip the first time: several GB)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="time one attempt may take (default: 60)"
+    )
+    return parser
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parse_arguments(parser(), argv)
+    from extractor.catalog.load import open_catalog
+    from extractor.query.match.matcher import Matcher
+    from extractor.reproduce.runtime import ensure_runtime, session
+    from extractor.reproduce.verify import reproduce
+    from extractor.util.progress import bar
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(f"{PROG} reproduce: {one_line(line)}", file=sys.stderr, flush=True)
+
+    options = extract_options(args)
+    spec = latest_of(args.catalog, options)
+    if args.runtime is None and not spec.startswith(_RELEASE):
+        raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
+    catalog = open_catalog(spec, repo=args.repo, options=options)
+    python = args.runtime or ensure_runtime("vllm", spec.removeprefix(_RELEASE), progress=say)
+    lines = list(catalog.lines)
+    results = []
+    with session(python, "vllm", preload=("vllm.config",)) as running:
+        if spec.startswith(_RELEASE) and running.version != spec.removeprefix(_RELEASE):
+            raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {spec.removeprefix(_RELEASE)}")
+        say(f"vllm {running.version} imported in {running.seconds:.1f} s; {len(lines)} records")
+        import orjson
+
+        made = reproduce(
+            lines, running, Matcher.of_lines(lines), verified_with=f"vllm=={running.version}", timeout=args.timeout
+        )
+        for result in bar(made, len(lines), "reproduce", size=lambda _: 1, unit="record"):
+            results.append(result)
+            sys.stdout.write(orjson.dumps(result).decode() + "\n")
+            sys.stdout.flush()
+    counts = Counter("reproduced" if "reproduction" in r else r["reason"] for r in results)
+    fixed = sum(1 for r in results if "fix" in r.get("reproduction", {}))
+    say(
+        f"{counts.pop('reproduced', 0)} of {len(results)} reproduced ({fixed} with a fix verified); "
+        + ", ".join(f"{count} {reason}" for reason, count in counts.most_common())
+    )
+    return ExitCode.OK
