@@ -30,8 +30,8 @@ to it. Otherwise the line runs in the copy and its `.venv` is kept, on purpose, 
 `.test-cache/readme/` (ignored by git), where the copy is made each session: it runs again whenever
 pyproject.toml, the line itself or the Python it runs with change. EXTRACTOR_TEST_FRESH_VENV=1 runs it always.
 
-Labels, in a command's trailing comment: `needs GitHub` (or `needs a runtime`) leaves it out, `exits N` expects exit status N
-(else 0). A `pytest` command is only collected (its asserts not rewritten: they do not run): running the
+Labels, in a command's trailing comment: `needs GitHub` (or `needs a runtime`) leaves it out, `exits N` expects
+exit status N (else 0). A `pytest` command is only collected (its asserts not rewritten: they do not run): running the
 suite inside itself would never end.
 """
 
