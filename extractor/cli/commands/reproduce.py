@@ -30,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
         "vllm==X.Y.Z in the user cache, made by pip the first time: several GB)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="time one attempt may take (default: 60)"
+        "--timeout", type=float, default=20.0, metavar="SECONDS", help="time one attempt may take (default: 20)"
     )
     return parser
 
