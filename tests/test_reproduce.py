@@ -208,6 +208,19 @@ class LoadConfig:
     def __post_init__(self):
         if self.load_format != "auto" and self.strict:
             raise ValueError(f"The {self.load_format} load format cannot be strict.")
+
+
+@pydantic.dataclasses.dataclass
+class CacheConfig:
+    swap_space: int = 4
+    cpu_offload: int = 0
+
+    def __post_init__(self):
+        self._verify_sizes()
+
+    def _verify_sizes(self):
+        if self.cpu_offload > self.swap_space:
+            raise ValueError(f"cpu_offload ({self.cpu_offload}) cannot exceed swap_space ({self.swap_space}).")
 """
 
 
@@ -238,4 +251,8 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
     # No condition names a value the Literal allows but "auto": pydantic's refusal of a first guess says them.
     strict = answers[42]["reproduction"]
     assert "load_format='safetensors'" in strict["python"] and "strict=True" in strict["python"]
-    assert "3 of 4 reproduced (3 with a fix verified); 1 needs a GPU platform" in result.stderr
+    # A check in a method that building the config runs already: the program builds it, and calls nothing.
+    sizes = answers[55]["reproduction"]
+    assert "config = CacheConfig(" in sizes["python"] and "_verify_sizes" not in sizes["python"]
+    assert "_verify_sizes" not in sizes["fix"]["python"]
+    assert "4 of 5 reproduced (4 with a fix verified); 1 needs a GPU platform" in result.stderr

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from extractor.reproduce.triggers import Unsolvable, lessons, trigger, vocabulary
+from extractor.reproduce.triggers import Attempt, Unsolvable, lessons, trigger, vocabulary
 
 if TYPE_CHECKING:
     from extractor.model.records import CatalogLine
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["REASONS", "reproduce"]
 
 _RETRIES = 3  # attempts after the first, each with what the validation of the one before said
+_MEMORY = 4 << 30  # bytes an attempt's process may take
 
 # The named classes of a record not reproduced (with the triggers' own: needs a GPU platform, needs a real
 # model, not solvable from its conditions).
@@ -49,9 +50,7 @@ def reproduce(
         except Unsolvable as why:
             yield {**head, "reason": why.reason, "detail": why.detail}
             continue
-        program = attempt.program()
-        result = session.attempt(program, timeout=timeout, memory=4 << 30, ident=record.id)
-        verdict = _raised_here(line, result)
+        program, result, verdict = _run(attempt, session, line, timeout)
         learned: dict[str, Any] = {}
         for _ in range(_RETRIES):  # the runtime's validation refused an argument: learn from it, try again
             more = lessons(result)
@@ -62,9 +61,7 @@ def reproduce(
                 attempt = trigger(line, known, learned)
             except Unsolvable:
                 break
-            program = attempt.program()
-            result = session.attempt(program, timeout=timeout, memory=4 << 30, ident=record.id)
-            verdict = _raised_here(line, result)
+            program, result, verdict = _run(attempt, session, line, timeout)
         if verdict is not None:
             yield {**head, "reason": verdict, "detail": _said(result), "python": program}
             continue
@@ -76,7 +73,7 @@ def reproduce(
         reproduction: dict[str, Any] = {"python": program, "flags": flags, "message": shown}
         if attempt.fix:
             fixed = attempt.fixed()
-            after = session.attempt(fixed, timeout=timeout, memory=4 << 30, ident=record.id + "-fix")
+            after = session.attempt(fixed, timeout=timeout, memory=_MEMORY, ident=record.id + "-fix")
             site = _site(after)
             if after["outcome"] == "passed" or (after["outcome"] == "raised" and site != _own(line)):
                 then = by_site.get(site) if site is not None else None
@@ -88,6 +85,25 @@ def reproduce(
                 }
         reproduction["verifiedWith"] = verified_with
         yield {**head, "reproduction": reproduction}
+
+
+def _run(
+    attempt: Attempt, session: Session, line: CatalogLine, timeout: float
+) -> tuple[str, dict[str, Any], str | None]:
+    """Run an attempt: the config built alone first when the check is a method (building it may run the check
+    already: then the method is not called, and the fix is checked the same way); the program, what it did,
+    and why it is no reproduction (None: it is one)."""
+    if attempt.method is not None:
+        method, attempt.method = attempt.method, None
+        program = attempt.program()
+        result = session.attempt(program, timeout=timeout, memory=_MEMORY, ident=line.record.id)
+        verdict = _raised_here(line, result)
+        if verdict is None:
+            return program, result, verdict
+        attempt.method = method
+    program = attempt.program()
+    result = session.attempt(program, timeout=timeout, memory=_MEMORY, ident=line.record.id)
+    return program, result, _raised_here(line, result)
 
 
 def _own(line: CatalogLine) -> tuple[str, int]:
