@@ -115,7 +115,17 @@ def lessons(result: dict[str, Any]) -> dict[str, Any]:
                 out[name] = ("floor", int(bound) + (kind == "greater_than"))
         elif kind == "missing":
             out[name] = ("required", 1)
+        elif kind in _TYPED:  # the value's type, which the field's annotation (an alias) did not say
+            out[name] = ("choices", _TYPED[kind])
     return out
+
+
+# pydantic's error types that name what a field takes, and values of it to try.
+_TYPED: dict[str, list[Any]] = {
+    "int_type": [1, 2, 8, 0], "int_parsing": [1, 2, 8, 0], "float_type": [1.0, 0.5, 0.0],
+    "float_parsing": [1.0, 0.5, 0.0], "bool_type": [True, False], "bool_parsing": [True, False],
+    "string_type": ["x"], "list_type": [[], ["x"]], "dict_type": [{}], "tuple_type": [()], "set_type": [set()],
+}  # fmt: skip
 
 
 def _floored(ref: FieldRef, floor: int) -> FieldRef:
