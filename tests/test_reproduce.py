@@ -166,6 +166,7 @@ def test_what_the_package_prints_on_stdout_does_not_garble_the_answers(
 
 
 PACKAGE = """\
+import enum
 from dataclasses import dataclass
 from typing import Literal
 
@@ -221,6 +222,21 @@ class CacheConfig:
     def _verify_sizes(self):
         if self.cpu_offload > self.swap_space:
             raise ValueError(f"cpu_offload ({self.cpu_offload}) cannot exceed swap_space ({self.swap_space}).")
+
+
+class Mode(enum.Enum):
+    EAGER = "eager"
+    GRAPH = "graph"
+
+
+@dataclass
+class CompileConfig:
+    mode: Mode = Mode.EAGER
+    debug: bool = False
+
+    def __post_init__(self):
+        if self.mode == Mode.GRAPH and self.debug:
+            raise ValueError("Graph mode cannot be debugged.")
 """
 
 
@@ -240,19 +256,22 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
     result = cli("reproduce", "--catalog", "v1", "--repo", str(git_repo.path), "--runtime", sys.executable)
     assert result.returncode == 0, result.stderr
     answers = {(r["lineNumber"]): r for r in map(json.loads, result.stdout.splitlines())}
-    smaller = answers[18]["reproduction"]
+    smaller = answers[19]["reproduction"]
     assert "max_num_batched_tokens" in smaller["python"] and "enable_chunked_prefill=False" in smaller["python"]
     assert "Value error, max_num_batched_tokens (" in smaller["message"]
     assert smaller["verifiedWith"] == "vllm==0.1"
     assert smaller["fix"]["change"].startswith("set ")
-    priority = answers[23]["reproduction"]
+    priority = answers[24]["reproduction"]
     assert "policy='priority'" in priority["python"] and "enable_chunked_prefill=True" in priority["python"]
-    assert answers[32]["reason"] == "needs a GPU platform"
+    assert answers[33]["reason"] == "needs a GPU platform"
     # No condition names a value the Literal allows but "auto": pydantic's refusal of a first guess says them.
-    strict = answers[42]["reproduction"]
+    strict = answers[43]["reproduction"]
     assert "load_format='safetensors'" in strict["python"] and "strict=True" in strict["python"]
     # A check in a method that building the config runs already: the program builds it, and calls nothing.
-    sizes = answers[55]["reproduction"]
+    sizes = answers[56]["reproduction"]
     assert "config = CacheConfig(" in sizes["python"] and "_verify_sizes" not in sizes["python"]
     assert "_verify_sizes" not in sizes["fix"]["python"]
-    assert "4 of 5 reproduced (4 with a fix verified); 1 needs a GPU platform" in result.stderr
+    # An enum member the condition names is named by the program, imported from the record's module.
+    graph = answers[71]["reproduction"]
+    assert "import CompileConfig, Mode" in graph["python"] and "mode=Mode.GRAPH" in graph["python"]
+    assert "5 of 6 reproduced (5 with a fix verified); 1 needs a GPU platform" in result.stderr

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from extractor.model.records import CatalogLine, FieldRef
 
-__all__ = ["Attempt", "Unsolvable", "lessons", "trigger", "vocabulary"]
+__all__ = ["Attempt", "Code", "Unsolvable", "lessons", "trigger", "vocabulary"]
 
 _UNSET = object()
 # What a condition that names them needs, beyond arguments: the reasons a record is not reproduced.
@@ -43,7 +43,8 @@ class Attempt:
         """A short self-contained program: import the class, build it (and call the check)."""
         given = self.arguments if arguments is None else arguments
         call = ", ".join(f"{name}={value!r}" for name, value in given.items())
-        lines = [f"from {self.module} import {self.cls}", "", f"config = {self.cls}({call})"]
+        names = sorted({value.name for value in given.values() if isinstance(value, Code)} - {self.cls})
+        lines = [f"from {self.module} import {', '.join([self.cls, *names])}", "", f"config = {self.cls}({call})"]
         if self.method is not None:
             lines.append(f"config.{self.method}()")
         return "\n".join(lines) + "\n"
@@ -165,6 +166,8 @@ class _Solver:
                     candidates = sorted(v, key=repr)
             if not candidates:
                 candidates = [*self.vocabulary.get(name, []), *_fallbacks(self._ref(name))]
+            if name in out:  # a value a comparison chose already: kept when it meets these too
+                candidates = [out[name]]
             chosen = next((c for c in candidates if all(_holds(kind, c, v) for kind, v in constraints)), _UNSET)
             if chosen is _UNSET or (name in out and out[name] != chosen):
                 raise Unsolvable("not solvable from its conditions", f"no value of {name} meets {constraints}")
@@ -294,11 +297,29 @@ def vocabulary(lines: Any) -> dict[tuple[str, str], list[Any]]:
     return out
 
 
+@dataclass(frozen=True)
+class Code:
+    """A constant the program names as the module does (`CompilationMode.VLLM_COMPILE`), imported from it."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    @property
+    def name(self) -> str:
+        return self.text.partition(".")[0]
+
+
 def _literal(node: ast.expr) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _UNSET
+        pass
+    text = ast.unparse(node)  # an enum member, a class's constant: `Name.MEMBER`, the name capitalized
+    if isinstance(node, ast.Attribute) and re.fullmatch(r"[A-Z]\w*(?:\.\w+)+", text):
+        return Code(text)
+    return _UNSET
 
 
 def _flipped(op: ast.cmpop) -> ast.cmpop:
