@@ -167,7 +167,7 @@ def test_what_the_package_prints_on_stdout_does_not_garble_the_answers(
 
 PACKAGE = """\
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import pydantic
@@ -237,6 +237,21 @@ class CompileConfig:
     def __post_init__(self):
         if self.mode == Mode.GRAPH and self.debug:
             raise ValueError("Graph mode cannot be debugged.")
+
+
+@dataclass
+class PrefetchConfig:
+    group_size: int = 4
+
+
+@dataclass
+class OffloadConfig:
+    prefetch: PrefetchConfig = field(default_factory=PrefetchConfig)
+    enabled: bool = False
+
+    def __post_init__(self):
+        if self.enabled and self.prefetch.group_size < 2:
+            raise ValueError("Offloading needs groups of two layers at least.")
 """
 
 
@@ -274,4 +289,10 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
     # An enum member the condition names is named by the program, imported from the record's module.
     graph = answers[71]["reproduction"]
     assert "import CompileConfig, Mode" in graph["python"] and "mode=Mode.GRAPH" in graph["python"]
-    assert "5 of 6 reproduced (5 with a fix verified); 1 needs a GPU platform" in result.stderr
+    # A field of a config this one holds: the program builds that config with it.
+    offload = answers[86]["reproduction"]
+    assert (
+        "prefetch=PrefetchConfig(group_size=1)" in offload["python"]
+        and "import OffloadConfig, PrefetchConfig" in offload["python"]
+    )
+    assert "6 of 7 reproduced (6 with a fix verified); 1 needs a GPU platform" in result.stderr

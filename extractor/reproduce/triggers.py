@@ -38,12 +38,24 @@ class Attempt:
     arguments: dict[str, Any]
     fix: dict[str, Any] = field(default_factory=dict)  # the arguments changed by the fix
     change: str = ""  # the fix in words
+    held: dict[str, str] = field(default_factory=dict)  # a field holding a config -> that config's class
 
     def program(self, arguments: dict[str, Any] | None = None) -> str:
         """A short self-contained program: import the class, build it (and call the check)."""
         given = self.arguments if arguments is None else arguments
-        call = ", ".join(f"{name}={value!r}" for name, value in given.items())
-        names = sorted({value.name for value in given.values() if isinstance(value, Code)} - {self.cls})
+        flat: dict[str, Any] = {}
+        held: dict[str, dict[str, Any]] = {}  # a config a field holds: built with its own arguments
+        for name, value in given.items():
+            holder, _, inner = name.partition(".")
+            if inner:
+                held.setdefault(holder, {})[inner] = value
+            else:
+                flat[name] = value
+        for holder, inner_arguments in held.items():
+            inner_call = ", ".join(f"{name}={value!r}" for name, value in inner_arguments.items())
+            flat[holder] = Code(f"{self.held[holder]}({inner_call})")
+        call = ", ".join(f"{name}={value!r}" for name, value in flat.items())
+        names = sorted({value.name for value in flat.values() if isinstance(value, Code)} - {self.cls})
         lines = [f"from {self.module} import {', '.join([self.cls, *names])}", "", f"config = {self.cls}({call})"]
         if self.method is not None:
             lines.append(f"config.{self.method}()")
@@ -64,14 +76,16 @@ def trigger(
     if not owner or "." in owner:
         raise Unsolvable("not solvable from its conditions", f"raised in {extraction.function}, not a config's method")
     module = record.filePath.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-    fields = {ref.expression: ref for ref in extraction.fields if ref.resolved and ref.class_ == owner and ref.field}
+    fields = _fields_of(line, owner)
     words = {name: values for (cls, name), values in (known or {}).items() if cls == owner}
     learned = learned or {}
     for name, lesson in learned.items():
         if lesson[0] == "choices":
             words[name] = [*lesson[1], *words.get(name, [])]
         elif lesson[0] == "floor":
-            fields = {text: _floored(ref, lesson[1]) if ref.field == name else ref for text, ref in fields.items()}
+            fields = {
+                text: _floored(ref, lesson[1]) if _path(text, ref) == name else ref for text, ref in fields.items()
+            }
     solver = _Solver(fields, words)
     tests = [c for c in extraction.conditions if c.kind in ("if", "elif") and c.test]
     if len(tests) != len([c for c in extraction.conditions if c.kind != "else"]):
@@ -93,6 +107,7 @@ def trigger(
     if not values:
         raise Unsolvable("not solvable from its conditions", "no field of its own class decides it")
     attempt = Attempt(module, owner, None if method in ("__post_init__", "__init__") else method, values)
+    attempt.held = {m[1]: str(ref.class_) for text, ref in fields.items() if (m := _NESTED.fullmatch(text))}
     fix = _fix(fields, values, atoms, words)
     if fix is not None:
         attempt.fix, attempt.change = fix
@@ -131,6 +146,27 @@ _TYPED: dict[str, list[Any]] = {
 
 def _floored(ref: FieldRef, floor: int) -> FieldRef:
     return ref.model_copy(update={"constraints": [*ref.constraints, f"ge={floor}"]})
+
+
+_NESTED = re.compile(r"self\.(\w+)\.\w+")  # a field of a config this one holds: `self.eplb_config.use_async`
+
+
+def _fields_of(line: CatalogLine, owner: str) -> dict[str, FieldRef]:
+    """The fields a record's conditions may set, by expression: the owner's own, and those of a config one of
+    its fields holds (set by building that config with them)."""
+    out: dict[str, FieldRef] = {}
+    for ref in line.extraction.fields:
+        if not (ref.resolved and ref.field and ref.class_):
+            continue
+        if (ref.class_ == owner and ref.expression == f"self.{ref.field}") or _NESTED.fullmatch(ref.expression):
+            out[ref.expression] = ref
+    return out
+
+
+def _path(expression: str, ref: FieldRef) -> str:
+    """The argument a field is set by: its name, or `holder.name` for a field of a config held."""
+    nested = _NESTED.fullmatch(expression)
+    return f"{nested[1]}.{ref.field}" if nested else str(ref.field)
 
 
 def _parsed(test: str) -> ast.expr:
@@ -195,7 +231,7 @@ class _Solver:
     def _field(self, node: ast.expr) -> str | None:
         text = ast.unparse(node)
         ref = self.fields.get(text)
-        return ref.field if ref is not None else None
+        return _path(text, ref) if ref is not None else None
 
     def _atom(self, node: ast.expr, want: bool) -> None:
         name = self._field(node)
@@ -227,7 +263,7 @@ class _Solver:
         self.domains.setdefault(name, []).append((kind, constant))
 
     def _ref(self, name: str) -> FieldRef:
-        return next(ref for ref in self.fields.values() if ref.field == name)
+        return next(ref for text, ref in self.fields.items() if _path(text, ref) == name)
 
     def _set(self, name: str, value: Any) -> None:
         if name in self.values and self.values[name] != value:
@@ -308,7 +344,9 @@ class Code:
 
     @property
     def name(self) -> str:
-        return self.text.partition(".")[0]
+        """The name the program imports for it: the first of the text (`Mode` of `Mode.FAST`, `X` of `X(a=1)`)."""
+        found = re.match(r"[A-Za-z_]\w*", self.text)
+        return found[0] if found else self.text
 
 
 def _literal(node: ast.expr) -> Any:
@@ -407,7 +445,7 @@ def _fix(
         solver = _Solver(fields, words)
         kept = dict(values)
         try:
-            names = [ref.field for text, ref in fields.items() if text in ast.unparse(node)]
+            names = [_path(text, ref) for text, ref in fields.items() if text in ast.unparse(node)]
             for name in names:
                 kept.pop(name or "", None)
             solver.values = kept
