@@ -296,3 +296,16 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
         and "import OffloadConfig, PrefetchConfig" in offload["python"]
     )
     assert "6 of 7 reproduced (6 with a fix verified); 1 needs a GPU platform" in result.stderr
+
+
+def test_an_attempt_stopped_where_the_package_looks_for_its_platform_needs_a_gpu_platform() -> None:
+    from types import SimpleNamespace
+
+    from extractor.reproduce.verify import _raised_here
+
+    record = SimpleNamespace(filePath="vllm/config/vllm.py", lineNumber=1034, messagePattern="x")
+    line: Any = SimpleNamespace(record=record)
+    stopped = {"outcome": "raised", "class": "RuntimeError", "message": "Failed to infer device type", "wrapped": []}
+    assert _raised_here(line, {**stopped, "sites": [["vllm/config/device.py", 56]]}) == "needs a GPU platform"
+    assert _raised_here(line, {**stopped, "sites": [["vllm/platforms/cuda.py", 9]]}) == "needs a GPU platform"
+    assert _raised_here(line, {**stopped, "sites": [["vllm/config/model.py", 9]]}) == "raised elsewhere"
