@@ -131,7 +131,6 @@ BUILTIN_BASES = {
     if isinstance(cls, type) and issubclass(cls, BaseException)
 }
 SHARED["BUILTIN_BASES"] = BUILTIN_BASES
-_SKIPPED = frozenset(" \t\n\r\f\v`")
 
 
 # ---------------------------------------------------------------------------------------------- the paste
@@ -394,11 +393,15 @@ def _collapsed(tree: list[Any]) -> list[Any]:
     return [("hole", None) if node[0] == "alt" and len(node[1]) > 1 else node for node in tree]
 
 
-def compile_programs(template: MatchTemplate, weigh: dict[str, float]) -> list[Program]:
-    """The template's programs: literal rows in skeleton form with their words weighed, holes merged."""
+Rows = list[list[tuple[str | None, str | int | None]]]  # what programs_of reads of a template
+
+
+def compile_programs(rows: Rows, weigh: dict[str, float]) -> list[Program]:
+    """A template's programs (its rows, as programs_of read them): literal rows in skeleton form with their
+    words weighed, holes merged."""
     out: list[Program] = []
     seen: set[tuple[Any, ...]] = set()
-    for row in programs_of(template):
+    for row in rows:
         items: list[str | tuple[int, ...]] = []
         texts: list[str] = []
         for kind, value in row:
@@ -419,9 +422,12 @@ def compile_programs(template: MatchTemplate, weigh: dict[str, float]) -> list[P
         # Literal rows in skeleton form; one that is only spaces joins the holes around it.
         merged: list[str | tuple[int, ...]] = []
         merged_texts: list[str] = []
+        words: list[tuple[tuple[int, float], ...]] = []
         for item, text in zip(items, texts, strict=True):
+            weighed: tuple[tuple[int, float], ...] = ()
             if isinstance(item, str):
-                item = skeleton(text)[0]
+                item, where = skeleton(text)
+                weighed = _weighed(text, where, weigh)
                 if not item:
                     item = ()
                     text = ""
@@ -430,15 +436,12 @@ def compile_programs(template: MatchTemplate, weigh: dict[str, float]) -> list[P
                 continue
             merged.append(item)
             merged_texts.append(text)
+            words.append(weighed)
         key = tuple(merged)
         if key in seen or not merged:
             continue
         seen.add(key)
-        words = tuple(
-            _weighed(text, weigh) if isinstance(item, str) else ()
-            for item, text in zip(merged, merged_texts, strict=True)
-        )
-        out.append(Program(tuple(merged), tuple(merged_texts), words))
+        out.append(Program(tuple(merged), tuple(merged_texts), tuple(words)))
     return out
 
 
@@ -446,17 +449,19 @@ def words_of(text: str) -> list[str]:
     return [word.lower() for word in WORD.findall(text)]
 
 
-def _weighed(text: str, weigh: dict[str, float]) -> tuple[tuple[int, float], ...]:
-    _, where = skeleton(text)
+def _weighed(text: str, where: list[int], weigh: dict[str, float]) -> tuple[tuple[int, float], ...]:
+    """Each word of a literal row (`where`: its skeleton's places in it): where it ends in the skeleton, and
+    its weight."""
     return tuple((bisect_left(where, found.end()), weigh.get(found[0].lower(), 0.0)) for found in WORD.finditer(text))
 
 
-def weights(templates: Sequence[MatchTemplate]) -> dict[str, float]:
-    """Each word's weight: log2 of how many templates there are over how many show the word (at least 500
-    templates are counted, so a small catalog does not make every word rare), common words at most one."""
+def weights(templates: Sequence[Rows]) -> dict[str, float]:
+    """Each word's weight: log2 of how many templates (their rows) there are over how many show the word (at
+    least 500 templates are counted, so a small catalog does not make every word rare), common words at most
+    one."""
     documents: dict[str, int] = {}
-    for template in templates:
-        for word in set(words_of(_literal_text(template))):
+    for rows in templates:
+        for word in set(words_of(_literal_text(rows))):
             documents[word] = documents.get(word, 0) + 1
     total = max(len(templates), 500)
     common = set(COMMON)
@@ -476,11 +481,9 @@ def class_weights(classes: Sequence[str]) -> dict[str, float]:
     return {name: round(min(CLASS_WEIGHT, math.log2(total / count)), 3) for name, count in counts.items()}
 
 
-def _literal_text(template: MatchTemplate) -> str:
-    """The template's literal text, every way it prints, a hole read as a space."""
-    return " ".join(
-        "".join(str(value) if kind == "lit" else " " for kind, value in row) for row in programs_of(template)
-    )
+def _literal_text(rows: Rows) -> str:
+    """A template's literal text, every way it prints, a hole read as a space."""
+    return " ".join("".join(str(value) if kind == "lit" else " " for kind, value in row) for row in rows)
 
 
 def keys_of(programs: Sequence[Program]) -> list[str]:
@@ -524,27 +527,30 @@ class Finder:
     """Templates compiled to programs, with the words' weights and the keys that select them."""
 
     def __init__(self, templates: Sequence[MatchTemplate]) -> None:
-        self.weigh = weights(templates)
-        self.programs = [compile_programs(t, self.weigh) for t in templates]
+        rows = [programs_of(t) for t in templates]  # (each pattern read once)
+        self.weigh = weights(rows)
+        self.programs = [compile_programs(read, self.weigh) for read in rows]
         self.classes = [t.errorClass for t in templates]
         self.class_weight = class_weights(self.classes)
         self.catch_all = [t.catch_all for t in templates]
-        self.keys: dict[str, list[int]] = {}
+        self.keys = [keys_of(programs) for programs in self.programs]  # each template's
         self.keyless_by_class: dict[str, list[int]] = {}
-        for index, programs in enumerate(self.programs):
-            keys = keys_of(programs)
-            for key in keys:
-                self.keys.setdefault(key, []).append(index)
+        for index, keys in enumerate(self.keys):
             if not keys:
                 self.keyless_by_class.setdefault(self.classes[index], []).append(index)
         self._automaton: Any = None
 
     def automaton(self) -> Any:
-        if self._automaton is None and self.keys:
+        """An Aho-Corasick automaton of every template's keys, each naming the templates that have it."""
+        if self._automaton is None and any(self.keys):
             import ahocorasick
 
+            having: dict[str, list[int]] = {}
+            for index, keys in enumerate(self.keys):
+                for key in keys:
+                    having.setdefault(key, []).append(index)
             automaton = ahocorasick.Automaton()
-            for key, indexes in self.keys.items():
+            for key, indexes in having.items():
                 automaton.add_word(key, tuple(indexes))
             automaton.make_automaton()
             self._automaton = automaton
@@ -569,7 +575,7 @@ class Finder:
             "catchAll": self.catch_all,
             "classWeight": self.class_weight,
             "programs": [[program.to_json() for program in programs] for programs in self.programs],
-            "keys": [keys_of(programs) for programs in self.programs],
+            "keys": self.keys,
         }
 
     def candidates(self, paste: Paste) -> list[int]:
