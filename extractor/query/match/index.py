@@ -246,8 +246,6 @@ def _read(path: Path) -> MatchIndex | None:
 
 
 def _write(path: Path, index: MatchIndex) -> None:
-    for template in index.matcher.templates:
-        template.compiled = None  # compiled patterns are made again on first use
     data = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         replace_bytes(path, hashlib.sha256(data).digest() + data, durable=False)

@@ -20,8 +20,6 @@ __all__ = [
     "RaisePlace",
     "Row",
     "read_pattern",
-    "spaces_as_runs",
-    "squeezed",
     "templates_of",
     "templates_of_rows",
 ]
@@ -32,38 +30,6 @@ __all__ = [
 CATCH_ALL = 12
 _GROUP = re.compile(r"\(\?P<(\w+)>\.\*\?\)")
 _COUNT = re.compile(r"\{\d+(?:,\d*)?\}\??")
-_TRAILING_SPACE = re.compile(r"(?:\\?\s)+$")
-_SPACE_RUN = re.compile(r" {2,}")
-
-
-def squeezed(text: str) -> str:
-    """Text with each run of spaces made one: how a template's literal text and a paste are compared, as a
-    rendered page, a chat or a terminal may squeeze or widen them."""
-    return _SPACE_RUN.sub(" ", text) if "  " in text else text
-
-
-def spaces_as_runs(pattern: str) -> str:
-    """A pattern whose literal spaces (outside a class, not escaped) each meet a run of one or more."""
-    out: list[str] = []
-    position, end, in_class = 0, len(pattern), False
-    while position < end:
-        char = pattern[position]
-        if char == "\\":
-            out.append(pattern[position : position + 2])
-            position += 2
-            continue
-        if char == " " and not in_class:
-            while position < end and pattern[position] == " ":
-                position += 1
-            out.append(" +")
-            continue
-        if char == "[" and not in_class:
-            in_class = True
-        elif char == "]" and in_class and pattern[position - 1 : position] not in ("[", "^"):
-            in_class = False
-        out.append(char)
-        position += 1
-    return "".join(out)
 
 
 class RaisePlace(NamedTuple):
@@ -95,7 +61,6 @@ class MatchTemplate:
     # (`{a}{b}`): such a run could split its text anywhere, so it gives one value.
     texts: tuple[str, ...] = ()
     touching: tuple[bool, ...] = ()
-    compiled: Any = None
     top: RaisePlace | None = None
 
     def __post_init__(self) -> None:
@@ -141,16 +106,7 @@ class MatchTemplate:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
         self.sites, self.releases, self.pieces, self.literal, self.texts, self.touching = state[5:]
-        self.compiled = self.top = None
-
-    def regex(self) -> Any:
-        """Compile on first use (RE2: linear in the input), the template's trailing whitespace optional."""
-        if self.compiled is None:
-            self.compiled = _compiled(f"(?:{self._body()})\\s*$")
-        return self.compiled
-
-    def _body(self) -> str:
-        return spaces_as_runs(_TRAILING_SPACE.sub("", self.messagePattern).replace("`", "`?"))
+        self.top = None
 
 
 def _compiled(pattern: str) -> Any:
@@ -279,10 +235,11 @@ def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "
 
 def _check(template: MatchTemplate, *, where: str) -> bool:
     """Refuse a template whose pattern is no pattern a catalog holds; False (said in a warning) for one
-    that is, but too large for the linear-time matcher's memory (a message of a megabyte in one raise):
-    matching goes on without it, as the catalog is the extractor's own."""
+    that is, but too large for a linear-time engine's memory (a message of a megabyte in one raise):
+    matching goes on without it, as the catalog is the extractor's own. (Matching runs no pattern, see
+    find.py; a catalog's patterns are what users match rendered messages with, so each must run on RE2.)"""
     try:
-        compiled = template.regex()
+        compiled = _compiled(f"(?:{template.messagePattern})")
     except re2.error as error:
         try:
             re.compile(template.messagePattern)
