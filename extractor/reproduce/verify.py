@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from extractor.reproduce.triggers import Attempt, Unsolvable, lessons, trigger, vocabulary
@@ -50,7 +51,7 @@ def reproduce(
         except Unsolvable as why:
             yield {**head, "reason": why.reason, "detail": why.detail}
             continue
-        program, result, verdict = _run(attempt, session, line, timeout)
+        attempt, program, result, verdict = _run(attempt, session, line, timeout)
         learned: dict[str, Any] = {}
         for _ in range(_RETRIES):  # the runtime's validation refused an argument: learn from it, try again
             more = lessons(result)
@@ -61,7 +62,7 @@ def reproduce(
                 attempt = trigger(line, known, learned)
             except Unsolvable:
                 break
-            program, result, verdict = _run(attempt, session, line, timeout)
+            attempt, program, result, verdict = _run(attempt, session, line, timeout)
         if verdict is not None:
             yield {**head, "reason": verdict, "detail": _said(result), "python": program}
             continue
@@ -89,21 +90,18 @@ def reproduce(
 
 def _run(
     attempt: Attempt, session: Session, line: CatalogLine, timeout: float
-) -> tuple[str, dict[str, Any], str | None]:
+) -> tuple[Attempt, str, dict[str, Any], str | None]:
     """Run an attempt: the config built alone first when the check is a method (building it may run the check
-    already: then the method is not called, and the fix is checked the same way); the program, what it did,
-    and why it is no reproduction (None: it is one)."""
-    if attempt.method is not None:
-        method, attempt.method = attempt.method, None
-        program = attempt.program()
+    already: then the method is not called, and the fix is checked the same way); the attempt run, its
+    program, what it did, and why it is no reproduction (None: it is one)."""
+    tries = [replace(attempt, method=None), attempt] if attempt.method is not None else [attempt]
+    for tried in tries:
+        program = tried.program()
         result = session.attempt(program, timeout=timeout, memory=_MEMORY, ident=line.record.id)
         verdict = _raised_here(line, result)
         if verdict is None:
-            return program, result, verdict
-        attempt.method = method
-    program = attempt.program()
-    result = session.attempt(program, timeout=timeout, memory=_MEMORY, ident=line.record.id)
-    return program, result, _raised_here(line, result)
+            break
+    return tried, program, result, verdict
 
 
 def _top(line: CatalogLine) -> str:
