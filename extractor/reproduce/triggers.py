@@ -445,9 +445,10 @@ def _fix(
         solver = _Solver(fields, words)
         kept = dict(values)
         try:
-            names = [_path(text, ref) for text, ref in fields.items() if text in ast.unparse(node)]
-            for name in names:
-                kept.pop(name or "", None)
+            for part in ast.walk(node):  # the fields the atom reads: free to change
+                name = solver._field(part) if isinstance(part, ast.expr) else None
+                if name is not None:
+                    kept.pop(name, None)
             solver.values = kept
             solver.require(node, not want)
             settled = solver.finish()
