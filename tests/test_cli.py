@@ -650,15 +650,8 @@ def cache_info(cwd: Path) -> dict[str, int]:
 def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: Path) -> None:
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    assert cache_info(cwd) == {
-        "scans": 0,
-        "catalogs": 0,
-        "matches": 0,
-        "clones": 0,
-        "releases": 0,
-        "sdists": 0,
-        "runtimes": 0,
-    }
+    empty = {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0, "runtimes": 0}
+    assert cache_info(cwd) == empty
     assert run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd).returncode == 0
     document = orjson.loads(run("cache", "info", "--format", "json", cwd=cwd).stdout)
     assert document["directory"] == str(isolated_cache / "extractor")
@@ -684,15 +677,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     sizes = cache_info(cwd)
     assert sizes["catalogs"] == 0 and sizes["scans"] > 0
     assert run("cache", "clear", "--quiet", cwd=cwd).returncode == 0
-    assert cache_info(cwd) == {
-        "scans": 0,
-        "catalogs": 0,
-        "matches": 0,
-        "clones": 0,
-        "releases": 0,
-        "sdists": 0,
-        "runtimes": 0,
-    }
+    assert cache_info(cwd) == empty
     again = run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd)  # rebuilt when needed
     assert again.returncode == 0 and cache_info(cwd)["scans"] > 0
     wrong = run("cache", "clear", "scan", cwd=cwd)
