@@ -16,12 +16,20 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 
+if __package__:  # imported as part of the extractor (its tests)
+    from extractor.reproduce import explore
+else:  # run as a script in a runtime: its neighbour, then this folder off the path (none of its other modules
+    explore = importlib.import_module("explore")  # may stand for a module the package imports)
+    sys.path.pop(0)
 PACKAGE_ROOTS: list[str] = []
+MODEL_DIR: list[str] = []  # the tiny model folder attempts name (`MODEL`), made when the child starts
 
 
 def _where(frames: traceback.StackSummary) -> list[list[object]]:
@@ -105,7 +113,12 @@ def _run(task: dict[str, object]) -> dict[str, object]:
         try:
             os.setpgid(0, 0)
             sys.stdin.close()
-            report = _attempt(str(task["program"]), memory)
+            if "explore" in task:
+                if memory:
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+                report = explore.explore(task["explore"], PACKAGE_ROOTS, MODEL_DIR[0])  # type: ignore[arg-type]
+            else:
+                report = _attempt(str(task["program"]), memory)
             data = json.dumps(report, default=str).encode()
         except BaseException as error:
             data = json.dumps({"outcome": "failed", "reason": repr(error)}).encode()
@@ -168,6 +181,7 @@ def serve(argv: list[str]) -> int:
     PACKAGE_ROOTS.extend(os.path.dirname(os.path.abspath(path)) for path in [getattr(module, "__file__", "") or ""])
     PACKAGE_ROOTS.extend(os.path.abspath(path) for path in getattr(module, "__path__", []))
     version = getattr(module, "__version__", None)
+    MODEL_DIR.append(explore.write_model(tempfile.mkdtemp(prefix="extractor-model-")))
     seconds = round(time.monotonic() - started, 2)
     print(json.dumps({"ready": True, "version": version, "seconds": seconds}), file=channel, flush=True)
     for line in sys.stdin:
@@ -177,6 +191,7 @@ def serve(argv: list[str]) -> int:
         result = _run(task)
         result["id"] = task.get("id")
         print(json.dumps(result, default=str), file=channel, flush=True)
+    shutil.rmtree(MODEL_DIR[0], ignore_errors=True)
     return 0
 
 

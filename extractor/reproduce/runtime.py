@@ -87,9 +87,17 @@ class Session:
 
     def attempt(self, program: str, *, timeout: float = 60.0, memory: int = 0, ident: str = "") -> dict[str, Any]:
         """Run one program; what it raised (class, message, raise sites), or that it passed, timed out or crashed."""
+        return self._ask({"id": ident, "program": program, "timeout": timeout, "memory": memory})
+
+    def explore(self, spec: dict[str, Any], *, timeout: float, memory: int = 0, ident: str = "") -> dict[str, Any]:
+        """Search for arguments that raise at a target (see explore.py); what it found, or how far it got."""
+        return self._ask({"id": ident, "explore": spec, "timeout": timeout, "memory": memory})
+
+    def _ask(self, task: dict[str, Any]) -> dict[str, Any]:
         stdin, stdout = self.process.stdin, self.process.stdout
+        timeout = float(task["timeout"])
         assert stdin is not None and stdout is not None
-        stdin.write(json.dumps({"id": ident, "program": program, "timeout": timeout, "memory": memory}) + "\n")
+        stdin.write(json.dumps(task) + "\n")
         stdin.flush()
         line = _line(stdout, self.process, timeout + 30)
         if line is None:
@@ -104,7 +112,8 @@ def session(
     """Start child.py in `python`, wait until it imported `package` (and `preload`, the modules attempts use),
     and stop it (and what it started) after."""
     child = resources.files("extractor.reproduce").joinpath("child.py")
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    # Offline: a model is the tiny folder the child writes, never a download (nor a wait for one).
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     started = time.monotonic()
     try:
         process = subprocess.Popen(

@@ -2,12 +2,16 @@
 # raise, prints what the record's pattern matches, and `match` answers it with that record; then run the fix.
 from __future__ import annotations
 
+import ast
+import queue
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from extractor.reproduce.triggers import Attempt, Unsolvable, lessons, trigger, vocabulary
+from extractor.reproduce.triggers import Attempt, Code, Unsolvable, lessons, trigger, vocabulary
 
 if TYPE_CHECKING:
     from extractor.model.records import CatalogLine
@@ -18,6 +22,7 @@ __all__ = ["REASONS", "reproduce"]
 
 _RETRIES = 3  # attempts after the first, each with what the validation of the one before said
 _MEMORY = 4 << 30  # bytes an attempt's process may take
+_BUDGET = 5.0  # seconds the runtime's search may take for one record
 
 # The named classes of a record not reproduced (with the triggers' own: needs a GPU platform, needs a real
 # model, not solvable from its conditions).
@@ -33,24 +38,62 @@ REASONS = (
 
 def reproduce(
     lines: Iterable[CatalogLine],
-    session: Session,
+    sessions: Sequence[Session],
     matcher: Matcher,
     *,
     verified_with: str,
     timeout: float = 60.0,
 ) -> Iterator[dict[str, Any]]:
-    """For each record, its reproduction (`python`, `flags`, `message`, `fix`, `verifiedWith`) or `reason`."""
+    """For each record, its reproduction (`python`, `flags`, `message`, `fix`, `verifiedWith`) or `reason`, in
+    the order of `lines`: the records shared among the sessions (each a runtime's interpreter), one at a time."""
     lines = list(lines)
-    by_site = {(line.record.filePath, line.record.lineNumber): line.record.id for line in lines}
-    known = vocabulary(lines)
-    for line in lines:
-        record = line.record
-        head = {"id": record.id, "filePath": record.filePath, "lineNumber": record.lineNumber}
+    context = _Context(
+        by_site={(line.record.filePath, line.record.lineNumber): line.record.id for line in lines},
+        known=vocabulary(lines),
+        matcher=matcher,
+        verified_with=verified_with,
+        timeout=timeout,
+    )
+    free: queue.Queue[Session] = queue.Queue()
+    for running in sessions:
+        free.put(running)
+
+    def one(line: CatalogLine) -> dict[str, Any]:
+        running = free.get()
         try:
-            attempt = trigger(line, known)
-        except Unsolvable as why:
-            yield {**head, "reason": why.reason, "detail": why.detail}
-            continue
+            return _one(line, running, context)
+        finally:
+            free.put(running)
+
+    with ThreadPoolExecutor(max_workers=max(1, len(sessions))) as pool:
+        yield from pool.map(one, lines)
+
+
+@dataclass
+class _Context:
+    by_site: dict[tuple[str, int], str]
+    known: dict[tuple[str, str], list[Any]]
+    matcher: Matcher
+    verified_with: str
+    timeout: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answered(self, shown: str, ident: str) -> bool:
+        with self.lock:  # (one match at a time: the matcher is shared)
+            return _answered(self.matcher, shown, ident)
+
+
+def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, Any]:
+    """One record's reproduction: its conditions solved on paper and run first; else the runtime's search."""
+    known, by_site, timeout, verified_with = context.known, context.by_site, context.timeout, context.verified_with
+    record = line.record
+    head = {"id": record.id, "filePath": record.filePath, "lineNumber": record.lineNumber}
+    base: dict[str, Any] = {}
+    try:
+        attempt = trigger(line, known)
+    except Unsolvable as why:
+        failed = {**head, "reason": why.reason, "detail": why.detail}
+    else:
         attempt, program, result, verdict = _run(attempt, session, line, timeout)
         learned: dict[str, Any] = {}
         for _ in range(_RETRIES):  # the runtime's validation refused an argument: learn from it, try again
@@ -63,29 +106,131 @@ def reproduce(
             except Unsolvable:
                 break
             attempt, program, result, verdict = _run(attempt, session, line, timeout)
-        if verdict is not None:
-            yield {**head, "reason": verdict, "detail": _said(result), "python": program}
+        if verdict is None and context.answered(str(result["message"]), record.id):
+            fixes = []
+            if attempt.fix:
+                changed = {**attempt.arguments, **attempt.fix}
+                fixes.append({"python": attempt.fixed(), "arguments": changed, "change": attempt.change})
+            made = _reproduction(line, session, program, attempt.arguments, result, fixes, by_site, timeout)
+            return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
+        base = {name: repr(value) for name, value in attempt.arguments.items() if not isinstance(value, Code)}
+        detail = "match does not answer it with this record" if verdict is None else _said(result)
+        failed = {**head, "reason": verdict or "raised elsewhere", "detail": detail, "python": program}
+    found = session.explore(_spec(line, known, base), timeout=_BUDGET + timeout, memory=_MEMORY, ident=record.id)
+    if found.get("outcome") == "found":
+        program = str(found["python"])
+        result = session.attempt(program, timeout=timeout, memory=_MEMORY, ident=record.id)
+        if _raised_here(line, result) is None and context.answered(str(result["message"]), record.id):
+            made = _reproduction(
+                line, session, program, _values(found["arguments"]), result, found["fixes"], by_site, timeout
+            )
+            return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
+        failed["searched"] = f"found arguments, but run alone: {_raised_here(line, result) or 'match answers another'}"
+    elif found.get("of"):
+        failed["searched"] = f"{found['depth']} of {found['of']} steps of its path, {found.get('tries')} tries"
+    return failed
+
+
+def _reproduction(
+    line: CatalogLine,
+    session: Session,
+    program: str,
+    arguments: dict[str, Any],
+    result: dict[str, Any],
+    fixes: list[dict[str, Any]],
+    by_site: dict[tuple[str, int], str],
+    timeout: float,
+) -> dict[str, Any]:
+    """A verified reproduction: the program, its flags, what vLLM printed, and the first fix that, run, no longer
+    raises here (with the record raised next, if another check fires)."""
+    out: dict[str, Any] = {"python": program, "flags": _flags(line, arguments), "message": str(result["message"])}
+    for fix in fixes[:3]:
+        after = session.attempt(fix["python"], timeout=timeout, memory=_MEMORY, ident=line.record.id + "-fix")
+        site = _site(after)
+        # A fix builds without error, or stops at another record's check (which it names): not at an error no
+        # record stands for (a missing argument, a value the validation refuses).
+        if after["outcome"] == "passed" or (after["outcome"] == "raised" and site in by_site and site != _own(line)):
+            out["fix"] = {
+                "python": fix["python"],
+                "flags": _flags(line, _values(fix["arguments"])),
+                "change": fix["change"],
+                "then": by_site.get(site) if site is not None else None,
+            }
+            break
+    return out
+
+
+def _values(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments written as source, as values where they are literals (a sub-config or a constant of the module
+    stays a `Code`)."""
+    out: dict[str, Any] = {}
+    for name, text in arguments.items():
+        if not isinstance(text, str):
+            out[name] = text
             continue
-        shown = str(result["message"])
-        if not _answered(matcher, shown, record.id):
-            yield {**head, "reason": "raised elsewhere", "detail": "match does not answer it with this record"}
+        try:
+            out[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            out[name] = Code(text)
+    return out
+
+
+def _spec(line: CatalogLine, known: dict[tuple[str, str], list[Any]], base: dict[str, Any]) -> dict[str, Any]:
+    """What the runtime's search needs for a record: where it raises, the path to it, what its conditions read."""
+    extraction = line.extraction
+    owner, _, function = extraction.function.rpartition(".")
+    module = line.record.filePath.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    path = [[c.line, c.test, not c.negated] for c in extraction.conditions if c.kind not in ("else", "try", "finally")]
+    names: list[str] = []
+    constants: list[str] = []
+    for ref in extraction.fields:
+        if ref.resolved and ref.field and ref.expression.startswith("self."):
+            names.append(ref.expression.removeprefix("self."))
+    for condition in extraction.conditions:
+        try:
+            tree = ast.parse(condition.test or "None", mode="eval")
+        except SyntaxError:
             continue
-        flags = _flags(line, attempt.arguments)
-        reproduction: dict[str, Any] = {"python": program, "flags": flags, "message": shown}
-        if attempt.fix:
-            fixed = attempt.fixed()
-            after = session.attempt(fixed, timeout=timeout, memory=_MEMORY, ident=record.id + "-fix")
-            site = _site(after)
-            if after["outcome"] == "passed" or (after["outcome"] == "raised" and site != _own(line)):
-                then = by_site.get(site) if site is not None else None
-                reproduction["fix"] = {
-                    "python": fixed,
-                    "flags": _flags(line, {**attempt.arguments, **attempt.fix}),
-                    "change": attempt.change,
-                    "then": then,
-                }
-        reproduction["verifiedWith"] = verified_with
-        yield {**head, "reproduction": reproduction}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id != "self":
+                names.append(node.id)
+            elif isinstance(node, ast.Attribute) and ast.unparse(node.value) == "self":
+                names.append(node.attr)
+            elif isinstance(node, (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Attribute)):
+                value = _literal_of(node)
+                if value is not None and value not in constants:
+                    constants.append(value)
+    for (cls, _), values in known.items():
+        if cls == owner:
+            constants += [repr(v) for v in values if not isinstance(v, Code) and repr(v) not in constants]
+    return {
+        "module": module,
+        "cls": owner or None,
+        "method": None if function in ("__post_init__", "__init__") else function,
+        "function": function,
+        "target": [line.record.filePath, line.record.lineNumber],
+        "path": path,
+        "names": list(dict.fromkeys(names)),
+        "constants": constants[:60],
+        "base": base,
+        "vocabulary": {
+            f"{cls}.{name}": [v.text if isinstance(v, Code) else repr(v) for v in values]
+            for (cls, name), values in known.items()
+        },
+        "budget": _BUDGET,
+    }
+
+
+def _literal_of(node: ast.expr) -> str | None:
+    """A condition's constant as source: a literal, or a module's constant (`Mode.FAST`)."""
+    if isinstance(node, ast.Attribute):
+        text = ast.unparse(node)
+        return text if re.fullmatch(r"[A-Z]\w*(?:\.\w+)+", text) else None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return repr(value) if not isinstance(value, bool) and value is not None else None
 
 
 def _run(

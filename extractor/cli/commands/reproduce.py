@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -55,14 +57,17 @@ def run(argv: Sequence[str]) -> int:
     python = args.runtime or ensure_runtime("vllm", spec.removeprefix(_RELEASE), progress=say)
     lines = list(catalog.lines)
     results = []
-    with session(python, "vllm", preload=("vllm.config",)) as running:
+    jobs = args.jobs or min(2, os.cpu_count() or 1)  # runtimes side by side (and the extraction's processes)
+    with contextlib.ExitStack() as stack:
+        sessions = [stack.enter_context(session(python, "vllm", preload=("vllm.config",))) for _ in range(jobs)]
+        running = sessions[0]
         if spec.startswith(_RELEASE) and running.version != spec.removeprefix(_RELEASE):
             raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {spec.removeprefix(_RELEASE)}")
         say(f"vllm {running.version} imported in {running.seconds:.1f} s; {len(lines)} records")
         import orjson
 
         made = reproduce(
-            lines, running, Matcher.of_lines(lines), verified_with=f"vllm=={running.version}", timeout=args.timeout
+            lines, sessions, Matcher.of_lines(lines), verified_with=f"vllm=={running.version}", timeout=args.timeout
         )
         for result in bar(made, len(lines), "reproduce", size=lambda _: 1, unit="record"):
             results.append(result)
