@@ -182,6 +182,10 @@ def serve(argv: list[str]) -> int:
     PACKAGE_ROOTS.extend(os.path.abspath(path) for path in getattr(module, "__path__", []))
     version = getattr(module, "__version__", None)
     MODEL_DIR.append(explore.write_model(tempfile.mkdtemp(prefix="extractor-model-")))
+    warm = os.environ.get("EXTRACTOR_WARM")
+    if warm:  # run once here what every attempt would do first (lazy imports, caches): forks start warm
+        with contextlib.suppress(BaseException):
+            exec(compile(warm, "<warm>", "exec"), {"__name__": "__warm__", **explore._folders(MODEL_DIR[0])})
     seconds = round(time.monotonic() - started, 2)
     print(json.dumps({"ready": True, "version": version, "seconds": seconds}), file=channel, flush=True)
     for line in sys.stdin:

@@ -28,14 +28,28 @@ import types
 import typing
 from typing import Any
 
-MODEL = "MODEL"  # the name of the tiny model folder in a program: written by the program's first lines
-# A small architecture's config.json: what a `model` argument names, so that a ModelConfig builds with no download.
-TINY_MODEL = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1000,
-    "max_position_embeddings": 2048, "torch_dtype": "float32", "rms_norm_eps": 1e-5,
+MODEL = "MODEL"  # the name of the (plain) tiny model folder in a program: written by the program's first lines
+_LAYERS = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "vocab_size": 1000}  # fmt: skip
+# Small architectures' config.json, each what a `model` argument may name, so that a ModelConfig builds with no
+# download: a generative model, an embedding (pooling) one, a mixture of experts, one with latent attention.
+TINY_MODELS: dict[str, dict[str, Any]] = {
+    MODEL: {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **_LAYERS, "num_key_value_heads": 2,
+            "max_position_embeddings": 2048, "torch_dtype": "float32", "rms_norm_eps": 1e-5},
+    "EMBEDDING_MODEL": {"architectures": ["BertModel"], "model_type": "bert", **_LAYERS,
+                        "max_position_embeddings": 512},
+    "MOE_MODEL": {"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", **_LAYERS,
+                  "num_key_value_heads": 2, "max_position_embeddings": 2048, "num_local_experts": 4,
+                  "num_experts_per_tok": 2},
+    "MLA_MODEL": {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", **_LAYERS,
+                  "num_key_value_heads": 4, "moe_intermediate_size": 32, "max_position_embeddings": 2048,
+                  "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
+                  "v_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+                  "first_k_dense_replace": 1},
 }  # fmt: skip
 _TRY_SECONDS = 3  # one try's time limit (a try that reaches for the network is stopped)
+_TRIES = 800  # tries of one search (not counting those that find arguments a class builds with)
+_AFTER = 200  # tries to shorten what it found and find its fixes
 _REPAIRS = 3  # arguments an error's message names tried with the change that led to it (each with 9 values)
 _SETUP_TRIES = 300  # tries to find arguments a class builds with
 _NUMBERS = [0, 1, 2, -1, 3, 4, 8, 16, 1024, 4096]
@@ -79,18 +93,25 @@ class Explorer:
         self.target_line = int(spec["target"][1])
         self.path = [(int(line), test, bool(want)) for line, test, want in spec["path"]]
         self.hints = list(spec.get("names") or [])
+        self.words = [w for w in re.findall(r"[a-z]+", str(spec.get("words") or "").lower()) if len(w) > 2]
         self.constants = [Src(text) for text in spec.get("constants") or []]
         self.vocabulary: dict[str, list[str]] = spec.get("vocabulary") or {}  # "Class.field" -> values compared
         self.names: dict[str, str] = {self.cls.__name__: self.module.__name__}  # imported name -> module
         # Values are evaluated where the module's own names stand (its enums, its constants), and the tiny model.
-        self.namespace: dict[str, Any] = {**vars(self.module), MODEL: model_dir}
+        self.namespace: dict[str, Any] = {**vars(self.module), **_folders(model_dir)}
         self.tries = 0
+        self.built = 0
+        self.limit = int(spec.get("tries") or _TRIES)
         self.roots = roots
         self.parsed = {line: _operands(test) for line, test, _ in self.path}
         self.setups: dict[type, dict[str, Any]] = {}
         self.said = ""  # what the last try raised
         self.spans = _spans(self.target_file, [line for line, _, _ in self.path] + [self.target_line])
-        self.hints += [name for name in _read_before(self.target_file, self.target_line) if name not in self.hints]
+        read = [name for name in _read_before(self.target_file, self.target_line) if name not in self.hints]
+        # The constants the function writes (`{"all", "none"}`), after those of the conditions.
+        known = {c.text for c in self.constants}
+        self.constants += [Src(t) for t in _constants_in(self.target_file, self.target_line) if t not in known]
+        self.hints += sorted(read, key=self.overlap)  # (what the function reads: sharing words with the test first)
 
     # -- what a try does
     def score(self, arguments: dict[str, Any], call: dict[str, Any]) -> tuple[int, int, int, dict[str, Any]]:
@@ -172,6 +193,11 @@ class Explorer:
         return eval(value.text, self.namespace)  # (values the explorer wrote itself)
 
     # -- the search
+    def over(self, deadline: float) -> bool:
+        """Whether the search has had its tries (a count, so that a run finds what the last one found), or, as
+        a guard, its time."""
+        return self.tries >= self.limit or time.monotonic() > deadline
+
     def run(self, base: dict[str, Any], deadline: float) -> dict[str, Any]:
         setup = self.setup(self.cls, deadline)
         arguments = {**setup, **base}
@@ -179,11 +205,11 @@ class Explorer:
         slots = self.slots(deadline)
         best = self.score(arguments, call)
         goal = len(self.path) + 1
-        while best[0] < goal and time.monotonic() < deadline:
+        while best[0] < goal and not self.over(deadline):
             improved = False
             for slot, choices in _named_first(slots, _said(best[-1])):
                 for choice in [*choices, None]:  # (None: back to its default)
-                    if time.monotonic() > deadline:
+                    if self.over(deadline):
                         break
                     trial_arguments, trial_call = self.with_(arguments, call, slot, choice)
                     if (trial_arguments, trial_call) == (arguments, call):
@@ -203,6 +229,7 @@ class Explorer:
         out: dict[str, Any] = {"depth": best[0], "of": goal, "tries": self.tries}
         if best[0] < goal:
             return {**out, "outcome": "not found", "said": _said(best[-1])}
+        self.limit = self.tries + _AFTER  # (the program made short, and its fixes: tries of their own)
         arguments, call, best = self.shrink(arguments, call, best, goal, deadline)
         called = best[-1]["stage"] == "call"
         out.update(outcome="found", **self.written(arguments, call, called=called))
@@ -242,7 +269,7 @@ class Explorer:
             if name not in required:
                 slots.append(name)
         for slot in slots:
-            if time.monotonic() > deadline:
+            if self.over(deadline):
                 break
             trial_arguments, trial_call = self.with_(arguments, call, slot, None)
             if (trial_arguments, trial_call) == (arguments, call):
@@ -269,7 +296,7 @@ class Explorer:
         required = set(_required(self.cls)) | set(self.required(deadline))
         named = [v for v in [*arguments.values(), *call.values()] if isinstance(v, Src) and _number(v.text) is not None]
         for slot, choices in slots:
-            if time.monotonic() > deadline or len(found) >= 4:
+            if self.over(deadline) or len(found) >= 4:
                 break
             current = _get(arguments, call, slot)
             if current is not None and setup.get(slot) == current:  # (what any build needs is no fix)
@@ -303,18 +330,18 @@ class Explorer:
         by_module: dict[str, list[str]] = {}
         for name in sorted(set(re.findall(r"(?<![.\w'\"])[A-Za-z_]\w*(?!\w*\s*=[^=])", " ".join(values)))):
             module = self.names.get(name) or (self.module.__name__ if name in vars(self.module) else None)
-            if module is not None and name != MODEL:
+            if module is not None and name not in TINY_MODELS:
                 by_module.setdefault(module, []).append(name)
         head = [f"from {module} import {', '.join(names)}" for module, names in sorted(by_module.items())]
-        if MODEL in " ".join(body):
-            head = [
-                "import json, os, tempfile",
-                *head,
-                "",
-                f"{MODEL} = tempfile.mkdtemp()  # a tiny model: its config.json only",
-                f"with open(os.path.join({MODEL}, 'config.json'), 'w') as file:",
-                f"    json.dump({TINY_MODEL!r}, file)",
-            ]
+        models = [name for name in TINY_MODELS if re.search(rf"\b{name}\b", " ".join(body))]
+        if models:
+            head = ["import json, os, tempfile", *head, ""]
+            for name in models:
+                head += [
+                    f"{name} = tempfile.mkdtemp()  # a tiny model: its config.json only",
+                    f"with open(os.path.join({name}, 'config.json'), 'w') as file:",
+                    f"    json.dump({TINY_MODELS[name]!r}, file)",
+                ]
         if environment:  # set before vLLM is imported, as a shell would
             head = [
                 "import os",
@@ -369,6 +396,10 @@ class Explorer:
         return config
 
     # -- what may change
+    def overlap(self, name: str) -> int:
+        """Minus the words a name shares with the conditions and the message: a sort key, those that share first."""
+        return -len(set(re.split(r"[_.]", name.lower())) & set(self.words))
+
     def slots(self, deadline: float) -> list[tuple[str, list[Any]]]:
         """Each argument the search may set, with the values to try: the hinted ones first (the fields and
         parameters the conditions read), then the class's other fields."""
@@ -376,7 +407,10 @@ class Explorer:
         fields = self.fields(self.cls)
         params = self.parameters()
         seen: set[str] = set()
-        for name in [*self.hints, *fields, *params]:
+        # After the hinted ones, the fields that share a word with the conditions and the message
+        # (`runner` for `self.runner_type in ("draft", "generate")`), most words first.
+        others = sorted([*fields, *params], key=self.overlap)
+        for name in [*self.hints, *others]:
             if name in seen:
                 continue
             seen.add(name)
@@ -443,7 +477,13 @@ class Explorer:
         this field with first."""
         out: list[Any] = []
         known = [Src(text) for text in self.vocabulary.get(f"{owner.__name__}.{name}", [])] if owner else []
-        for value in [*known, *self._choices(kind, name, deadline, depth)]:
+        # Last, for a text: the texts the catalog compares any field of its class with (`'ngram'`, a method's
+        # name, may be what a `model` takes too).
+        texts = str in typing.get_args(kind) or kind is str
+        prefix = f"{owner.__name__}." if owner else "\0"
+        tail = [Src(t) for key, values in self.vocabulary.items() if key.startswith(prefix) for t in values]
+        tail = tail if texts else []
+        for value in [*known, *self._choices(kind, name, deadline, depth), *(t for t in tail if t.text[:1] in "'\"")]:
             if value not in out:
                 out.append(value)
         return out[:40]
@@ -470,17 +510,17 @@ class Explorer:
             return [Src(repr(n)) for n in [*around, 0.0, 1.0, 0.5, -1.0, 2.0]]
         strings = [c for c in self.constants if c.text[:1] in "'\""]
         if kind is str:
-            model = [Src(MODEL)] if "model" in name or "tokenizer" in name else []
+            model = [Src(folder) for folder in TINY_MODELS] if "model" in name or "tokenizer" in name else []
             return [*model, *strings, Src("'x'"), Src("''")]
         if inspect.isclass(kind) and issubclass(kind, enum.Enum):
             return [self.constant(member) for member in kind]
         if origin in (list, tuple, set, frozenset) or kind in (list, tuple, set):
             element = args[0] if args else Any
-            inner = self._choices(element, name, deadline, depth + 1)[:6] if depth < 2 else []
+            inner = self._choices(element, name, deadline, depth + 1)[:10] if depth < 2 else []
             empty = {list: "[]", tuple: "()", set: "set()", frozenset: "frozenset()"}.get(origin or kind, "[]")
             opened, closed = {tuple: ("(", ",)")}.get(origin or kind, ("[", "]"))
             plain = [v for v in inner if isinstance(v, Src)]
-            pairs = [Src(f"[{a.text}, {b.text}]") for a, b in itertools.pairwise(plain)][:3]
+            pairs = [Src(f"[{a.text}, {b.text}]") for a, b in itertools.pairwise(plain)][:6]
             return [Src(empty), *(Src(f"{opened}{v.text}{closed}") for v in plain), *pairs]
         if origin is dict or kind is dict:
             return [Src("{}"), *(c for c in self.constants if c.text.startswith("{"))]
@@ -529,7 +569,7 @@ class Explorer:
         while not best[0] and improved:
             improved = False
             for name, choice in _named_first(candidates, said):
-                if time.monotonic() > deadline or tries > _SETUP_TRIES:
+                if self.over(deadline) or tries > _SETUP_TRIES:
                     return current
                 if current.get(name) == choice:
                     continue
@@ -545,7 +585,7 @@ class Explorer:
 
     def _builds(self, cls: type, arguments: dict[str, Any]) -> tuple[bool, int]:
         """Whether a class builds with these arguments, and how many lines of its own file ran trying."""
-        self.tries += 1
+        self.built += 1  # (counted apart: each class's setup has its own bound, _SETUP_TRIES)
         files = {inspect.getsourcefile(klass) for klass in cls.__mro__ if klass.__module__ == cls.__module__}
         ran: set[tuple[str, int]] = set()
 
@@ -756,6 +796,31 @@ def _read_before(path: str, line: int) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _constants_in(path: str, line: int) -> list[str]:
+    """The strings and numbers the function around a line writes, as source, in order (at most 30)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            tree = ast.parse(file.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    if not functions:
+        return []
+    out: list[str] = []
+    nodes = [n for n in ast.walk(max(functions, key=lambda node: node.lineno)) if isinstance(n, ast.Constant)]
+    # Nearest the line first: those just above it (what the check compares with), then below.
+    for node in sorted(nodes, key=lambda n: (n.lineno > line, abs(line - n.lineno), n.col_offset)):
+        if type(node.value) in (str, int, float) and len(repr(node.value)) < 40:
+            text = repr(node.value)
+            if text not in out and not (isinstance(node.value, str) and " " in node.value):
+                out.append(text)
+    return out[:30]
+
+
 def _operands(test: str) -> list[ast.expr]:
     """The operands of a condition's test joined by `and`/`or` (the test itself when it is not joined)."""
     try:
@@ -858,7 +923,13 @@ def _callers(module_name: str, function: str) -> list[str]:
 
 
 def write_model(folder: str) -> str:
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "config.json"), "w") as file:
-        json.dump(TINY_MODEL, file)
+    """Write the tiny models' folders under `folder` (one per name, see TINY_MODELS)."""
+    for name, config in TINY_MODELS.items():
+        os.makedirs(os.path.join(folder, name), exist_ok=True)
+        with open(os.path.join(folder, name, "config.json"), "w") as file:
+            json.dump(config, file)
     return folder
+
+
+def _folders(folder: str) -> dict[str, str]:
+    return {name: os.path.join(folder, name) for name in TINY_MODELS}

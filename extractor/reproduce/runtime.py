@@ -107,13 +107,19 @@ class Session:
 
 @contextmanager
 def session(
-    python: Path | str, package: str, *, preload: tuple[str, ...] = (), timeout: float = IMPORT_TIMEOUT
+    python: Path | str,
+    package: str,
+    *,
+    preload: tuple[str, ...] = (),
+    warm: str = "",
+    timeout: float = IMPORT_TIMEOUT,
 ) -> Iterator[Session]:
-    """Start child.py in `python`, wait until it imported `package` (and `preload`, the modules attempts use),
-    and stop it (and what it started) after."""
+    """Start child.py in `python`, wait until it imported `package` (and `preload`, the modules attempts use,
+    and ran `warm`, a program that does once what attempts do first), and stop it (and what it started) after."""
     child = resources.files("extractor.reproduce").joinpath("child.py")
     # Offline: a model is the tiny folder the child writes, never a download (nor a wait for one).
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["EXTRACTOR_WARM"] = warm
     started = time.monotonic()
     try:
         process = subprocess.Popen(

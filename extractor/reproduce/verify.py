@@ -22,7 +22,7 @@ __all__ = ["REASONS", "reproduce"]
 
 _RETRIES = 3  # attempts after the first, each with what the validation of the one before said
 _MEMORY = 4 << 30  # bytes an attempt's process may take
-_BUDGET = 5.0  # seconds the runtime's search may take for one record
+_BUDGET = 20.0  # seconds the runtime's search may take for one record (a guard: it stops at a count of tries)
 
 # The named classes of a record not reproduced (with the triggers' own: needs a GPU platform, needs a real
 # model, not solvable from its conditions).
@@ -200,9 +200,6 @@ def _spec(line: CatalogLine, known: dict[tuple[str, str], list[Any]], base: dict
                 value = _literal_of(node)
                 if value is not None and value not in constants:
                     constants.append(value)
-    for (cls, _), values in known.items():
-        if cls == owner:
-            constants += [repr(v) for v in values if not isinstance(v, Code) and repr(v) not in constants]
     return {
         "module": module,
         "cls": owner or None,
@@ -213,6 +210,8 @@ def _spec(line: CatalogLine, known: dict[tuple[str, str], list[Any]], base: dict
         "names": list(dict.fromkeys(names)),
         "constants": constants[:60],
         "base": base,
+        # The words of its conditions and its message: which other arguments to try first.
+        "words": " ".join([*(c.test for c in extraction.conditions), line.record.errorMessage]),
         "vocabulary": {
             f"{cls}.{name}": [v.text if isinstance(v, Code) else repr(v) for v in values]
             for (cls, name), values in known.items()

@@ -14,6 +14,13 @@ from extractor.errors import ExitCode, ExtractorError
 from extractor.util.progress import one_line
 
 _RELEASE = "release:"
+# What vLLM does the first time a config is built (imports, caches), done once per runtime before its attempts
+# fork: each tiny model (explore.TINY_MODELS) built into a whole configuration.
+_WARM = """
+from vllm.config import DeviceConfig, ModelConfig, VllmConfig
+for model in (MODEL, EMBEDDING_MODEL, MOE_MODEL, MLA_MODEL):
+    VllmConfig(model_config=ModelConfig(model=model), device_config=DeviceConfig(device="cpu"))
+"""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -59,7 +66,9 @@ def run(argv: Sequence[str]) -> int:
     results = []
     jobs = args.jobs or min(2, os.cpu_count() or 1)  # runtimes side by side (and the extraction's processes)
     with contextlib.ExitStack() as stack:
-        sessions = [stack.enter_context(session(python, "vllm", preload=("vllm.config",))) for _ in range(jobs)]
+        sessions = [
+            stack.enter_context(session(python, "vllm", preload=("vllm.config",), warm=_WARM)) for _ in range(jobs)
+        ]
         running = sessions[0]
         if spec.startswith(_RELEASE) and running.version != spec.removeprefix(_RELEASE):
             raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {spec.removeprefix(_RELEASE)}")
