@@ -278,7 +278,7 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
     assert smaller["fix"]["change"].startswith("set ")
     priority = answers[24]["reproduction"]
     assert "policy='priority'" in priority["python"] and "enable_chunked_prefill=True" in priority["python"]
-    assert answers[33]["reason"] == "needs a GPU platform"
+    assert answers[33]["reproduction"]["reason"] == "needs a GPU platform"
     # No condition names a value the Literal allows but "auto": pydantic's refusal of a first guess says them.
     strict = answers[43]["reproduction"]
     assert "load_format='safetensors'" in strict["python"] and "strict=True" in strict["python"]
@@ -296,6 +296,82 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
         and "import OffloadConfig, PrefetchConfig" in offload["python"]
     )
     assert "6 of 7 reproduced (6 with a fix verified); 1 needs a GPU platform" in result.stderr
+
+
+# Checks whose conditions cannot be solved on paper: the runtime's search finds them (explore.py).
+SEARCHED = """\
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ParallelConfig = Any  # (as vLLM writes it: the real class imported for type checkers only)
+
+
+@dataclass
+class ParallelConfig:
+    tensor_parallel_size: int = 1
+    decode_context_parallel_size: int = 1
+
+
+@dataclass
+class OpsConfig:
+    custom_ops: list[str] = field(default_factory=list)
+    profiler: Literal["torch", "proton"] | None = None
+    profiler_dir: str = ""
+    output_format: Literal["trace", "tree"] = "tree"
+
+    def __post_init__(self):
+        for op in self.custom_ops:
+            if op not in {"all", "none"} and not op.startswith(("+", "-")):
+                raise ValueError(f"Invalid syntax {op!r} for custom op")
+        base_modes = [op for op in self.custom_ops if op in {"all", "none"}]
+        if len(base_modes) > 1:
+            raise ValueError("custom_ops can contain only one base mode: 'all' or 'none'")
+        if self.profiler == "proton" and not self.profiler_dir:
+            raise ValueError("profiler_dir must be set when profiler is 'proton'")
+        if self.profiler == "proton":
+            if self.output_format == "trace":
+                raise ValueError("The trace output format needs the torch profiler.")
+        if os.environ.get("OPS_STRICT") == "1" and self.custom_ops:
+            raise ValueError("Custom ops are not allowed in strict mode.")
+
+    def verify_with_parallel_config(self, parallel_config: ParallelConfig) -> None:
+        dcp = parallel_config.decode_context_parallel_size
+        if dcp > 1 and parallel_config.tensor_parallel_size % dcp != 0:
+            raise ValueError("tp_size must be divisible by dcp_size.")
+"""
+
+
+def test_the_search_reproduces_checks_whose_conditions_read_locals_loops_and_sub_configs(
+    git_repo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local computed from a list (a value the search gives the list), two arguments one check needs at once
+    (its message names the second), an argument the method takes (a config its name names), the environment."""
+    from tests.conftest import cli
+
+    package = {
+        "vllm/__init__.py": '__version__ = "0.1"\n',
+        "vllm/config/__init__.py": "",
+        "vllm/config/ops.py": SEARCHED,
+    }
+    git_repo.commit(package, tag="v1")
+    monkeypatch.setenv("PYTHONPATH", str(git_repo.path))
+    result = cli("reproduce", "--catalog", "v1", "--repo", str(git_repo.path), "--runtime", sys.executable)
+    assert result.returncode == 0, result.stderr
+    raised = {line.split('"')[1].split()[0]: number for number, line in enumerate(SEARCHED.splitlines(), 1)
+              if "raise ValueError" in line}  # fmt: skip
+    answers = {r["lineNumber"]: r["reproduction"] for r in map(json.loads, result.stdout.splitlines())}
+    assert set(answers) == set(raised.values())
+    for line, made in answers.items():
+        assert made.get("python"), (line, made)
+        assert made.get("fix"), (line, made)
+    assert "custom_ops=['all', 'none']" in answers[raised["custom_ops"]]["python"]
+    both = answers[raised["profiler_dir"]]["python"]
+    assert "profiler='proton'" in answers[raised["The"]]["python"] and "profiler_dir=" in both
+    assert "os.environ['OPS_STRICT'] = '1'" in answers[raised["Custom"]]["python"]
+    method = answers[raised["tp_size"]]["python"]
+    assert "config.verify_with_parallel_config(parallel_config=ParallelConfig(" in method
+    assert "6 of 6 reproduced (6 with a fix verified)" in result.stderr
 
 
 def test_an_attempt_stopped_where_the_package_looks_for_its_platform_needs_a_gpu_platform() -> None:

@@ -1019,3 +1019,59 @@ def test_the_sites_search_and_match_answer_every_record_pasted_in_each_shape_ali
     own = {(t.errorClass, t.messagePattern): t for t in matcher.templates}
     enough = sum(not own[line.record.errorClass, line.record.messagePattern].catch_all for line in lines)
     assert sum(1 for e in expected if e is not None) > 0.95 * enough * len(shapes.SHAPES)
+
+
+def test_a_reproduction_run_for_the_release_is_shown_by_explain_and_the_site_and_forgotten_when_the_record_changes(
+    published: dict[str, Any], tmp_path: Path
+) -> None:
+    """`reproduce` keeps what it ran per release (in the user cache); explain and a record's page show the program,
+    the flags, what was printed and the fix, marked as run against that version; another record shows why it
+    could not be reproduced; a record whose check changed shows none (it must be run again)."""
+    from extractor.catalog.load import LoadedCatalog
+    from extractor.model.records import Reproduction, ReproductionFix
+    from extractor.publish.site.build import build_site
+    from extractor.query.explain import find_in, render
+    from extractor.reproduce import store
+
+    lines = lines_of(published["v1"])
+    shown, refused = lines[0], lines[1]
+    ran = Reproduction(
+        verifiedWith="vllm==9.9.1",
+        python="from vllm.config import X\n\nconfig = X(a=1)\n",
+        flags="--a 1",
+        message="1 validation error for X\n  Value error, a is wrong",
+        fix=ReproductionFix(python="from vllm.config import X\n\nconfig = X(a=2)\n", flags="--a 2", change="set a=2"),
+    )
+    why = Reproduction(verifiedWith="vllm==9.9.1", reason="needs a GPU platform")
+    store.save("vllm", "9.9.1", {store.key(shown): ran, store.key(refused): why})
+    catalog = LoadedCatalog(tuple(lines), None, "0" * 40, "release:9.9.1")
+
+    text = render(find_in(catalog, shown.record.id), format="text")  # type: ignore[arg-type]
+    assert "Reproduce  (run against vllm==9.9.1: it raises this error)" in text
+    assert "    config = X(a=1)" in text and "flags:  vllm serve --a 1" in text
+    assert "Fix        set a=2, run against vllm==9.9.1:" in text and "    config = X(a=2)" in text
+    markdown = render(find_in(catalog, shown.record.id), format="markdown")  # type: ignore[arg-type]
+    assert "## Reproduce" in markdown and "```python" in markdown and "## Fix" in markdown
+    refusal = render(find_in(catalog, refused.record.id), format="text")  # type: ignore[arg-type]
+    assert "Reproduce  not reproduced against vllm==9.9.1: needs a GPU platform" in refusal
+    # Not a release's catalog: nothing kept applies.
+    plain = LoadedCatalog(tuple(lines), None, "0" * 40, "main")
+    assert "Reproduce" not in render(find_in(plain, shown.record.id), format="text")  # type: ignore[arg-type]
+
+    build_site(catalog, output=tmp_path / "site")
+    page = (tmp_path / "site" / "errors" / f"{shown.record.id}.html").read_text()
+    assert 'id="reproduce-title">Reproduce</h2>' in page and 'id="fix-title">Fix</h2>' in page
+    assert "Run against <code>vllm==9.9.1</code>" in page and "vllm serve --a 2" in page
+    other = (tmp_path / "site" / "errors" / f"{refused.record.id}.html").read_text()
+    assert "Not reproduced against <code>vllm==9.9.1</code>: needs a GPU platform." in other
+
+    # The record's check changes (another condition): what was run for it no longer holds.
+    changed = shown.model_copy(
+        update={"extraction": shown.extraction.model_copy(update={"conditions": []}), "record": shown.record}
+    )
+    assert store.attach([changed], "vllm", "9.9.1")[0].extraction.reproduction is None
+    assert store.attach([shown], "vllm", "9.9.1")[0].extraction.reproduction == ran
+    # A line of the store that does not read is left out, the others kept.
+    path = store.store_path("vllm", "9.9.1")
+    path.write_bytes(b"{not json\n" + path.read_bytes())
+    assert store.attach([shown], "vllm", "9.9.1")[0].extraction.reproduction == ran

@@ -74,6 +74,38 @@ class FieldRef(_Frozen):
     )
 
 
+ReproductionReason = Literal[
+    "needs a GPU platform",
+    "needs a real model",
+    "a condition on a value computed at run time",
+    "not solvable from its conditions",
+    "raised elsewhere",
+    "did not raise",
+    "hung or crashed",
+]
+
+
+class ReproductionFix(_Frozen):
+    """The change that makes a reproduced check pass, run: the same program changed, and what fired next."""
+
+    python: str
+    flags: str | None = None  # the `vllm serve` flags of the changed program; None: one of its values has no flag
+    change: str  # the change in words: `set max_num_batched_tokens=4096`
+    then: Hex16 | None = None  # the record whose check fired next, when another did
+
+
+class Reproduction(_Frozen):
+    """A record's error raised by the codebase itself (`extractor reproduce`), or why it could not be."""
+
+    verifiedWith: str  # `vllm==0.28.0`: what the program was run against
+    python: str | None = None  # a self-contained program that raises the error at the record's own raise
+    flags: str | None = None  # the `vllm serve` flags that set the same values; None: one has no flag
+    message: str | None = None  # `str()` of what it raised, as the user sees it (pydantic's wrapping included)
+    fix: ReproductionFix | None = None
+    reason: ReproductionReason | None = None  # set when there is no program: why
+    detail: str | None = None
+
+
 class Extraction(_Frozen):
     """What the extractor captures beside a record for later analysis."""
 
@@ -88,6 +120,8 @@ class Extraction(_Frozen):
     warnings: list[str]
     fields: list[FieldRef] = []
     related: list[str] = []
+    # Set where the record was run against the codebase (`reproduce`); catalogs as extracted leave it out.
+    reproduction: Reproduction | None = None
 
 
 class Site(_Frozen):

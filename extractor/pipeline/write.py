@@ -46,7 +46,9 @@ RELEASE_PREFIX = "release:"
 
 
 def dumps_line(line: CatalogLine) -> bytes:
-    return orjson.dumps(line.model_dump(mode="json"))
+    # (a reproduction is only there once `reproduce` ran: an extracted catalog's lines have no such key)
+    left_out = {"extraction": {"reproduction"}} if line.extraction.reproduction is None else None
+    return orjson.dumps(line.model_dump(mode="json", exclude=left_out))
 
 
 def dumps_model(model: BaseModel) -> bytes:

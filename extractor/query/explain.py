@@ -73,8 +73,13 @@ def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Expla
 
 
 def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
-    """`find` in a catalog's lines."""
-    return find(catalog.lines, query, origin=origin)
+    """`find` in a catalog's lines; the record with its reproduction, when one was run for the release."""
+    from extractor.reproduce.store import attach_line
+
+    found = find(catalog.lines, query, origin=origin)
+    if found is None:
+        return None
+    return Explanation(attach_line(found.line, "vllm", catalog.revision), found.values, found.related, found.history)
 
 
 def history(template: MatchTemplate, labels: Sequence[str], templates: Sequence[MatchTemplate]) -> str:
@@ -253,6 +258,53 @@ def _json(explanation: Explanation, lineage: str | None) -> str:
     return dumps_document(document).decode()
 
 
+def _reproduction_text(line: CatalogLine) -> list[str]:
+    """The Reproduce and Fix parts of a text page: the programs run, or why there is none."""
+    made = line.extraction.reproduction
+    if made is None:
+        return []
+    if made.python is None:
+        return ["", f"Reproduce  not reproduced against {made.verifiedWith}: {made.reason}"]
+    out = ["", f"Reproduce  (run against {made.verifiedWith}: it raises this error)"]
+    out += _indented(made.python)
+    if made.flags is not None:
+        out.append(f"  flags:  vllm serve {made.flags}")
+    out += ["  printed:", *_indented(made.message or "")]
+    if made.fix is not None:
+        then = f" (then: record {made.fix.then})" if made.fix.then else ""
+        out += ["", f"Fix        {made.fix.change}{then}, run against {made.verifiedWith}:"]
+        out += _indented(made.fix.python)
+        if made.fix.flags is not None:
+            out.append(f"  flags:  vllm serve {made.fix.flags}")
+    return out
+
+
+def _indented(text: str) -> list[str]:
+    return [f"    {one_line(row, limit=None)}" if row.strip() else "" for row in text.rstrip("\n").splitlines()]
+
+
+def _reproduction_markdown(line: CatalogLine) -> list[str]:
+    made = line.extraction.reproduction
+    if made is None:
+        return []
+    if made.python is None:
+        reason = markdown.text(made.reason or "")
+        return ["", "## Reproduce", "", f"Not reproduced against {markdown.inline_code(made.verifiedWith)}: {reason}."]
+    out = ["", "## Reproduce", "", f"Run against {markdown.inline_code(made.verifiedWith)}; it raises this error:", ""]
+    out += markdown.fence(made.python.rstrip("\n"), "python")
+    if made.flags is not None:
+        out += ["", *markdown.fence(f"vllm serve {made.flags}", "sh")]
+    out += ["", *markdown.fence(made.message or "")]
+    if made.fix is not None:
+        then = f" (then record {markdown.inline_code(made.fix.then)} fires)" if made.fix.then else ""
+        out += ["", "## Fix", "", f"{markdown.text(made.fix.change)}{then}; run against "
+                f"{markdown.inline_code(made.verifiedWith)}, it no longer raises this error:", ""]  # fmt: skip
+        out += markdown.fence(made.fix.python.rstrip("\n"), "python")
+        if made.fix.flags is not None:
+            out += ["", *markdown.fence(f"vllm serve {made.fix.flags}", "sh")]
+    return out
+
+
 def _page(explanation: Explanation, format: str) -> str:
     line, record = explanation.line, explanation.line.record
     resolved = [f for f in line.extraction.fields if f.resolved]
@@ -292,6 +344,7 @@ def _page(explanation: Explanation, format: str) -> str:
         if unresolved:
             reads = (f"{markdown.inline_code(f.expression)} ({markdown.text(f.reason or '')})" for f in unresolved)
             out += ["", "Also read: " + ", ".join(reads)]
+        out += _reproduction_markdown(line)
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [
@@ -323,6 +376,7 @@ def _page(explanation: Explanation, format: str) -> str:
                 out.append(f"      {_first_sentence(f.doc)}")
     if unresolved:
         out += ["", "Also read  " + ", ".join(f"{f.expression} ({f.reason})" for f in unresolved)]
+    out += _reproduction_text(line)
     if explanation.related:
         out += ["", "Related errors"]
         out += [

@@ -773,6 +773,9 @@ def _read_before(path: str, line: int) -> list[str]:
         for part in ast.walk(node):
             if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "envs":
                 out.append(f"env.{part.attr}")
+            named = _environment_name(part)
+            if named:
+                out.append(f"env.{named}")
     aliases: dict[str, str] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -794,6 +797,16 @@ def _read_before(path: str, line: int) -> list[str]:
         elif base in aliases:
             out += [aliases[base], f"{aliases[base]}.{first}"]
     return list(dict.fromkeys(out))
+
+
+def _environment_name(node: ast.AST) -> str | None:
+    """The variable `os.environ.get("X")`, `os.environ["X"]` or `os.getenv("X")` reads."""
+    getters = ("os.environ.get", "os.getenv", "environ.get", "getenv")
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+        return str(node.args[0].value) if ast.unparse(node.func) in getters else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return str(node.slice.value) if ast.unparse(node.value) in ("os.environ", "environ") else None
+    return None
 
 
 def _constants_in(path: str, line: int) -> list[str]:

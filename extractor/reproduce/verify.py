@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from extractor.reproduce.triggers import Attempt, Code, Unsolvable, lessons, trigger, vocabulary
 
 if TYPE_CHECKING:
-    from extractor.model.records import CatalogLine
+    from extractor.model.records import CatalogLine, Reproduction
     from extractor.query.match.matcher import Matcher
     from extractor.reproduce.runtime import Session
 
-__all__ = ["REASONS", "reproduce"]
+__all__ = ["REASONS", "as_reproduction", "reproduce"]
 
 _RETRIES = 3  # attempts after the first, each with what the validation of the one before said
 _MEMORY = 4 << 30  # bytes an attempt's process may take
@@ -29,6 +29,7 @@ _BUDGET = 20.0  # seconds the runtime's search may take for one record (a guard:
 REASONS = (
     "needs a GPU platform",
     "needs a real model",
+    "a condition on a value computed at run time",
     "not solvable from its conditions",
     "raised elsewhere",
     "did not raise",
@@ -127,8 +128,50 @@ def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, An
             return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
         failed["searched"] = f"found arguments, but run alone: {_raised_here(line, result) or 'match answers another'}"
     elif found.get("of"):
-        failed["searched"] = f"{found['depth']} of {found['of']} steps of its path, {found.get('tries')} tries"
+        failed["searched"] = (
+            f"(searched: {found['depth']} of {found['of']} steps of its path, {found.get('tries')} tries)"
+        )
+        if failed["reason"] == "not solvable from its conditions" and _computed(line, int(found["depth"])):
+            failed["reason"] = "a condition on a value computed at run time"
     return failed
+
+
+def _computed(line: CatalogLine, depth: int) -> bool:
+    """Whether the test the search stopped at reads a value the function computes (a local, a call), not an
+    argument: `if len(rounded_sizes) == 0`, `if cudagraph_mode.has_full_cudagraphs()`."""
+    tests = [c for c in line.extraction.conditions if c.kind not in ("else", "try", "finally")]
+    if not tests:
+        return False
+    test = tests[min(depth, len(tests) - 1)].test
+    try:
+        tree = ast.parse(test or "None", mode="eval")
+    except SyntaxError:
+        return False
+    fields = {ref.expression for ref in line.extraction.fields if ref.resolved}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            return True
+        if isinstance(node, ast.Name) and node.id not in ("self", "None", "True", "False") and node.id not in fields:
+            return True
+    return False
+
+
+def as_reproduction(result: dict[str, Any], verified_with: str) -> Reproduction:
+    """A result of `reproduce` as the record's `extraction.reproduction`."""
+    from extractor.model.records import Reproduction, ReproductionFix
+
+    made = result.get("reproduction")
+    if made is None:
+        detail = " ".join(str(part) for part in (result.get("detail"), result.get("searched")) if part)
+        return Reproduction(verifiedWith=verified_with, reason=result["reason"], detail=detail or None)
+    fix = made.get("fix")
+    return Reproduction(
+        verifiedWith=verified_with,
+        python=made["python"],
+        flags=made.get("flags"),
+        message=made["message"],
+        fix=ReproductionFix(**fix) if fix else None,
+    )
 
 
 def _reproduction(

@@ -8,10 +8,14 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments
 from extractor.errors import ExitCode, ExtractorError
 from extractor.util.progress import one_line
+
+if TYPE_CHECKING:
+    from extractor.model.records import Reproduction
 
 _RELEASE = "release:"
 # What vLLM does the first time a config is built (imports, caches), done once per runtime before its attempts
@@ -47,10 +51,7 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.catalog.load import open_catalog
-    from extractor.query.match.matcher import Matcher
-    from extractor.reproduce.runtime import ensure_runtime, session
-    from extractor.reproduce.verify import reproduce
-    from extractor.util.progress import bar
+    from extractor.reproduce import store
 
     def say(line: str) -> None:
         if not args.quiet:
@@ -61,10 +62,47 @@ def run(argv: Sequence[str]) -> int:
     if args.runtime is None and not spec.startswith(_RELEASE):
         raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
     catalog = open_catalog(spec, repo=args.repo, options=options)
-    python = args.runtime or ensure_runtime("vllm", spec.removeprefix(_RELEASE), progress=say)
     lines = list(catalog.lines)
-    results = []
+    release = spec.removeprefix(_RELEASE) if spec.startswith(_RELEASE) else None
+    # What was run before for this release, this record as it is and this extractor: not run again.
+    kept = store.load("vllm", release) if release and options.cache else {}
+    found = {line.record.id: kept[store.key(line)] for line in lines if store.key(line) in kept}
+    missing = [line for line in lines if line.record.id not in found]
+    if missing:
+        made = _run_missing(args, spec, missing, say)
+        found.update(made)
+        if release and options.cache:
+            store.save("vllm", release, {store.key(line): made[line.record.id] for line in missing})
+    elif lines:
+        say(f"all {len(lines)} records were run before (for this release and this extractor): shown as kept")
+    import orjson
+
+    for line in lines:
+        record = line.record
+        shown = found[record.id].model_dump(mode="json", exclude_none=True)
+        head = {"id": record.id, "filePath": record.filePath, "lineNumber": record.lineNumber}
+        sys.stdout.write(orjson.dumps({**head, "reproduction": shown}).decode() + "\n")
+    sys.stdout.flush()
+    results = [found[line.record.id] for line in lines]
+    counts = Counter("reproduced" if r.python else str(r.reason) for r in results)
+    fixed = sum(1 for r in results if r.fix is not None)
+    say(
+        f"{counts.pop('reproduced', 0)} of {len(results)} reproduced ({fixed} with a fix verified); "
+        + ", ".join(f"{count} {reason}" for reason, count in counts.most_common())
+    )
+    return ExitCode.OK
+
+
+def _run_missing(args: argparse.Namespace, spec: str, lines: list[Any], say: Any) -> dict[str, Reproduction]:
+    """Run the records not kept: in the runtime (made first, when needed), two side by side."""
+    from extractor.query.match.matcher import Matcher
+    from extractor.reproduce.runtime import ensure_runtime, session
+    from extractor.reproduce.verify import as_reproduction, reproduce
+    from extractor.util.progress import bar
+
+    python = args.runtime or ensure_runtime("vllm", spec.removeprefix(_RELEASE), progress=say)
     jobs = args.jobs or min(2, os.cpu_count() or 1)  # runtimes side by side (and the extraction's processes)
+    made: dict[str, Reproduction] = {}
     with contextlib.ExitStack() as stack:
         sessions = [
             stack.enter_context(session(python, "vllm", preload=("vllm.config",), warm=_WARM)) for _ in range(jobs)
@@ -72,20 +110,9 @@ def run(argv: Sequence[str]) -> int:
         running = sessions[0]
         if spec.startswith(_RELEASE) and running.version != spec.removeprefix(_RELEASE):
             raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {spec.removeprefix(_RELEASE)}")
-        say(f"vllm {running.version} imported in {running.seconds:.1f} s; {len(lines)} records")
-        import orjson
-
-        made = reproduce(
-            lines, sessions, Matcher.of_lines(lines), verified_with=f"vllm=={running.version}", timeout=args.timeout
-        )
-        for result in bar(made, len(lines), "reproduce", size=lambda _: 1, unit="record"):
-            results.append(result)
-            sys.stdout.write(orjson.dumps(result).decode() + "\n")
-            sys.stdout.flush()
-    counts = Counter("reproduced" if "reproduction" in r else r["reason"] for r in results)
-    fixed = sum(1 for r in results if "fix" in r.get("reproduction", {}))
-    say(
-        f"{counts.pop('reproduced', 0)} of {len(results)} reproduced ({fixed} with a fix verified); "
-        + ", ".join(f"{count} {reason}" for reason, count in counts.most_common())
-    )
-    return ExitCode.OK
+        say(f"vllm {running.version} imported in {running.seconds:.1f} s; {len(lines)} records to run")
+        verified_with = f"vllm=={running.version}"
+        results = reproduce(lines, sessions, Matcher.of_lines(lines), verified_with=verified_with, timeout=args.timeout)
+        for result in bar(results, len(lines), "reproduce", size=lambda _: 1, unit="record"):
+            made[result["id"]] = as_reproduction(result, verified_with)
+    return made

@@ -146,7 +146,10 @@ def pages_of(
     diffs: Sequence[PublishedDiff],
     history: Mapping[str, Sequence[HistoryEvent]] | None,
 ) -> Pages:
-    lines = overlay(catalog.lines, analysis or {})
+    from extractor.reproduce.store import attach, release_of
+
+    # The analysis overlaid, and what `reproduce` ran for the release (shown as run, with the version it ran on).
+    lines = tuple(attach(overlay(catalog.lines, analysis or {}), "vllm", release_of(catalog.revision)))
     repo = lines[0].record.repo if lines else (catalog.manifest.repo if catalog.manifest else "")
     site = {"repo": repo, "sha": catalog.sha, "revision": catalog.revision, "records": len(lines)}
     return Pages(lines, diffs, history or {}, site, {line.record.id: line for line in lines})
