@@ -651,6 +651,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     empty = {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0, "runtimes": 0}
+    empty["reproductions"] = 0
     assert cache_info(cwd) == empty
     assert run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd).returncode == 0
     document = orjson.loads(run("cache", "info", "--format", "json", cwd=cwd).stdout)
@@ -668,6 +669,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
         "releases",
         "sdists",
         "runtimes",
+        "reproductions",
     ]
     (isolated_cache / "extractor" / "match").mkdir()
     (isolated_cache / "extractor" / "match" / ("ab" * 32)).write_bytes(b"an index")  # as match keeps them
@@ -684,7 +686,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     assert (wrong.returncode, wrong.stderr) == (
         2,
         "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, matches, clones, "
-        "releases, sdists, runtimes)\n",
+        "releases, sdists, runtimes, reproductions)\n",
     )
 
 

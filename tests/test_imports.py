@@ -65,7 +65,7 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         # history/: revisions, their checks, lineages, the written folder
         [
             ("similarity", "match.normalize", "match.pattern", "analysis", "listing"),
-            ("match.find",),
+            ("match.find", "reproductions"),
             ("match.answer",),
             ("match.matcher",),
             ("rewording", "match.index"),
@@ -75,8 +75,9 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
             ("history.store",),
         ],
     ),
-    # A runtime's child process (standard library only), the runtime; a record's trigger and fix; running them.
-    ("reproduce", [("child", "runtime", "triggers"), ("verify",)]),
+    # The runtime's search and its child process (standard library only), the runtime; a record's trigger and fix;
+    # running them.
+    ("reproduce", [("explore",), ("child", "runtime", "triggers"), ("verify",)]),
     (
         "publish",  # the site's inputs, its highlighting, its pages and build; the nightly job that publishes
         [("site.lexer", "site.inputs"), ("site.highlight",), ("site.pages",), ("site.build",), ("nightly",)],

@@ -304,6 +304,7 @@ def test_a_file_parsed_whole_still_takes_the_old_templates(monkeypatch: pytest.M
 SHIFTED = {"lineNumber", "sourceCodeStart", "sourceCodeEnd", "extraction.endLineNumber", "extraction.conditions.line"}
 REWINDOWED = {"sourceCode"}
 LINE_FREE = {
+    "extraction.reproduction",  # (set by `reproduce` on a record, never on a scanned site)
     "errorClass",
     "errorMessage",
     "messagePattern",

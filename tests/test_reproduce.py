@@ -385,3 +385,41 @@ def test_an_attempt_stopped_where_the_package_looks_for_its_platform_needs_a_gpu
     assert _raised_here(line, {**stopped, "sites": [["vllm/config/device.py", 56]]}) == "needs a GPU platform"
     assert _raised_here(line, {**stopped, "sites": [["vllm/platforms/cuda.py", 9]]}) == "needs a GPU platform"
     assert _raised_here(line, {**stopped, "sites": [["vllm/config/model.py", 9]]}) == "raised elsewhere"
+
+
+@pytest.mark.runtime
+@pytest.mark.release
+def test_a_real_vllm_reproduces_scheduler_checks_each_raised_again_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """Against vLLM itself (EXTRACTOR_VLLM_RUNTIME names an interpreter where it is installed): the records of
+    vllm/config/scheduler.py of that release; each program run again, alone, raises at its record's line, and
+    each fix does not."""
+    import os
+    import subprocess
+
+    from tests.conftest import cli
+
+    python = os.environ.get("EXTRACTOR_VLLM_RUNTIME")
+    if not python:
+        pytest.skip("no vLLM runtime: set EXTRACTOR_VLLM_RUNTIME to its interpreter")
+    version = subprocess.run(
+        [python, "-c", "import vllm; print(vllm.__version__)"], capture_output=True, text=True, check=True
+    ).stdout.split()[-1]
+    result = cli(
+        "reproduce", "--catalog", f"release:{version}", "--path", "vllm/config/scheduler.py",
+        "--runtime", python, "--no-cache",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    made = [a for a in answers if a["reproduction"].get("python")]
+    assert len(made) >= 3, answers
+    harness = Path(__file__).resolve().parents[1] / "scripts" / "reproduced.py"
+    namespace: dict[str, Any] = {"__name__": "reproduced", "__file__": str(harness)}
+    exec(compile(harness.read_text(), str(harness), "exec"), namespace)
+    for answer in made:
+        reproduction = answer["reproduction"]
+        assert reproduction["verifiedWith"] == f"vllm=={version}"
+        said = namespace["_run"](python, reproduction["python"])
+        assert said == {"raised": answer["filePath"], "line": answer["lineNumber"]}, (answer, said)
+        if reproduction.get("fix"):
+            after = namespace["_run"](python, reproduction["fix"]["python"])
+            assert after != said, (answer, after)

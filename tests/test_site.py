@@ -1030,8 +1030,8 @@ def test_a_reproduction_run_for_the_release_is_shown_by_explain_and_the_site_and
     from extractor.catalog.load import LoadedCatalog
     from extractor.model.records import Reproduction, ReproductionFix
     from extractor.publish.site.build import build_site
+    from extractor.query import reproductions as store
     from extractor.query.explain import find_in, render
-    from extractor.reproduce import store
 
     lines = lines_of(published["v1"])
     shown, refused = lines[0], lines[1]

@@ -74,7 +74,7 @@ def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Expla
 
 def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
     """`find` in a catalog's lines; the record with its reproduction, when one was run for the release."""
-    from extractor.reproduce.store import attach_line
+    from extractor.query.reproductions import attach_line
 
     found = find(catalog.lines, query, origin=origin)
     if found is None:

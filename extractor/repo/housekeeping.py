@@ -70,7 +70,7 @@ def _releases(folder: Path) -> int:
 
 
 # name, what it is, its paths under the cache directory, how its items are counted and called
-PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists", "runtimes")
+PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists", "runtimes", "reproductions")
 
 
 def usage(root: Path) -> list[CachePart]:
@@ -81,6 +81,7 @@ def usage(root: Path) -> list[CachePart]:
     clones = _listed(root / "repos", lambda p: p.is_dir() and p.name.endswith(".git"))
     sdists = _listed(root / "sdists", lambda p: p.name.endswith(".tar.gz"))
     runtimes = _listed(root / "runtimes", lambda p: (p / "runtime.json").is_file())
+    reproductions = _listed(root / "reproductions", lambda p: p.name.endswith(".jsonl"))
     parts = [
         ("scans", "per-file scan results", scans, _entries(root / "scan.sqlite3"), "entries"),
         ("catalogs", "whole catalogs (the 32 most recently used)", (root / "catalogs",), len(catalogs), "catalogs"),
@@ -100,6 +101,13 @@ def usage(root: Path) -> list[CachePart]:
             (root / "runtimes",),
             len(runtimes),
             "runtimes",
+        ),
+        (
+            "reproductions",
+            "what reproduce ran, per release (explain and the site show it)",
+            (root / "reproductions",),
+            len(reproductions),
+            "releases",
         ),
     ]
     return [

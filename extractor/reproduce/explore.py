@@ -353,7 +353,9 @@ class Explorer:
         flat = {k: _source(v) for k, v in [*arguments.items(), *environment.items()]}
         return {"python": "\n".join([*head, "", *body]) + "\n", "arguments": flat}
 
-    def with_(self, arguments: dict[str, Any], call: dict[str, Any], slot: str, choice: Any) -> tuple[dict, dict]:
+    def with_(
+        self, arguments: dict[str, Any], call: dict[str, Any], slot: str, choice: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The arguments with one slot set (`name`, `holder.name` of a sub-config, `call.name` or
         `call.holder.name` of the method's, `env.NAME` of the environment); None: the slot left at its default.
         A sub-config not given yet is built from its setup."""
@@ -506,8 +508,8 @@ class Explorer:
             around = [n for c in numbers for n in _around(_number(c.text)) if isinstance(n, int)]
             return [Src(repr(n)) for n in [*around, *_NUMBERS]]
         if kind is float:
-            around = [float(n) for c in numbers for n in _around(_number(c.text))]
-            return [Src(repr(n)) for n in [*around, 0.0, 1.0, 0.5, -1.0, 2.0]]
+            around_floats: list[float] = [float(n) for c in numbers for n in _around(_number(c.text))]
+            return [Src(repr(n)) for n in [*around_floats, 0.0, 1.0, 0.5, -1.0, 2.0]]
         strings = [c for c in self.constants if c.text[:1] in "'\""]
         if kind is str:
             model = [Src(folder) for folder in TINY_MODELS] if "model" in name or "tokenizer" in name else []
@@ -769,23 +771,23 @@ def _read_before(path: str, line: int) -> list[str]:
     out = [a.arg for a in [*function.args.args, *function.args.kwonlyargs] if a.arg not in ("self", "cls")]
     # The environment variables it reads (`envs.VLLM_X`), and those of the properties and methods it calls.
     called = {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute) and ast.unparse(n.value) == "self"}
-    for node in [function, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in called)]:
-        for part in ast.walk(node):
+    for scanned in [function, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name in called)]:
+        for part in ast.walk(scanned):
             if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == "envs":
                 out.append(f"env.{part.attr}")
             named = _environment_name(part)
             if named:
                 out.append(f"env.{named}")
     aliases: dict[str, str] = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            value = ast.unparse(node.value)
-            if re.fullmatch(r"self\.\w+", value):
-                aliases[node.targets[0].id] = value.removeprefix("self.")
-    for node in sorted(  # (what it reads before the raise first, then after: other checks it must pass)
+    for step in ast.walk(function):
+        if isinstance(step, ast.Assign) and len(step.targets) == 1:
+            value = ast.unparse(step.value)
+            if re.fullmatch(r"self\.\w+", value) and isinstance(step.targets[0], ast.Name):
+                aliases[step.targets[0].id] = value.removeprefix("self.")
+    for attribute in sorted(  # (what it reads before the raise first, then after: other checks it must pass)
         (n for n in ast.walk(function) if isinstance(n, ast.Attribute)), key=lambda n: (n.lineno > line, n.lineno)
     ):
-        text = ast.unparse(node)
+        text = ast.unparse(attribute)
         found = re.match(r"(\w+)\.(\w+)(?:\.(\w+))?", text)
         if found is None:
             continue

@@ -52,6 +52,7 @@ def ensure_runtime(
         say(f"installing {package}=={version} with pip (this takes minutes)")
         _run([*pip, "install", "--disable-pip-version-check", f"{package}=={version}", *pip_args], "pip install")
         _run([*pip, "uninstall", "--yes", *_MISMATCHED], "pip uninstall")
+        _matching_vision(building / "bin" / "python", pip, pip_args, say)
         found = probe(building / "bin" / "python", package)
         if found != version:
             raise ExtractorError(f"the runtime made for {package}=={version} imports {package} {found}")
@@ -61,6 +62,28 @@ def ensure_runtime(
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return python
+
+
+def _matching_vision(python: Path, pip: list[str], pip_args: tuple[str, ...], say: Callable[[str], None]) -> None:
+    """torchvision built for the torch vLLM installed, when the index has one (newer vLLM imports it while its
+    configs are built): kept only if it imports; without it, the checks that need it say so."""
+    torch = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    if not torch:
+        return
+    say(f"installing the torchvision that matches torch {torch}")
+    installed = subprocess.run(
+        [*pip, "install", "--disable-pip-version-check", "torchvision", f"torch=={torch}", *pip_args],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    works = (
+        installed.returncode == 0
+        and subprocess.run([str(python), "-c", "import torchvision"], capture_output=True, check=False).returncode == 0
+    )
+    if not works:
+        subprocess.run([*pip, "uninstall", "--yes", "torchvision"], capture_output=True, check=False)
 
 
 def _run(command: list[str], what: str) -> None:

@@ -127,7 +127,9 @@ def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, An
             )
             return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
         failed["searched"] = f"found arguments, but run alone: {_raised_here(line, result) or 'match answers another'}"
-    elif found.get("of"):
+    elif not found.get("of"):  # the search did not run: say why (a module that does not import, ...)
+        failed["searched"] = f"(the search could not run: {found.get('said') or found.get('outcome')})"
+    else:
         failed["searched"] = (
             f"(searched: {found['depth']} of {found['of']} steps of its path, {found.get('tries')} tries)"
         )

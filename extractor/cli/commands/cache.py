@@ -67,7 +67,7 @@ def run(argv: Sequence[str]) -> int:
     shown_root = one_line(str(root), limit=None)  # (text for people: a path's control characters escaped)
     sys.stdout.write(f"{done}{shown_root} ({total})\n" if not done else f"{done}{total} from {shown_root}\n")
     for part in parts:
-        sys.stdout.write(f"  {part.name:<9} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
+        sys.stdout.write(f"  {part.name:<13} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
     return ExitCode.OK
 
 

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.catalog.load import open_catalog
-    from extractor.reproduce import store
+    from extractor.query import reproductions as store
 
     def say(line: str) -> None:
         if not args.quiet:

@@ -146,7 +146,7 @@ def pages_of(
     diffs: Sequence[PublishedDiff],
     history: Mapping[str, Sequence[HistoryEvent]] | None,
 ) -> Pages:
-    from extractor.reproduce.store import attach, release_of
+    from extractor.query.reproductions import attach, release_of
 
     # The analysis overlaid, and what `reproduce` ran for the release (shown as run, with the version it ran on).
     lines = tuple(attach(overlay(catalog.lines, analysis or {}), "vllm", release_of(catalog.revision)))

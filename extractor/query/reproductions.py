@@ -1,4 +1,4 @@
-# Store: the reproductions `reproduce` ran, kept in the user cache per runtime (vllm-0.28.0.jsonl), each under a
+# Reproductions: what `reproduce` ran, kept in the user cache per runtime (vllm-0.28.0.jsonl), each under a
 # key made of the record's id, what its check rests on (`analysis.basis`) and the extractor's version: a record
 # that changes, or a new extractor, is run again; explain and the site show only what was run.
 from __future__ import annotations
