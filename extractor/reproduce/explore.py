@@ -93,6 +93,7 @@ class Explorer:
         self.target_line = int(spec["target"][1])
         self.path = [(int(line), test, bool(want)) for line, test, want in spec["path"]]
         self.hints = list(spec.get("names") or [])
+        self.message = str(spec.get("message") or "")
         self.words = [w for w in re.findall(r"[a-z]+", str(spec.get("words") or "").lower()) if len(w) > 2]
         self.constants = [Src(text) for text in spec.get("constants") or []]
         self.vocabulary: dict[str, list[str]] = spec.get("vocabulary") or {}  # "Class.field" -> values compared
@@ -295,8 +296,14 @@ class Explorer:
         goal = len(self.path) + 1
         required = set(_required(self.cls)) | set(self.required(deadline))
         named = [v for v in [*arguments.values(), *call.values()] if isinstance(v, Src) and _number(v.text) is not None]
-        for slot, choices in slots:
-            if self.over(deadline) or len(found) >= 4:
+        # The arguments the message speaks of first (`custom logits processors`: `logits_processors`), the
+        # innermost (a sub-config's argument before the whole sub-config) before the others.
+        words = set(re.findall(r"[a-z]+", self.message.lower()))
+        ordered = sorted(
+            slots, key=lambda item: (-len(set(item[0].split(".")[-1].split("_")) & words), -item[0].count("."))
+        )
+        for slot, choices in ordered:
+            if self.over(deadline) or len(found) >= 6:
                 break
             current = _get(arguments, call, slot)
             if current is not None and setup.get(slot) == current:  # (what any build needs is no fix)
@@ -334,8 +341,8 @@ class Explorer:
                 by_module.setdefault(module, []).append(name)
         head = [f"from {module} import {', '.join(names)}" for module, names in sorted(by_module.items())]
         models = [name for name in TINY_MODELS if re.search(rf"\b{name}\b", " ".join(body))]
-        if models:
-            head = ["import json, os, tempfile", *head, ""]
+        if models:  # (`os` imported once, when the environment is set too)
+            head = ["import json, tempfile" if environment else "import json, os, tempfile", *head, ""]
             for name in models:
                 head += [
                     f"{name} = tempfile.mkdtemp()  # a tiny model: its config.json only",
