@@ -93,7 +93,6 @@ class Explorer:
         self.target_line = int(spec["target"][1])
         self.path = [(int(line), test, bool(want)) for line, test, want in spec["path"]]
         self.hints = list(spec.get("names") or [])
-        self.message = str(spec.get("message") or "")
         self.words = [w for w in re.findall(r"[a-z]+", str(spec.get("words") or "").lower()) if len(w) > 2]
         self.constants = [Src(text) for text in spec.get("constants") or []]
         self.vocabulary: dict[str, list[str]] = spec.get("vocabulary") or {}  # "Class.field" -> values compared
@@ -296,14 +295,8 @@ class Explorer:
         goal = len(self.path) + 1
         required = set(_required(self.cls)) | set(self.required(deadline))
         named = [v for v in [*arguments.values(), *call.values()] if isinstance(v, Src) and _number(v.text) is not None]
-        # The arguments the message speaks of first (`custom logits processors`: `logits_processors`), the
-        # innermost (a sub-config's argument before the whole sub-config) before the others.
-        words = set(re.findall(r"[a-z]+", self.message.lower()))
-        ordered = sorted(
-            slots, key=lambda item: (-len(set(item[0].split(".")[-1].split("_")) & words), -item[0].count("."))
-        )
-        for slot, choices in ordered:
-            if self.over(deadline) or len(found) >= 6:
+        for slot, choices in slots:
+            if self.over(deadline) or len(found) >= 4:
                 break
             current = _get(arguments, call, slot)
             if current is not None and setup.get(slot) == current:  # (what any build needs is no fix)

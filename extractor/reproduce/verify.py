@@ -256,7 +256,6 @@ def _spec(line: CatalogLine, known: dict[tuple[str, str], list[Any]], base: dict
         "constants": constants[:60],
         "base": base,
         # The words of its conditions and its message: which other arguments to try first.
-        "message": line.record.errorMessage,
         "words": " ".join([*(c.test for c in extraction.conditions), line.record.errorMessage]),
         "vocabulary": {
             f"{cls}.{name}": [v.text if isinstance(v, Code) else repr(v) for v in values]
