@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from extractor._version import __version__
 from extractor.model.records import CatalogLine, Reproduction
+from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.query.analysis import basis
 from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import read_whole, replace_bytes
@@ -79,7 +80,7 @@ def attach(lines: Iterable[CatalogLine], package: str, version: str | None) -> l
 
 def release_of(revision: str) -> str | None:
     """The release a catalog is of (`release:0.28.0` -> `0.28.0`), or None."""
-    return revision.removeprefix("release:") if revision.startswith("release:") else None
+    return revision.removeprefix(RELEASE_PREFIX) if revision.startswith(RELEASE_PREFIX) else None
 
 
 def attach_line(line: CatalogLine, package: str, revision: str) -> CatalogLine:

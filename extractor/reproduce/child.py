@@ -43,23 +43,6 @@ def _where(frames: traceback.StackSummary) -> list[list[object]]:
     return out
 
 
-def _wrapped(error: BaseException) -> list[BaseException]:
-    """What an error wraps: pydantic's ValidationError holds the errors its validators raised."""
-    inner: list[BaseException] = []
-    errors = getattr(error, "errors", None)
-    if callable(errors) and type(error).__name__ == "ValidationError":
-        try:
-            for item in errors():
-                found = (item.get("ctx") or {}).get("error")
-                if isinstance(found, BaseException):
-                    inner.append(found)
-        except Exception:  # (an errors() that fails says nothing more)
-            pass
-    if error.__cause__ is not None:
-        inner.append(error.__cause__)
-    return inner
-
-
 def _report(error: BaseException) -> dict[str, object]:
     sites = _where(traceback.extract_tb(error.__traceback__))
     wrapped = [
@@ -68,7 +51,7 @@ def _report(error: BaseException) -> dict[str, object]:
             "message": str(inner),
             "sites": _where(traceback.extract_tb(inner.__traceback__)),
         }
-        for inner in _wrapped(error)
+        for inner in explore.wrapped(error)
     ]
     report: dict[str, object] = {
         "outcome": "raised", "class": type(error).__name__, "message": str(error), "sites": sites, "wrapped": wrapped,

@@ -15,6 +15,7 @@ import ast
 import contextlib
 import dataclasses
 import enum
+import functools
 import importlib
 import inspect
 import itertools
@@ -26,6 +27,7 @@ import sys
 import time
 import types
 import typing
+from collections.abc import Iterator
 from typing import Any
 
 MODEL = "MODEL"  # the name of the (plain) tiny model folder in a program: written by the program's first lines
@@ -140,23 +142,19 @@ class Explorer:
         outcome: dict[str, Any] = {"outcome": "passed", "stage": "build"}
         environment = {k.removeprefix("env."): self.value(v) for k, v in call.items() if k.startswith("env.")}
         before = {name: os.environ.get(name) for name in environment}
-        signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(_TRY_SECONDS)
         os.environ.update(environment)
-        sys.settrace(tracer)
         try:
-            instance = self.build(Call(self.cls.__name__, arguments))
-            if self.method is not None:
-                outcome["stage"] = "call"
-                given = {k: self.value(v) for k, v in call.items() if not k.startswith("env.")}
-                getattr(instance, self.method)(**given)
+            with _watched(tracer):
+                instance = self.value(Call(self.cls.__name__, arguments))
+                if self.method is not None:
+                    outcome["stage"] = "call"
+                    given = {k: self.value(v) for k, v in call.items() if not k.startswith("env.")}
+                    getattr(instance, self.method)(**given)
         except _Stop:
             outcome = {**outcome, "outcome": "timeout"}
         except Exception as error:
             outcome = {**outcome, "outcome": "raised", "error": error}
         finally:
-            sys.settrace(None)
-            signal.alarm(0)
             for name, value in before.items():
                 if value is None:
                     os.environ.pop(name, None)
@@ -178,14 +176,11 @@ class Explorer:
         error = outcome.get("error")
         if error is None:
             return False
-        for inner in (*_inner(error), error):
+        for inner in (*wrapped(error), error):
             frames = [f for f in _frames(inner) if any(f.filename.startswith(root + os.sep) for root in self.roots)]
             if frames and frames[-1].filename == self.target_file and frames[-1].lineno == self.target_line:
                 return True
         return False
-
-    def build(self, call: Call) -> Any:
-        return self.value(call)
 
     def value(self, value: Any) -> Any:
         if isinstance(value, Call):
@@ -599,18 +594,26 @@ class Explorer:
         def tracer(frame: types.FrameType, event: str, arg: Any) -> Any:
             return local if frame.f_code.co_filename in files else None
 
-        signal.signal(signal.SIGALRM, _alarm)
-        signal.alarm(_TRY_SECONDS)
-        sys.settrace(tracer)
         try:
-            cls(**{k: self.value(v) for k, v in arguments.items()})
+            with _watched(tracer):
+                cls(**{k: self.value(v) for k, v in arguments.items()})
             return True, len(ran)
         except BaseException as error:
             self.said = str(error)
             return False, len(ran)
-        finally:
-            sys.settrace(None)
-            signal.alarm(0)
+
+
+@contextlib.contextmanager
+def _watched(tracer: Any) -> Iterator[None]:
+    """One try: traced by `tracer`, stopped (`_Stop`) past its time limit."""
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(_TRY_SECONDS)
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(None)
+        signal.alarm(0)
 
 
 def _get(arguments: dict[str, Any], call: dict[str, Any], slot: str) -> Any:
@@ -735,14 +738,32 @@ def _around(value: Any) -> list[Any]:
     return [value, value + step, value - step]
 
 
+@functools.lru_cache(maxsize=8)
+def _tree(path: str) -> ast.Module | None:
+    """A source file parsed, once for the readers below (None: it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return ast.parse(file.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _function_at(tree: ast.Module, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function around a line."""
+    functions = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0)
+    ]
+    return max(functions, key=lambda node: node.lineno, default=None)
+
+
 def _spans(path: str, lines: list[int]) -> dict[int, int]:
     """Each line a statement's head covers (an `if`'s test over several lines, a `raise` over several) -> the line
     it starts on: where the tracer sees a step of the path run."""
     out = {line: line for line in lines}
-    try:
-        with open(path, encoding="utf-8") as file:
-            tree = ast.parse(file.read())
-    except (OSError, SyntaxError, ValueError):
+    tree = _tree(path)
+    if tree is None:
         return out
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt) and node.lineno in lines:
@@ -755,19 +776,10 @@ def _spans(path: str, lines: list[int]) -> dict[int, int]:
 def _read_before(path: str, line: int) -> list[str]:
     """What the raise's function reads of its object before the raise, in order: `self.a` as `a`, `self.a.b` (or
     `a.b` after `a = self.a`) as `a.b`, and its parameters: more arguments for the search to try."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            tree = ast.parse(file.read())
-    except (OSError, SyntaxError, ValueError):
+    tree = _tree(path)
+    function = _function_at(tree, line) if tree is not None else None
+    if tree is None or function is None:
         return []
-    functions = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0)
-    ]
-    if not functions:
-        return []
-    function = max(functions, key=lambda node: node.lineno)
     out = [a.arg for a in [*function.args.args, *function.args.kwonlyargs] if a.arg not in ("self", "cls")]
     # The environment variables it reads (`envs.VLLM_X`), and those of the properties and methods it calls.
     called = {n.attr for n in ast.walk(function) if isinstance(n, ast.Attribute) and ast.unparse(n.value) == "self"}
@@ -813,20 +825,12 @@ def _environment_name(node: ast.AST) -> str | None:
 
 def _constants_in(path: str, line: int) -> list[str]:
     """The strings and numbers the function around a line writes, as source, in order (at most 30)."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            tree = ast.parse(file.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    functions = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0)
-    ]
-    if not functions:
+    tree = _tree(path)
+    function = _function_at(tree, line) if tree is not None else None
+    if function is None:
         return []
     out: list[str] = []
-    nodes = [n for n in ast.walk(max(functions, key=lambda node: node.lineno)) if isinstance(n, ast.Constant)]
+    nodes = [n for n in ast.walk(function) if isinstance(n, ast.Constant)]
     # Nearest the line first: those just above it (what the check compares with), then below.
     for node in sorted(nodes, key=lambda n: (n.lineno > line, abs(line - n.lineno), n.col_offset)):
         if type(node.value) in (str, int, float) and len(repr(node.value)) < 40:
@@ -876,7 +880,8 @@ def _frames(error: BaseException) -> list[Any]:
     return list(traceback.extract_tb(error.__traceback__))
 
 
-def _inner(error: BaseException) -> list[BaseException]:
+def wrapped(error: BaseException) -> list[BaseException]:
+    """What an error wraps: pydantic's ValidationError holds the errors its validators raised; a cause."""
     inner: list[BaseException] = []
     errors = getattr(error, "errors", None)
     if callable(errors) and type(error).__name__ == "ValidationError":

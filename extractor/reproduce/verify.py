@@ -6,11 +6,13 @@ import ast
 import queue
 import re
 import threading
+import typing
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from extractor.model.records import ReproductionReason
 from extractor.reproduce.triggers import Attempt, Code, Unsolvable, lessons, trigger, vocabulary
 
 if TYPE_CHECKING:
@@ -24,17 +26,8 @@ _RETRIES = 3  # attempts after the first, each with what the validation of the o
 _MEMORY = 4 << 30  # bytes an attempt's process may take
 _BUDGET = 20.0  # seconds the runtime's search may take for one record (a guard: it stops at a count of tries)
 
-# The named classes of a record not reproduced (with the triggers' own: needs a GPU platform, needs a real
-# model, not solvable from its conditions).
-REASONS = (
-    "needs a GPU platform",
-    "needs a real model",
-    "a condition on a value computed at run time",
-    "not solvable from its conditions",
-    "raised elsewhere",
-    "did not raise",
-    "hung or crashed",
-)
+# The named classes of a record not reproduced (the record model's, which the triggers' and the search's use).
+REASONS: tuple[str, ...] = typing.get_args(ReproductionReason)
 
 
 def reproduce(

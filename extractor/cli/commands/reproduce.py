@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments
 from extractor.errors import ExitCode, ExtractorError
+from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
     from extractor.model.records import Reproduction
 
-_RELEASE = "release:"
+_RELEASE = RELEASE_PREFIX
 # What vLLM does the first time a config is built (imports, caches), done once per runtime before its attempts
 # fork: each tiny model (explore.TINY_MODELS) built into a whole configuration.
 _WARM = """
