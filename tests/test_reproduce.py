@@ -298,6 +298,26 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
     assert "6 of 7 reproduced (6 with a fix verified); 1 needs a GPU platform" in result.stderr
 
 
+def _reproduced(git_repo: Any, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> tuple[Any, Any, Any]:
+    """`reproduce` of a package of one config module (`vllm/config/NAME.py`) in this interpreter as its runtime:
+    the CLI's result, each raise's line by its message's first word, each line's reproduction."""
+    from tests.conftest import cli
+
+    package = {
+        "vllm/__init__.py": '__version__ = "0.1"\n',
+        "vllm/config/__init__.py": "",
+        f"vllm/config/{name}.py": source,
+    }
+    git_repo.commit(package, tag="v1")
+    monkeypatch.setenv("PYTHONPATH", str(git_repo.path))
+    result = cli("reproduce", "--catalog", "v1", "--repo", str(git_repo.path), "--runtime", sys.executable)
+    assert result.returncode == 0, result.stderr
+    raised = {line.split('"')[1].split()[0]: number for number, line in enumerate(source.splitlines(), 1)
+              if "raise ValueError" in line}  # fmt: skip
+    answers = {r["lineNumber"]: r["reproduction"] for r in map(json.loads, result.stdout.splitlines())}
+    return result, raised, answers
+
+
 # Checks whose conditions cannot be solved on paper: the runtime's search finds them (explore.py).
 SEARCHED = """\
 import os
@@ -347,20 +367,7 @@ def test_the_search_reproduces_checks_whose_conditions_read_locals_loops_and_sub
 ) -> None:
     """A local computed from a list (a value the search gives the list), two arguments one check needs at once
     (its message names the second), an argument the method takes (a config its name names), the environment."""
-    from tests.conftest import cli
-
-    package = {
-        "vllm/__init__.py": '__version__ = "0.1"\n',
-        "vllm/config/__init__.py": "",
-        "vllm/config/ops.py": SEARCHED,
-    }
-    git_repo.commit(package, tag="v1")
-    monkeypatch.setenv("PYTHONPATH", str(git_repo.path))
-    result = cli("reproduce", "--catalog", "v1", "--repo", str(git_repo.path), "--runtime", sys.executable)
-    assert result.returncode == 0, result.stderr
-    raised = {line.split('"')[1].split()[0]: number for number, line in enumerate(SEARCHED.splitlines(), 1)
-              if "raise ValueError" in line}  # fmt: skip
-    answers = {r["lineNumber"]: r["reproduction"] for r in map(json.loads, result.stdout.splitlines())}
+    result, raised, answers = _reproduced(git_repo, monkeypatch, "ops", SEARCHED)
     assert set(answers) == set(raised.values())
     for line, made in answers.items():
         assert made.get("python"), (line, made)
@@ -372,6 +379,135 @@ def test_the_search_reproduces_checks_whose_conditions_read_locals_loops_and_sub
     method = answers[raised["tp_size"]]["python"]
     assert "config.verify_with_parallel_config(parallel_config=ParallelConfig(" in method
     assert "6 of 6 reproduced (6 with a fix verified)" in result.stderr
+
+
+# Functions no config calls, a validator of what a config is given, a check its conditions solve but not its fix.
+HELPERS = """\
+import enum
+import string
+from dataclasses import dataclass, fields
+from typing import Any, Literal, TypeVar
+
+import pydantic
+from pydantic_core import ArgsKwargs
+
+ConfigT = TypeVar("ConfigT")
+_NOT_SUPPORTED = {"gemma": "numerical instability", "phi": "overflows"}
+
+
+@pydantic.dataclasses.dataclass
+class PoolConfig:
+    pooling: Literal["mean", "last"] | None = None
+
+    def get_pooling(self) -> str:
+        if self.pooling is None:
+            raise ValueError("pooling is not set; it should be resolved before calling get_pooling()")
+        return self.pooling
+
+
+@pydantic.dataclasses.dataclass
+class RemovedConfig:
+    activation: bool = True
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def reject_removed(cls, data: Any) -> Any:
+        values = data.kwargs if isinstance(data, ArgsKwargs) else data
+        if isinstance(values, dict) and "normalize" in values:
+            raise ValueError("Parameter `normalize` was removed; use `activation` instead.")
+        return data
+
+
+@dataclass
+class DraftConfig:
+    target: Any  # (no default: a build needs one)
+
+    @staticmethod
+    def resolve_rates(n: int, rates: list[float] | None) -> list[float]:
+        if rates is not None and len(rates) != n:
+            raise ValueError(f"rates must have length {n}, got {rates}.")
+        return rates or []
+
+
+class _BackendMeta(enum.EnumMeta):
+    def __getitem__(cls, name):
+        try:
+            return super().__getitem__(name)
+        except KeyError:
+            raise ValueError(f"Unknown backend: {name!r}") from None
+
+
+class Backend(enum.Enum, metaclass=_BackendMeta):
+    FAST = "fast"
+
+
+def _is_uri(path: str) -> bool:
+    return "://" in path and len(path.split("://")[0]) > 1
+
+
+@pydantic.dataclasses.dataclass
+class StoreConfig:
+    backend: Backend = Backend.FAST
+    directory: str = ""
+
+    @pydantic.field_validator("backend", mode="before")
+    @classmethod
+    def _backend(cls, value: Any) -> Any:
+        return Backend[value.upper()] if isinstance(value, str) else value
+
+    def __post_init__(self):
+        if self.directory and _is_uri(self.directory):
+            raise ValueError("directory must be a local directory")
+
+
+def field_of(cls: type[Any], name: str) -> Any:
+    try:
+        return next(f for f in fields(cls) if f.name == name)
+    except StopIteration as error:
+        raise ValueError(f"Field {name!r} not found in {cls.__name__}.") from error
+
+
+def check_dtype(model_type: str, dtype: str) -> None:
+    if model_type in _NOT_SUPPORTED and dtype == string.digits:
+        raise ValueError(f"The model type {model_type!r} does not support {dtype}: {_NOT_SUPPORTED[model_type]}")
+
+
+def update(config: ConfigT, overrides: dict[str, Any]) -> ConfigT:
+    for name in overrides:
+        if not hasattr(config, name):
+            raise ValueError(f"{name} is not a field of {type(config).__name__}")
+    return config
+"""
+
+
+def test_a_function_no_config_calls_is_called_and_a_fix_is_searched_for_when_none_was_made(
+    git_repo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module's function no class calls is called directly (a class for `type[...]`, a config for a TypeVar,
+    the members of the module's table a condition looks in, a module's value it compares with), a static method
+    on its class, an enum's metaclass through a config; a keyword a validator looks for in what it is given, a
+    text a helper looks for; a reproduction made on paper whose fix the search finds."""
+    result, raised, answers = _reproduced(git_repo, monkeypatch, "helpers", HELPERS)
+    for line, made in answers.items():
+        assert made.get("python") and made.get("fix"), (line, made)
+    field = answers[raised["Field"]]
+    assert "from vllm.config.helpers import PoolConfig, field_of" in field["python"]
+    assert "field_of(cls=PoolConfig, name=" in field["python"] and field.get("flags") is None
+    dtype = answers[raised["The"]]
+    assert "import string\n" in dtype["python"] and "dtype=string.digits" in dtype["python"]
+    assert "model_type='gemma'" in dtype["python"] or "model_type='phi'" in dtype["python"]
+    assert "update(config=PoolConfig()" in answers[raised["{name}"]]["python"]
+    assert "RemovedConfig(normalize=" in answers[raised["Parameter"]]["python"]
+    pooling = answers[raised["pooling"]]
+    assert "config.get_pooling()" in pooling["python"]
+    assert pooling["fix"]["change"] in ("set pooling='mean'", "set pooling='last'")  # (not what pydantic refuses)
+    rates = answers[raised["rates"]]["python"]  # (a static method: called on its class, none built)
+    assert "DraftConfig.resolve_rates(n=" in rates and "DraftConfig(" not in rates
+    # A raise in an enum's metaclass, reached by building a config that takes the enum (a text for a member).
+    assert "StoreConfig(backend='x')" in answers[raised["Unknown"]]["python"]
+    # A text the helper a condition calls looks for (`"://" in path`).
+    assert "directory='xx://x'" in answers[raised["directory"]]["python"]
+    assert "8 of 8 reproduced (8 with a fix verified)" in result.stderr
 
 
 def test_an_attempt_stopped_where_the_package_looks_for_its_platform_needs_a_gpu_platform() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 from pydantic import ValidationError
 
-from extractor._version import __version__
+from extractor._version import __version__, code_digest
 from extractor.model.records import CatalogLine, Reproduction
 from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.query.analysis import basis
@@ -25,8 +25,9 @@ def store_path(package: str, version: str) -> Path:
 
 
 def key(line: CatalogLine) -> str:
-    """What a reproduction of a record holds for: its id, its check's basis, the extractor's version."""
-    text = f"{line.record.id}\0{basis(line)}\0{__version__}"
+    """What a reproduction of a record holds for: its id, its check's basis, the extractor's version and the code
+    that reproduces (an edit to it runs the records again, released or not)."""
+    text = f"{line.record.id}\0{basis(line)}\0{__version__}\0{code_digest(('reproduce',))}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import collections.abc
 import contextlib
 import dataclasses
 import enum
@@ -52,6 +53,7 @@ TINY_MODELS: dict[str, dict[str, Any]] = {
 _TRY_SECONDS = 3  # one try's time limit (a try that reaches for the network is stopped)
 _TRIES = 800  # tries of one search (not counting those that find arguments a class builds with)
 _AFTER = 200  # tries to shorten what it found and find its fixes
+_AFTER_FAILED = 6  # values tried for a fix that passes, after one that stops the raise but fails elsewhere
 _REPAIRS = 3  # arguments an error's message names tried with the change that led to it (each with 9 values)
 _SETUP_TRIES = 300  # tries to find arguments a class builds with
 _NUMBERS = [0, 1, 2, -1, 3, 4, 8, 16, 1024, 4096]
@@ -88,9 +90,17 @@ class Explorer:
 
     def __init__(self, spec: dict[str, Any], roots: list[str], model_dir: str) -> None:
         self.module = importlib.import_module(spec["module"])
-        self.cls = getattr(self.module, spec["cls"])
-        self.method: str | None = spec.get("method")
+        # The class built (None: the raise's function, a function of the module, is called directly).
+        self.cls: type | None = getattr(self.module, spec["cls"]) if spec.get("cls") else None
+        self.method: str | None = spec.get("method") if self.cls is not None else None
         self.function = spec["function"]  # the name of the raise's function
+        # What is called with the searched parameters: the method, the module's function, or nothing.
+        self.callee: Any = (
+            getattr(self.module, self.function) if self.cls is None
+            else getattr(self.cls, self.method) if self.method is not None else None
+        )  # fmt: skip
+        # The class built before the call (None: a function, or a static or class method: called on the class).
+        self.holder = self.cls if self.cls is not None and not _unbound(self.cls, self.method) else None
         self.target_file = _located(spec["target"][0], roots)
         self.target_line = int(spec["target"][1])
         self.path = [(int(line), test, bool(want)) for line, test, want in spec["path"]]
@@ -98,7 +108,8 @@ class Explorer:
         self.words = [w for w in re.findall(r"[a-z]+", str(spec.get("words") or "").lower()) if len(w) > 2]
         self.constants = [Src(text) for text in spec.get("constants") or []]
         self.vocabulary: dict[str, list[str]] = spec.get("vocabulary") or {}  # "Class.field" -> values compared
-        self.names: dict[str, str] = {self.cls.__name__: self.module.__name__}  # imported name -> module
+        named = self.cls.__name__ if self.cls is not None else self.function
+        self.names: dict[str, str] = {named: self.module.__name__}  # imported name -> module
         # Values are evaluated where the module's own names stand (its enums, its constants), and the tiny model.
         self.namespace: dict[str, Any] = {**vars(self.module), **_folders(model_dir)}
         self.tries = 0
@@ -114,6 +125,8 @@ class Explorer:
         known = {c.text for c in self.constants}
         self.constants += [Src(t) for t in _constants_in(self.target_file, self.target_line) if t not in known]
         self.hints += sorted(read, key=self.overlap)  # (what the function reads: sharing words with the test first)
+        self.compared = self._compared()
+        self.constants += [c for c in self._looked_for() if c not in self.constants]
 
     # -- what a try does
     def score(self, arguments: dict[str, Any], call: dict[str, Any]) -> tuple[int, int, int, dict[str, Any]]:
@@ -145,11 +158,11 @@ class Explorer:
         os.environ.update(environment)
         try:
             with _watched(tracer):
-                instance = self.value(Call(self.cls.__name__, arguments))
-                if self.method is not None:
+                instance = self.value(Call(self.holder.__name__, arguments)) if self.holder is not None else None
+                if self.callee is not None:
                     outcome["stage"] = "call"
                     given = {k: self.value(v) for k, v in call.items() if not k.startswith("env.")}
-                    getattr(instance, self.method)(**given)
+                    (self.callee if instance is None else getattr(instance, str(self.method)))(**given)
         except _Stop:
             outcome = {**outcome, "outcome": "timeout"}
         except Exception as error:
@@ -194,8 +207,8 @@ class Explorer:
         return self.tries >= self.limit or time.monotonic() > deadline
 
     def run(self, base: dict[str, Any], deadline: float) -> dict[str, Any]:
-        setup = self.setup(self.cls, deadline)
-        arguments = {**setup, **base}
+        setup = self.setup(self.holder, deadline) if self.holder is not None else {}
+        arguments = {**setup, **base} if self.holder is not None else {}
         call = {name: choices[0] for name, choices in self.required(deadline).items()}
         slots = self.slots(deadline)
         best = self.score(arguments, call)
@@ -227,8 +240,15 @@ class Explorer:
         self.limit = self.tries + _AFTER  # (the program made short, and its fixes: tries of their own)
         arguments, call, best = self.shrink(arguments, call, best, goal, deadline)
         called = best[-1]["stage"] == "call"
+        fixes = self.fixes(arguments, call, setup, slots, deadline, called=called)
+        fuller = {**setup, **arguments}  # (made short, it may have lost what a build needs once the check passes)
+        if not any(fix["passed"] for fix in fixes) and fuller != arguments and self.score(fuller, call)[0] >= goal:
+            self.limit = self.tries + _AFTER  # (tries of its own)
+            more = self.fixes(fuller, call, setup, slots, deadline, called=called)
+            if any(fix["passed"] for fix in more):
+                arguments, fixes = fuller, more
         out.update(outcome="found", **self.written(arguments, call, called=called))
-        out["fixes"] = self.fixes(arguments, call, setup, slots, deadline, called=called)
+        out["fixes"] = fixes
         return out
 
     def repaired(
@@ -256,7 +276,7 @@ class Explorer:
         self, arguments: dict[str, Any], call: dict[str, Any], best: Any, goal: int, deadline: float
     ) -> tuple[dict[str, Any], dict[str, Any], Any]:
         """The arguments found, less each one the raise does not need (left at its default): a short program."""
-        required = set(_required(self.cls)) | set(self.required(deadline))
+        required = set(_required(self.holder)) | set(self.required(deadline))
         slots = [f"call.{name}" for name in call if name not in required]
         for name, value in arguments.items():
             if isinstance(value, Call):
@@ -288,7 +308,7 @@ class Explorer:
         back to its default first, then to its other values; those that build without error first."""
         found: list[dict[str, Any]] = []
         goal = len(self.path) + 1
-        required = set(_required(self.cls)) | set(self.required(deadline))
+        required = set(_required(self.holder)) | set(self.required(deadline))
         named = [v for v in [*arguments.values(), *call.values()] if isinstance(v, Src) and _number(v.text) is not None]
         for slot, choices in slots:
             if self.over(deadline) or len(found) >= 4:
@@ -298,36 +318,52 @@ class Explorer:
                 continue
             reverts = [None] if current is not None and slot.rpartition(".")[2] not in required else []
             numeric = bool(choices) and all(isinstance(c, Src) and _number(c.text) is not None for c in choices)
+            candidate: dict[str, Any] | None = None  # (one that stops the raise but fails elsewhere: kept until
+            looked = 0  # a few more values are tried for one that passes)
             for choice in [*reverts, *(named if numeric else []), *choices]:
-                if choice == current or (slot.startswith("call.") and not called):
+                if choice == current or (slot.startswith("call.") and not called) or looked > _AFTER_FAILED:
                     continue
                 trial_arguments, trial_call = self.with_(arguments, call, slot, choice)
                 depth, _, _, outcome = self.score(trial_arguments, trial_call)
-                if depth >= goal:
+                looked += candidate is not None
+                if depth >= goal or self.over(deadline):
                     continue
-                change = _change(slot, choice)
                 written = self.written(trial_arguments, trial_call, called=called)
-                found.append({**written, "change": change, "passed": outcome["outcome"] == "passed"})
-                break
+                passed = outcome["outcome"] == "passed"
+                if passed or candidate is None:
+                    candidate = {**written, "change": _change(slot, choice), "passed": passed}
+                if passed:
+                    break
+            if candidate is not None:
+                found.append(candidate)
         found.sort(key=lambda fix: not fix["passed"])
         return found
 
     def written(self, arguments: dict[str, Any], call: dict[str, Any], *, called: bool) -> dict[str, Any]:
         """A try as a program: its imports, the tiny model folder when it uses one, the build and the call (when
         the build alone does not raise)."""
-        built = Call(self.cls.__name__, arguments).source()
-        body = [f"config = {built}"]
         given = {k: v for k, v in call.items() if not k.startswith("env.")}
         environment = {k.removeprefix("env."): v for k, v in call.items() if k.startswith("env.")}
-        if called and self.method is not None:
-            body.append(f"config.{self.method}({', '.join(f'{k}={_source(v)}' for k, v in given.items())})")
-        values = [_source(v) for v in [Call(self.cls.__name__, arguments), *given.values()]]
+        passed = ", ".join(f"{k}={_source(v)}" for k, v in given.items())
+        if self.holder is None:  # the module's function, or the class's static or class method, called
+            called_as = self.function if self.cls is None else f"{self.cls.__name__}.{self.method}"
+            body = [f"{called_as}({passed})"]
+            values = [called_as, *(_source(v) for v in given.values())]
+        else:
+            body = [f"config = {Call(self.holder.__name__, arguments).source()}"]
+            if called and self.method is not None:
+                body.append(f"config.{self.method}({passed})")
+            values = [_source(v) for v in [Call(self.holder.__name__, arguments), *given.values()]]
         by_module: dict[str, list[str]] = {}
+        plain: list[str] = []
         for name in sorted(set(re.findall(r"(?<![.\w'\"])[A-Za-z_]\w*(?!\w*\s*=[^=])", " ".join(values)))):
             module = self.names.get(name) or (self.module.__name__ if name in vars(self.module) else None)
-            if module is not None and name not in TINY_MODELS:
+            if isinstance(vars(self.module).get(name), types.ModuleType):  # (`torch` of `torch.float16`)
+                imported = vars(self.module)[name].__name__
+                plain.append(f"import {imported}" if imported == name else f"import {imported} as {name}")
+            elif module is not None and name not in TINY_MODELS:
                 by_module.setdefault(module, []).append(name)
-        head = [f"from {module} import {', '.join(names)}" for module, names in sorted(by_module.items())]
+        head = [*plain, *(f"from {module} import {', '.join(names)}" for module, names in sorted(by_module.items()))]
         models = [name for name in TINY_MODELS if re.search(rf"\b{name}\b", " ".join(body))]
         if models:  # (`os` imported once, when the environment is set too)
             head = ["import json, tempfile" if environment else "import json, os, tempfile", *head, ""]
@@ -346,6 +382,8 @@ class Explorer:
                 *head,
             ]
         flat = {k: _source(v) for k, v in [*arguments.items(), *environment.items()]}
+        if self.holder is None:  # (a function's parameters are no config's fields: no flags stand for them)
+            flat.update({f"call.{k}": _source(v) for k, v in given.items()})
         return {"python": "\n".join([*head, "", *body]) + "\n", "arguments": flat}
 
     def with_(
@@ -360,7 +398,7 @@ class Explorer:
         elif slot.startswith("call."):
             target, path, kinds = call, slot.removeprefix("call.").split("."), self.parameters()
         else:
-            target, path, kinds = arguments, slot.split("."), self.fields(self.cls)
+            target, path, kinds = arguments, slot.split("."), self.fields(self.holder)
         if len(path) == 1:
             if choice is None:
                 target.pop(path[0], None)
@@ -401,7 +439,7 @@ class Explorer:
         """Each argument the search may set, with the values to try: the hinted ones first (the fields and
         parameters the conditions read), then the class's other fields."""
         out: list[tuple[str, list[Any]]] = []
-        fields = self.fields(self.cls)
+        fields = self.fields(self.holder)
         params = self.parameters()
         seen: set[str] = set()
         # After the hinted ones, the fields that share a word with the conditions and the message
@@ -430,14 +468,22 @@ class Explorer:
                 out.append((name, self.choices(fields[name], name, deadline, owner=self.cls)))
             if name in params:
                 out.append((f"call.{name}", self.choices(params[name], name, deadline, owner=self.cls)))
+        # A keyword the class does not take that a validator looks for in what it is given (`"normalize" in
+        # values`: a removed parameter), passed as any value.
+        for operands in self.parsed.values() if self.holder is not None else []:
+            for node in (n for operand in operands for n in ast.walk(operand) if isinstance(n, ast.Compare)):
+                key = node.left.value if isinstance(node.left, ast.Constant) else None
+                looked = isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(key, str) and key.isidentifier()
+                if looked and key not in fields and key not in seen:
+                    seen.add(str(key))
+                    out.append((str(key), [Src("True"), Src("1"), Src("'x'")]))
         return out
 
     def required(self, deadline: float) -> dict[str, list[Any]]:
-        if self.method is None:
+        if self.callee is None:
             return {}
-        method = getattr(self.cls, self.method)
         out = {}
-        for name, parameter in inspect.signature(method).parameters.items():
+        for name, parameter in inspect.signature(self.callee).parameters.items():
             if (
                 name != "self"
                 and parameter.default is inspect.Parameter.empty
@@ -447,18 +493,19 @@ class Explorer:
         return out
 
     def parameters(self) -> dict[str, Any]:
-        if self.method is None:
+        if self.callee is None:
             return {}
-        method = getattr(self.cls, self.method)
-        hints = _hints(method)
+        hints = _hints(self.callee)
         return {
             name: hints.get(name, Any)
-            for name, p in inspect.signature(method).parameters.items()
+            for name, p in inspect.signature(self.callee).parameters.items()
             if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
         }
 
-    def fields(self, cls: type) -> dict[str, Any]:
+    def fields(self, cls: type | None) -> dict[str, Any]:
         """A class's arguments (a dataclass's fields and InitVars, a pydantic model's fields) with their types."""
+        if cls is None:
+            return {}
         hints = _hints(cls)
         out: dict[str, Any] = {}
         for name, spec in getattr(cls, "__dataclass_fields__", {}).items():
@@ -474,6 +521,7 @@ class Explorer:
         this field with first."""
         out: list[Any] = []
         known = [Src(text) for text in self.vocabulary.get(f"{owner.__name__}.{name}", [])] if owner else []
+        known += self.compared.get(name, [])
         # Last, for a text: the texts the catalog compares any field of its class with (`'ngram'`, a method's
         # name, may be what a `model` takes too).
         texts = str in typing.get_args(kind) or kind is str
@@ -491,6 +539,10 @@ class Explorer:
             return [Src("None")]
         if origin is typing.Annotated:
             return self._choices(args[0], name, deadline, depth)
+        if isinstance(kind, typing.TypeVar):  # (its bound, or any value)
+            return self._choices(kind.__bound__ or Any, name, deadline, depth)
+        if origin is type or kind is type:  # a class: the package's configs
+            return [self.constant(config) for config in self.package_configs()]
         if origin in (typing.Union, types.UnionType):
             inner = [c for a in args if a is not type(None) for c in self._choices(a, name, deadline, depth)]
             return inner + ([Src("None")] if type(None) in args else [])
@@ -507,10 +559,17 @@ class Explorer:
             return [Src(repr(n)) for n in [*around_floats, 0.0, 1.0, 0.5, -1.0, 2.0]]
         strings = [c for c in self.constants if c.text[:1] in "'\""]
         if kind is str:
-            model = [Src(folder) for folder in TINY_MODELS] if "model" in name or "tokenizer" in name else []
-            return [*model, *strings, Src("'x'"), Src("''")]
-        if inspect.isclass(kind) and issubclass(kind, enum.Enum):
-            return [self.constant(member) for member in kind]
+            folders = ("model" in name or "tokenizer" in name) and not name.endswith("_type")  # (`model_type`: no)
+            model = [Src(folder) for folder in TINY_MODELS] if folders else []
+            # A function given a config and a name (`get_field(cls, name)`) may want a name of its fields.
+            named = (
+                [Src(repr(f)) for c in self.package_configs()[:1] for f in self.fields(c)][:5]
+                if self.cls is None
+                else []
+            )
+            return [*model, *strings, Src("'x'"), Src("''"), *named]
+        if inspect.isclass(kind) and issubclass(kind, enum.Enum):  # (and a name that is none: a validator of
+            return [*(self.constant(member) for member in kind), Src("'x'")]  # the field may read a text)
         if origin in (list, tuple, set, frozenset) or kind in (list, tuple, set):
             element = args[0] if args else Any
             inner = self._choices(element, name, deadline, depth + 1)[:10] if depth < 2 else []
@@ -519,14 +578,113 @@ class Explorer:
             plain = [v for v in inner if isinstance(v, Src)]
             pairs = [Src(f"[{a.text}, {b.text}]") for a, b in itertools.pairwise(plain)][:6]
             return [Src(empty), *(Src(f"{opened}{v.text}{closed}") for v in plain), *pairs]
-        if origin is dict or kind is dict:
-            return [Src("{}"), *(c for c in self.constants if c.text.startswith("{"))]
+        if origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping) or kind is dict:
+            keyed = [Src(f"{{{c.text}: {v}}}") for c in strings[:4] for v in ("1", "'x'")]  # (`.get("device")`)
+            return [Src("{}"), *(c for c in self.constants if c.text.startswith("{")), *keyed, Src("{'x': 1}")]
         config = self.config_of(kind, name)  # (not annotated, or `X = Any` outside type checks: by its name)
         if config is not None and depth < 1:
             return [Call(config.__name__, self.setup(config, deadline))]
+        if inspect.isclass(kind) and kind is not Any and self.bare(kind):  # another class: built bare
+            return [Call(kind.__name__, {})]
+        if kind is Any and depth < 1:  # anything: a few values, and a config of the package built bare (first
+            # for a parameter named a config: `config: ConfigT`)
+            configs: list[Any] = [Call(config.__name__, {}) for config in self.package_configs()]
+            plain = [*self.constants, Src("None"), Src("1"), Src("'x'"), Src("True")]
+            return [*configs, *plain] if "config" in name.split("_") else [*plain, *configs]
         return [*self.constants, Src("None"), Src("1"), Src("'x'"), Src("True")]
 
+    def bare(self, cls: type) -> bool:
+        """Whether a class builds with no arguments (a library's config object: `PretrainedConfig()`)."""
+        try:
+            with _watched(None):
+                cls()
+        except BaseException:
+            return False
+        self.names.setdefault(cls.__name__, cls.__module__)
+        self.namespace.setdefault(cls.__name__, cls)
+        return True
+
+    @functools.cache  # noqa: B019 (one search, one Explorer)
+    def package_configs(self) -> list[type]:
+        """A few config classes of the raise's package that build with no arguments: what a function that takes
+        any config (`config: ConfigT`, `cls: type[...]`) is given."""
+        package = self.module.__name__.rpartition(".")[0] or self.module.__name__
+        found = {
+            value
+            for module in list(sys.modules.values())
+            if getattr(module, "__name__", "").startswith(f"{package}.")
+            for value in vars(module).values()
+            if inspect.isclass(value) and _config_class(value) is value and value.__module__.startswith(f"{package}.")
+        }
+        out: list[type] = []
+        for config in sorted(found, key=lambda c: (c.__name__, c.__module__)):
+            if len(out) >= 3:
+                break
+            if not _required(config) and self.bare(config):
+                out.append(config)
+        return out
+
+    def _compared(self) -> dict[str, list[Src]]:
+        """The values the path's conditions compare a parameter or field with, where they are the module's own
+        names: `dtype == torch.float16` -> `torch.float16`, `model_type in _NOT_SUPPORTED` -> its members."""
+        out: dict[str, list[Src]] = {}
+        for operands in self.parsed.values():
+            for node in (n for operand in operands for n in ast.walk(operand) if isinstance(n, ast.Compare)):
+                left = node.left
+                name = left.id if isinstance(left, ast.Name) else None
+                if isinstance(left, ast.Attribute) and ast.unparse(left.value) == "self":
+                    name = left.attr
+                if name is None or len(node.ops) != 1 or isinstance(node.comparators[0], ast.Constant):
+                    continue
+                text = ast.unparse(node.comparators[0])
+                try:
+                    value = eval(text, dict(self.namespace))  # (the module's names: no local, no call runs here)
+                except Exception:
+                    continue
+                containers = (dict, list, tuple, set, frozenset)
+                if isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(value, containers):
+                    members = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
+                    found = [Src(repr(m)) for m in members[:10] if type(m) in (str, int, float)]
+                elif isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+                    found = [Src(text)] if not isinstance(value, (types.FunctionType, types.MethodType)) else []
+                else:
+                    found = []
+                out.setdefault(name, []).extend(v for v in found if v not in out.get(name, []))
+        return out
+
+    def _looked_for(self) -> list[Src]:
+        """Texts the module's functions a condition calls look for in a text (`"://" in path`,
+        `path.startswith("s3://")`), each in a text that has it: `'xx://x'`, `'s3://x'`."""
+        out: list[Src] = []
+        for operands in self.parsed.values():
+            for node in (n for operand in operands for n in ast.walk(operand) if isinstance(n, ast.Call)):
+                helper = self.namespace.get(node.func.id) if isinstance(node.func, ast.Name) else None
+                if not isinstance(helper, types.FunctionType):
+                    continue
+                try:
+                    tree = ast.parse(inspect.getsource(helper).strip())
+                except (OSError, TypeError, SyntaxError):
+                    continue
+                for part in ast.walk(tree):
+                    if isinstance(part, ast.Compare) and isinstance(part.left, ast.Constant):
+                        if isinstance(part.left.value, str) and isinstance(part.ops[0], ast.In):
+                            out.append(Src(repr(f"xx{part.left.value}x")))
+                    elif isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.args:
+                        first, how = part.args[0], part.func.attr
+                        if (
+                            how in ("startswith", "endswith")
+                            and isinstance(first, ast.Constant)
+                            and isinstance(first.value, str)
+                        ):
+                            text = f"{first.value}x" if how == "startswith" else f"x{first.value}"
+                            out.append(Src(repr(text)))
+        return list(dict.fromkeys(out))[:10]
+
     def constant(self, value: Any) -> Src:
+        if inspect.isclass(value):
+            self.names.setdefault(value.__name__, value.__module__)
+            self.namespace.setdefault(value.__name__, value)
+            return Src(value.__name__)
         if isinstance(value, enum.Enum):
             owner = type(value)
             self.names.setdefault(owner.__name__, owner.__module__)
@@ -608,7 +766,7 @@ def _watched(tracer: Any) -> Iterator[None]:
     """One try: traced by `tracer`, stopped (`_Stop`) past its time limit."""
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(_TRY_SECONDS)
-    sys.settrace(tracer)
+    sys.settrace(tracer)  # (None: a try not traced)
     try:
         yield
     finally:
@@ -656,7 +814,19 @@ def _hinted(slot: str, hints: list[str]) -> bool:
     return slot.removeprefix("call.") in hints[:6]
 
 
-def _required(cls: type) -> list[str]:
+def _unbound(cls: type, method: str | None) -> bool:
+    """Whether a class's method is a static or class method, called on the class with no config built (not one
+    of pydantic's validators, which building the config runs)."""
+    if method is None:
+        return False
+    decorators = getattr(cls, "__pydantic_decorators__", None)  # (its validators, by kind, each by name)
+    kinds = [getattr(decorators, name) for name in dir(decorators) if not name.startswith("_")] if decorators else []
+    if any(method in kind for kind in kinds if isinstance(kind, dict)):
+        return False
+    return isinstance(inspect.getattr_static(cls, method, None), (staticmethod, classmethod))
+
+
+def _required(cls: type | None) -> list[str]:
     """The arguments a class cannot be built without."""
     out = []
     for name, spec in getattr(cls, "__dataclass_fields__", {}).items():
@@ -700,7 +870,7 @@ def _hints(owner: Any) -> dict[str, Any]:
                 out[name] = eval(annotation, namespace) if isinstance(annotation, str) else annotation
                 break
             except NameError as error:
-                found = _lookup(str(error.name), top) if error.name else None
+                found = _lookup(str(error.name), top, anywhere=True) if error.name else None
                 if found is None:
                     out[name] = Any
                     break
@@ -716,13 +886,14 @@ def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
 
 
-def _lookup(name: str, top: str) -> Any:
-    """A class of that name defined in a module of the package already imported."""
+def _lookup(name: str, top: str, *, anywhere: bool = False) -> Any:
+    """A class of that name defined in a module of the package already imported (with `anywhere`, of any
+    package, when the package has none: `PretrainedConfig`, imported for type checkers only)."""
     for module in list(sys.modules.values()):
         value = getattr(module, name, None)
-        if inspect.isclass(value) and value.__name__ == name and value.__module__.startswith(f"{top}."):
+        if inspect.isclass(value) and value.__name__ == name and value.__module__.startswith(f"{top}." if top else ""):
             return value  # (defined there: not `X = Any`, an alias for type checkers)
-    return None
+    return _lookup(name, "", anywhere=False) if anywhere and top else None
 
 
 def _number(text: str) -> int | float | None:
@@ -909,15 +1080,18 @@ def explore(spec: dict[str, Any], roots: list[str], model_dir: str) -> dict[str,
     started = time.monotonic()
     budget = float(spec.get("budget") or 5)
     try:
-        # A function of the module, not a method: built through each class of the module that calls it.
-        owners = [spec["cls"]] if spec.get("cls") else _callers(spec["module"], spec["function"])
-        if not owners:
-            return {"outcome": "not found", "said": f"no class of {spec['module']} calls {spec['function']}"}
+        # A function of the module, not a method: built through each class of the module that calls it, then
+        # called directly (None), as the other code that calls it would.
+        owners = [spec["cls"]] if spec.get("cls") else [*_callers(spec["module"], spec["function"]), None]
+        if owners[0] is not None and _config_class(getattr(importlib.import_module(spec["module"]), owners[0])) is None:
+            # A method of a class of the module that is no config (an enum's metaclass): reached by building the
+            # module's configs.
+            owners += _configs_of(spec["module"], owners[0])
         found: dict[str, Any] = {}
         for index, owner in enumerate(owners):
             deadline = started + budget * (index + 1) / len(owners)
-            explorer = Explorer({**spec, "cls": owner, "method": spec.get("method") if spec.get("cls") else None},
-                                roots, model_dir)  # fmt: skip
+            method = spec.get("method") if owner == spec.get("cls") else None
+            explorer = Explorer({**spec, "cls": owner, "method": method}, roots, model_dir)
             base = {name: Src(text) for name, text in (spec.get("base") or {}).items() if "." not in name}
             found = explorer.run(base, deadline)
             if found["outcome"] == "found":
@@ -940,6 +1114,26 @@ def _callers(module_name: str, function: str) -> list[str]:
             if re.search(rf"\b{re.escape(function)}\(", source):
                 out.append(name)
     return out[:3]
+
+
+def _configs_of(module_name: str, cls: str) -> list[str]:
+    """The config classes (dataclasses, pydantic models) a module defines, by name (at most 3): those whose code
+    names the class, or a class made by it (`Backend`, of the metaclass `_BackendMeta`), first."""
+    module = importlib.import_module(module_name)
+    names = {cls, *(name for name, value in vars(module).items() if type(value) is getattr(module, cls))}
+    found = [
+        name
+        for name, value in vars(module).items()
+        if inspect.isclass(value) and value.__module__ == module_name and _config_class(value) is value
+    ]
+
+    def names_it(name: str) -> bool:
+        try:
+            return bool(set(re.findall(r"\w+", inspect.getsource(getattr(module, name)))) & names)
+        except (OSError, TypeError):
+            return False
+
+    return sorted(found, key=lambda name: (not names_it(name), name))[:3]
 
 
 def write_model(folder: str) -> str:

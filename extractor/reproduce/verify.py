@@ -83,6 +83,7 @@ def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, An
     record = line.record
     head = {"id": record.id, "filePath": record.filePath, "lineNumber": record.lineNumber}
     base: dict[str, Any] = {}
+    kept: dict[str, Any] | None = None  # reproduced on paper with no fix that ran: the search may find one
     try:
         attempt = trigger(line, known)
     except Unsolvable as why:
@@ -100,35 +101,39 @@ def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, An
             except Unsolvable:
                 break
             attempt, program, result, verdict = _run(attempt, session, line, timeout)
+        base = {name: repr(value) for name, value in attempt.arguments.items() if not isinstance(value, Code)}
         if verdict is None and context.answered(str(result["message"]), record.id):
             fixes = []
             if attempt.fix:
                 changed = {**attempt.arguments, **attempt.fix}
                 fixes.append({"python": attempt.fixed(), "arguments": changed, "change": attempt.change})
             made = _reproduction(line, session, program, attempt.arguments, result, fixes, by_site, timeout)
-            return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
-        base = {name: repr(value) for name, value in attempt.arguments.items() if not isinstance(value, Code)}
+            kept = {**head, "reproduction": {**made, "verifiedWith": verified_with}}
+            if "fix" in made:
+                return kept
         detail = "match does not answer it with this record" if verdict is None else _said(result)
         failed = {**head, "reason": verdict or "raised elsewhere", "detail": detail, "python": program}
     found = session.explore(_spec(line, known, base), timeout=_BUDGET + timeout, memory=_MEMORY, ident=record.id)
     if found.get("outcome") == "found":
         program = str(found["python"])
         result = session.attempt(program, timeout=timeout, memory=_MEMORY, ident=record.id)
-        if _raised_here(line, result) is None and context.answered(str(result["message"]), record.id):
+        alone = _raised_here(line, result)
+        if alone is None and not context.answered(str(result["message"]), record.id):
+            alone = "match answers another"
+        if alone is None:
             made = _reproduction(
                 line, session, program, _values(found["arguments"]), result, found["fixes"], by_site, timeout
             )
-            return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
-        failed["searched"] = f"found arguments, but run alone: {_raised_here(line, result) or 'match answers another'}"
+            if kept is None or "fix" in made:  # (the search's, when the one made on paper has no fix)
+                return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
+        searched = f"found arguments, but run alone: {alone}"
     elif not found.get("of"):  # the search did not run: say why (a module that does not import, ...)
-        failed["searched"] = f"(the search could not run: {found.get('said') or found.get('outcome')})"
+        searched = f"(the search could not run: {found.get('said') or found.get('outcome')})"
     else:
-        failed["searched"] = (
-            f"(searched: {found['depth']} of {found['of']} steps of its path, {found.get('tries')} tries)"
-        )
+        searched = f"(searched: {found['depth']} of {found['of']} steps of its path, {found.get('tries')} tries)"
         if failed["reason"] == "not solvable from its conditions" and _computed(line, int(found["depth"])):
             failed["reason"] = "a condition on a value computed at run time"
-    return failed
+    return kept or {**failed, "searched": searched}
 
 
 def _computed(line: CatalogLine, depth: int) -> bool:
@@ -296,8 +301,10 @@ def _own(line: CatalogLine) -> tuple[str, int]:
 
 def _site(result: dict[str, Any]) -> tuple[str, int] | None:
     """The raise site of what an attempt raised: the innermost frame in the package, of the error pydantic
-    wrapped when it wrapped one."""
-    for error in (*result.get("wrapped", []), result):
+    wrapped when it wrapped one (not of an error's cause: `raise ValueError(...) from e` raises where it
+    stands)."""
+    wrapped = result.get("wrapped", [])
+    for error in (*wrapped, result) if result.get("class") == "ValidationError" else (result, *wrapped):
         sites = error.get("sites") or []
         if sites:
             return (str(sites[-1][0]), int(sites[-1][1]))
