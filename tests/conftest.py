@@ -134,9 +134,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     Also in every worker: a suite started in the background by a non-interactive shell (`.ci/run &`)
     inherits Ctrl-C ignored, and so would every process it starts; the command line rightly leaves an
-    ignored SIGINT ignored, and the tests that deliver Ctrl-C to it would see it finish instead."""
+    ignored SIGINT ignored, and the tests that deliver Ctrl-C to it would see it finish instead. The same for
+    SIGHUP under `nohup`: the tests that hang up on a run would see it go on."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
     if hasattr(config, "workerinput"):
         return
     # The package's bytecode, written once for the session's processes: it starts a hundred-odd `python -m

@@ -876,7 +876,7 @@ def test_a_config_or_flags_source_that_is_not_there_is_a_warning(git_repo: GitRe
         pytest.param(["list"], "extractor: error: list: the following arguments are required: --catalog", id="missing"),
         pytest.param(
             ["diff", "a", "b", "--frmat", "json"],
-            "extractor: error: diff: unrecognized arguments: --frmat json",
+            "extractor: error: diff: unrecognized option '--frmat'; did you mean --format?",
             id="unknown",
         ),
         pytest.param(
@@ -915,3 +915,78 @@ def test_a_path_in_a_markdown_link_cannot_break_its_row_and_only_web_addresses_a
     (row,) = [line for line in diffed.stdout.splitlines() if "q" in line and line.startswith("|")]
     assert row.replace("\\|", "").count("|") == 4, row  # three cells: no pipe of the path splits the row
     assert "[vllm/config/p\\|q\\]r.py:1](https://" in row
+
+
+def test_a_misspelled_option_is_said_with_the_one_meant_before_any_missing_one() -> None:
+    """As the user typed them, in a process: not "one of --sha --release is required" for `--relase`."""
+    typo = process("--relase", "0.28.0")
+    assert (typo.returncode, typo.stdout) == (2, "")
+    assert typo.stderr == (
+        "extractor: error: unrecognized option '--relase'; did you mean --release? (see extractor --help)\n"
+    )
+    match = process("match", "--catlog", "x", "some error")
+    assert match.returncode == 2 and "unrecognized option '--catlog'; did you mean --catalog?" in match.stderr
+    listed = process("list", "--release", "0.28.0")  # (list reads a catalog: the release is one)
+    assert listed.returncode == 2 and "did you mean --catalog release:X.Y.Z?" in listed.stderr
+    bare = process()
+    assert bare.returncode == 2 and bare.stderr.startswith("extractor: error: nothing to do: name a command (cache, ")
+    assert "--release X.Y.Z" in bare.stderr
+
+
+@pytest.mark.parametrize("command", ["", *commands()])
+def test_every_option_of_every_command_gets_did_you_mean(command: str) -> None:
+    """Each long option of each command, a letter left out, is named back; an option cut short that only one
+    begins with is still that one (argparse's own abbreviation), and a value that looks like an option is a
+    value."""
+    import importlib
+
+    from extractor.cli.extract import parser as extraction
+
+    parser = extraction() if not command else importlib.import_module(f"extractor.cli.commands.{command}").parser()
+    words = [command] if command else []
+    options = [o for o in parser._option_string_actions if o.startswith("--") and len(o) > 5 and o != "--help"]
+    assert options
+    for option in options:
+        typo = option[:3] + option[4:]  # (`--relase`)
+        if any(other.startswith(typo) for other in options):
+            continue
+        result = run(*words, typo, "x")
+        assert result.returncode == 2, (command, typo)
+        assert f"unrecognized option {typo!r}; did you mean {option}?" in result.stderr, (command, typo, result.stderr)
+
+
+def _in_read_only_folder(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m extractor ARGS` run in a folder on a read-only file system (a tmpfs mounted read-only in a
+    mount namespace of its own: no privilege needed, nothing left mounted)."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare(1) to mount a read-only folder")
+    script = 'mount -t tmpfs -o ro none "$1" && cd "$1" && shift && exec "$@"'
+    command = ["unshare", "-rm", "sh", "-c", script, "sh", str(folder), sys.executable, "-m", "extractor", *args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if "mount:" in result.stderr or "unshare:" in result.stderr:
+        pytest.skip(f"cannot mount a read-only folder here: {result.stderr.strip()}")
+    return result
+
+
+@pytest.mark.parametrize(
+    ("args", "written"),
+    [
+        (["--sha", "v1"], "output"),
+        (["history", "v1"], "output"),
+        (["site", "--catalog", "v1", "--output", "site"], "site"),
+        (["diff", "v1", "v2", "--output", "changes.json"], "changes.json"),
+    ],
+)
+def test_a_command_that_writes_where_it_cannot_says_so_before_any_work(
+    args: list[str], written: str, tmp_path: Path
+) -> None:
+    """In a read-only working folder, what would be written is refused first, naming --output: the repository
+    named (there is none) is never looked at."""
+    result = _in_read_only_folder(tmp_path, *args, "--repo", "/nowhere/repository")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"extractor: error: cannot write {written}: the current folder is on a read-only file system "
+        "(name one that can be written with --output)\n"
+    )

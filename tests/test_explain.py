@@ -165,3 +165,24 @@ def test_a_template_is_reworded_only_into_one_that_reads_like_it() -> None:
     unrelated = template("max_num_seqs must be positive.", "1.1")
     assert _fate(old, "1.0", "1.1", [old, reworded]) == "reworded"
     assert _fate(old, "1.0", "1.1", [old, unrelated]) == "gone"
+
+
+def test_words_of_a_message_find_its_record_as_list_grep_would(catalog: str) -> None:
+    """Words of the message in order, not as it is written (`list --grep` finds them): the record that holds
+    them all; words several records hold are an error that lists them."""
+    by_line = records(catalog)
+    found = explain(catalog, "decoding pipeline parallelism")
+    assert found.returncode == 0 and "vllm/config/spec.py:6" in found.stdout, found.stderr
+    assert by_line[6]["slug"] in found.stdout or "pipeline parallelism" in found.stdout
+    several = explain(catalog, "decoding needs OR cannot")
+    assert several.returncode == 1 and "no record matches" in several.stderr
+    shared = explain(catalog, "speculative decoding")
+    assert shared.returncode == 2 and "records' messages hold the words of 'speculative decoding'" in shared.stderr
+
+
+def test_a_misspelled_slug_is_answered_with_the_slug_meant(catalog: str) -> None:
+    slug = records(catalog)[5]["slug"]
+    typo = slug.replace("needs", "neds")
+    result = explain(catalog, typo)
+    assert result.returncode == 1
+    assert result.stderr == f"extractor: no record matches {typo!r}; did you mean {slug}?\n"

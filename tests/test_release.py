@@ -537,3 +537,26 @@ def test_a_version_with_a_trailing_newline_is_no_release_version(serve, tmp_path
     # Nor do other scripts' digits make one (`\\d` takes a fullwidth nine): ASCII digits alone.
     result = cli("--release", "\uff19.9.0", "--output", "-")
     assert (result.returncode, result.stderr) == (2, "extractor: error: not a release version: '\uff19.9.0'\n")
+
+
+def test_a_release_written_as_its_tag_or_bare_is_the_release_with_one_sha(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`v9.9.0` wherever a release is taken; a bare version that is no revision of the repository (a remote one
+    is not asked) is read as the release; a release's messages name it, never the SHA of the commit that holds
+    its sdist (the catalog names the SHA its records point at)."""
+    serve()
+    tagged = cli("--release", "v9.9.0", "--output", "-", "--quiet")
+    assert tagged.returncode == 0, tagged.stderr
+    assert json.loads(tagged.stdout)["record"]["analyzedSha"] == "abcdef1234"
+    listed = cli("list", "--catalog", "release:v9.9.0", "--format", "json")
+    assert listed.returncode == 0 and '"from the sdist"' in listed.stdout, listed.stderr
+    history = cli("history", "release:v9.9.0", "--output", str(tmp_path / "history"), "--quiet")
+    assert history.returncode == 0, history.stderr
+    assert json.loads((tmp_path / "history" / "history.json").read_text())["revisions"][0]["revision"] == "9.9.0"
+    bare = cli("diff", "9.9.0", "release:9.9.0", "--format", "markdown")
+    assert bare.returncode == 0, bare.stderr
+    assert "reading 9.9.0 as release:9.9.0" in bare.stderr and "| unchanged | 1 |" in bare.stdout
+    mistyped = cli("--release", "9.9.0", "--path", "vllm/confg", "--output", "-")
+    assert mistyped.returncode == 2
+    assert mistyped.stderr == (
+        "extractor: error: no Python file under vllm/confg at release:9.9.0; did you mean --path vllm/config?\n"
+    )

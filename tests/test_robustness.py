@@ -1298,3 +1298,18 @@ def test_text_for_people_shows_a_messages_control_characters_as_escapes(git_repo
     for name, text in shown.items():
         assert "\x1b" not in text and "\x07" not in text, name
         assert "\\x1b" in text and "pwn\\x07" in text, name  # (Markdown escapes the `]`)
+
+
+def test_the_suite_started_under_nohup_still_hangs_up_on_the_runs_it_starts() -> None:
+    """`nohup .ci/run`: the suite inherits SIGHUP ignored, and so would every run it starts (an ignored signal
+    stays ignored across exec); the suite restores it, as it does an ignored SIGINT."""
+    test = "tests/test_robustness.py::test_stopping_the_main_process_alone_ends_every_process_and_writes_nothing[1]"
+    nohup = (
+        "import signal, subprocess, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+        f"sys.exit(subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '-n', '0', "
+        f"{test!r}]).returncode)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", nohup], capture_output=True, text=True, cwd=root, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:]
+    assert "1 passed" in result.stdout

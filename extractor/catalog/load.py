@@ -27,6 +27,7 @@ from extractor.repo.git.blobs import read_file
 from extractor.repo.git.clone import is_url
 from extractor.repo.git.commit import Commit, resolve
 from extractor.util.atomic import read_whole
+from extractor.util.progress import note
 
 __all__ = [
     "RELEASE_PREFIX",
@@ -185,8 +186,9 @@ def is_complete(directory: Path, *, options: ExtractOptions, sha: str) -> Loaded
 
 def release_commit(version: str) -> tuple[Commit, str | None]:
     """Return the commit holding a release's `vllm/` package and the vLLM commit it was built from."""
-    from extractor.repo.release import commit_id, release_repo, release_tag
+    from extractor.repo.release import commit_id, release_repo, release_tag, release_version
 
+    version = release_version(version)  # (as a tag spells it, `v0.28.0`, too)
     repo = release_repo([version])
     commit = replace(resolve(str(repo), release_tag(version)), revision=f"{RELEASE_PREFIX}{version}")
     version_py = read_file(commit, "vllm/_version.py")
@@ -198,10 +200,13 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
 
     A revision reuses a complete catalog already written under `root` for its SHA and scope.
     """
+    from extractor.repo.release import looks_like_version, release_version
+
     if spec.startswith(RELEASE_PREFIX):
-        version = spec.removeprefix(RELEASE_PREFIX)
+        version = release_version(spec.removeprefix(RELEASE_PREFIX))  # (`release:v0.28.0` is 0.28.0)
         if not version:
             raise ReleaseError("release: needs a version, as in release:0.28.0")
+        spec = f"{RELEASE_PREFIX}{version}"
         commit, pinned = release_commit(version)
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
         return LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, spec)
@@ -214,6 +219,11 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     there = path.is_dir() or os.path.lexists(path)
     if (looks_like_path(spec) or there) and (is_url(repo) or not _is_revision(repo, spec)):
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
+    if looks_like_version(spec) and (is_url(repo) or not _is_revision(repo, spec)):
+        # A version that is no revision of the repository (a remote one is not asked: vLLM tags are v0.28.0):
+        # the release, read from its sdist, as `release:` names it.
+        note(f"reading {spec} as release:{release_version(spec)}, from the release's sdist")
+        return open_catalog(f"{RELEASE_PREFIX}{spec}", repo=repo, options=options, root=root)
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
     folder = folder_name(sha=commit.sha, revision=spec, scope=options.scope_data)

@@ -72,9 +72,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         with signals_as_interrupts(), quiet_for_one_run():
-            if arguments and arguments[0] in commands():
+            if not arguments:  # (nothing asked: what may be asked, rather than a missing --sha)
+                raise ExtractorError(
+                    f"nothing to do: name a command ({', '.join(commands())}) or extract a revision "
+                    "(--sha REV or --release X.Y.Z); see --help"
+                )
+            if arguments[0] in commands():
                 code = _command(arguments[0])(arguments[1:])
-            elif arguments and not arguments[0].startswith("-"):
+            elif not arguments[0].startswith("-"):
                 raise _unknown_command(arguments[0])
             else:
                 from extractor.cli import extract

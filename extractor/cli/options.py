@@ -49,6 +49,7 @@ class Parser(argparse.ArgumentParser):
     ) -> tuple[argparse.Namespace, list[str]]:
         """Parse, refusing an empty value (`--output ''`): a path, revision or name it never is, and taken
         for the default it would write or read somewhere the user did not say. A pasted TEXT may be empty."""
+        self._refuse_unknown_options(sys.argv[1:] if args is None else args)
         parsed, rest = super().parse_known_args(args, namespace)
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
@@ -57,6 +58,34 @@ class Parser(argparse.ArgumentParser):
             if action.dest not in _MAY_BE_EMPTY and empty:  # (an option's own const, `--site` alone, aside)
                 self.error(f"{'/'.join(action.option_strings) or action.metavar or action.dest}: an empty value")
         return parsed, rest
+
+    def _refuse_unknown_options(self, args: Sequence[str]) -> None:
+        """An option this command does not have is said first, with the one meant (`--relase`: did you mean
+        `--release`?), before argparse reads it as a value or says a required option is missing."""
+        from extractor.util.suggest import close_to
+
+        known = [option for option in self._option_string_actions if option.startswith("--")]
+        takes_value = {o for o, action in self._option_string_actions.items() if action.nargs != 0}
+        previous = ""
+        for word in args:
+            if word == "--":
+                return
+            name = word.partition("=")[0]
+            is_value = previous in takes_value and "=" not in previous
+            previous = word
+            if is_value or not name.startswith("--") or len(name) < 3:
+                continue
+            if name in known or sum(option.startswith(name) for option in known) == 1:  # (or cut short)
+                continue
+            # (--release and --sha of the extraction, where this command takes a catalog or revisions instead)
+            elsewhere = {"release": "release:X.Y.Z", "sha": "REV"}
+            guess = close_to(name.removeprefix("--"), [o.removeprefix("--") for o in known] + list(elsewhere))
+            if guess in elsewhere and f"--{guess}" not in known:
+                written = elsewhere[guess]
+                hint = f"; did you mean --catalog {written}?" if "--catalog" in known else f"; name it as {written}"
+            else:
+                hint = f"; did you mean --{guess}?" if guess else ""
+            self.error(f"unrecognized option {name!r}{hint}")
 
 
 _MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word to look for, the root
@@ -343,16 +372,16 @@ def widened(options: ExtractOptions, args: argparse.Namespace) -> ExtractOptions
     )
 
 
-def output_folder(output: str | None, command: str) -> Path | None:
-    """The folder a command that writes several files writes into: `-` (standard output) is not one."""
+def output_folder(output: str | None, command: str, *, writable: bool = True) -> Path | None:
+    """The folder a command that writes several files writes into: `-` (standard output) is not one; one
+    that cannot be written is refused now, before any work (`writable=False`: the command checks when it
+    has something to write)."""
     if output == "-":
         raise ExtractorError(f"{command} writes a folder of files: --output - (standard output) cannot hold them")
-    if not output:
-        return None
     from extractor.pipeline.write import check_folder
 
-    check_folder(Path(output))
-    return Path(output)
+    check_folder(Path(output or "output"), writable=writable)  # (no --output: under output/, checked as well)
+    return Path(output) if output else None
 
 
 def pasted(text: str) -> str:

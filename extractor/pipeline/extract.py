@@ -34,6 +34,7 @@ from extractor.pipeline.lines import LineData, RunContext, build_records
 from extractor.pipeline.options import ExtractOptions as ExtractOptions
 from extractor.pipeline.options import scope_path as scope_path
 from extractor.pipeline.scheduler import scan_blobs
+from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.repo.git.blobs import Blob, list_blobs, read_blobs
 from extractor.repo.git.commit import Commit, resolve
 from extractor.repo.git.run import is_utf8, printable
@@ -160,8 +161,8 @@ def _check_raised(commit: Commit, blobs: Sequence[Blob], options: ExtractOptions
     guess = next((found for a in asked if (found := close_to(a, raised))), None)
     hint = f"; did you mean {guess}?" if guess else "; '*' takes every class"
     raise ScopeError(
-        f"no raise of {' or '.join(asked)} under {', '.join(options.paths)} at {commit.revision} "
-        f"({commit.sha[:12]}), where the files raise {shown}{hint}"
+        f"no raise of {' or '.join(asked)} under {', '.join(options.paths)} at {_at(commit)}, "
+        f"where the files raise {shown}{hint}"
     )
 
 
@@ -382,6 +383,29 @@ def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> li
     return out
 
 
+def _path_hint(commit: Commit, paths: Sequence[str]) -> str:
+    """`; did you mean vllm/config?` for a --path mistyped (`vllm/confg`): the Python folders and files beside
+    where it points, the one most like it."""
+    from extractor.util.suggest import close_to
+
+    for path in paths:
+        parent = path.strip("/").rpartition("/")[0]
+        prefix = f"{parent}/" if parent else ""
+        beside = {prefix + blob.path[len(prefix) :].split("/")[0] for blob in list_blobs(commit, [parent or "."])}
+        guess = close_to(path.strip("/"), beside - {path.strip("/")})
+        if guess is not None:
+            return f"; did you mean --path {guess}?"
+    return ""
+
+
+def _at(commit: Commit) -> str:
+    """A commit in a message: its revision and SHA; a release by its name alone (the commit of the release
+    repository that holds its sdist is no SHA of vLLM's: the catalog names the one its records point at)."""
+    if commit.revision.startswith(RELEASE_PREFIX):
+        return commit.revision
+    return f"{commit.revision} ({commit.sha[:12]})"
+
+
 def _list_scope(commit: Commit, options: ExtractOptions) -> _Scope:
     every = list_blobs(commit, [*options.paths, *options.config_from, options.flags_from])
     in_scope, in_config = _under_any(options.paths), _under_any(options.config_from)
@@ -392,9 +416,8 @@ def _list_scope(commit: Commit, options: ExtractOptions) -> _Scope:
         found = sorted({blob.path for blob in list_blobs(commit, modules)} & set(modules)) if modules else []
         both = [*options.paths, *found]
         hint = f"; {', '.join(found)} is there (--path {' --path '.join(both)} follows both)" if found else ""
-        raise ScopeError(
-            f"no Python file under {', '.join(options.paths)} at {commit.revision} ({commit.sha[:12]}){hint}"
-        )
+        hint = hint or _path_hint(commit, options.paths)
+        raise ScopeError(f"no Python file under {', '.join(options.paths)} at {_at(commit)}{hint}")
     # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
     listed = [blob for blob in every if is_utf8(blob.path)]
     # Config classes and the CLI definition are read for what records' fields mean, in scope or not.

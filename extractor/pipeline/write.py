@@ -195,10 +195,18 @@ def scope_label(scope: Mapping[str, Any], *, default: Mapping[str, Any]) -> str:
     return label
 
 
-def check_folder(path: Path) -> None:
+def check_folder(path: Path, *, writing: Path | None = None, writable: bool = True) -> None:
     """Refuse a folder to write into that cannot be one, before any work, as a write would (see why_not): a
-    file, or a symlink that leads nowhere, at its path or at a path above it. Where nothing is, the folder
-    is made when written."""
+    file, or a symlink that leads nowhere, at its path or at a path above it; a folder that cannot be written
+    (where it is, or the nearest one above it that is there: a read-only file system, no permission). Where
+    nothing is, the folder is made when written. `writing`: the file the folder is for, named in what is said;
+    `writable=False`: a folder that may need no write (checked when it does)."""
     found = _in_the_way((*reversed(path.parents), path))
     if found is not None:
         raise OutputError(f"cannot write {path}: {found}")
+    there = next((folder for folder in (path, *path.parents) if folder.is_dir()), None)
+    if writable and there is not None and not os.access(there, os.W_OK | os.X_OK):
+        read_only = bool(os.statvfs(there).f_flag & os.ST_RDONLY)
+        named = "the current folder" if there == Path(".") else str(there)
+        why = f"{named} is on a read-only file system" if read_only else f"{named} is not writable"
+        raise OutputError(f"cannot write {writing or path}: {why} (name one that can be written with --output)")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -64,12 +64,49 @@ def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Expla
     values: dict[str, str] = {}
     if found_id is None or found_id not in position:
         matches = Matcher(templates_of(lines, origin=origin)).match(query).matches
-        if not matches:
-            return None
-        found_id, values = matches[0].site.id, matches[0].values
+        if matches:
+            found_id, values = matches[0].site.id, matches[0].values
+        else:  # (words of the message, as `list --grep` finds them: `max_num_batched_tokens is smaller than`)
+            messages = {line.record.id: (line.record.slug, line.record.errorMessage) for line in lines}
+            found_id = _by_words(messages, query)
+            if found_id is None:
+                return None
     found = lines[position[found_id]]
     related = tuple(lines[position[i]] for i in found.extraction.related if i in position)
     return Explanation(found, values, related)
+
+
+class NoRecord(LookupError):
+    """No record answers a query; `hint` says the slug most like it (`; did you mean SLUG?`), or nothing."""
+
+    def __init__(self, query: str, slugs: Iterable[str]) -> None:
+        from extractor.util.suggest import close_to
+
+        guess = close_to(query.strip(), set(slugs)) if len(query.strip()) >= 4 else None
+        self.hint = f"; did you mean {guess}?" if guess else ""
+        super().__init__(query)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _by_words(messages: Mapping[str, tuple[str, str]], query: str) -> str | None:
+    """The one record (key -> (slug, message)) whose message holds every word of `query` (any case), those
+    holding them in order first; several alike is an error that lists them."""
+    asked = [word.casefold() for word in _WORD.findall(query)]
+    if not asked:
+        return None
+    held: list[tuple[bool, str, str]] = []
+    for key, (slug, message) in messages.items():
+        words = [word.casefold() for word in _WORD.findall(message)]
+        if set(asked) <= set(words):
+            places = iter(words)
+            held.append((all(word in places for word in asked), key, slug))  # (in order: a subsequence)
+    ordered = [item for item in held if item[0]] or held
+    if len(ordered) > 1:
+        listed = ", ".join(sorted(slug for _, _, slug in ordered)[:5]) + (", ..." if len(ordered) > 5 else "")
+        raise ExtractorError(f"{len(ordered)} records' messages hold the words of {query!r} ({listed}); say more")
+    return ordered[0][1] if ordered else None
 
 
 def find_in(catalog: LoadedCatalog, query: str, *, origin: str = "") -> Explanation | None:
@@ -116,27 +153,31 @@ def _fate(template: MatchTemplate, last: str, label: str, templates: Sequence[Ma
     return "gone"
 
 
-def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation | None:
-    """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised."""
+def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation:
+    """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised.
+    No record answers it: NoRecord."""
     from extractor.catalog.load import open_catalog
     from extractor.query.match.index import expand_specs, match_index, origin
 
-    if len(expand_specs(specs)) == 1:
-        (spec,) = expand_specs(specs)
-        return find_in(open_catalog(spec, repo=repo, options=options), query, origin=origin(spec))
-    index = match_index(specs, repo=repo, options=options)
-    if len(index.specs) == 1:  # the same catalog named twice (a folder, and its records.jsonl): it alone
-        (spec,) = index.specs
-        return find_in(open_catalog(spec, repo=repo, options=options), query, origin=origin(spec))
+    index = None
+    if len(expand_specs(specs)) > 1:
+        index = match_index(specs, repo=repo, options=options)
+    if index is None or len(index.specs) == 1:  # (one catalog; or the same named twice: a folder, its records)
+        (spec,) = expand_specs(specs) if index is None else index.specs
+        catalog = open_catalog(spec, repo=repo, options=options)
+        explained = find_in(catalog, query, origin=origin(spec))
+        if explained is None:
+            raise NoRecord(query, (line.record.slug for line in catalog.lines))
+        return explained
     found = _find_template(index, query)
     if found is None:
-        return None
+        raise NoRecord(query, (site.slug for template in index.matcher.templates for site in template.places()))
     template, values = found
     newest = max(index.labels.index(release) for release in template.releases)
     catalog = open_catalog(index.specs[newest], repo=repo, options=options)
     explanation = find_in(catalog, next(s.id for s in template.places() if index.labels[newest] in s.releases))
-    if explanation is None:
-        return None
+    if explanation is None:  # (its id, in the catalog the index read it from: not expected)
+        raise NoRecord(query, ())
     return Explanation(
         explanation.line, values, explanation.related, history(template, index.labels, index.matcher.templates)
     )
@@ -156,7 +197,11 @@ def _find_template(index: MatchIndex, query: str) -> tuple[MatchTemplate, dict[s
     if owner is not None:
         return named[owner], {}
     matches = index.matcher.match(query).matches
-    return (matches[0].template, matches[0].values) if matches else None
+    if matches:
+        return matches[0].template, matches[0].values
+    by_words = {name: (template.places()[-1].slug, template.errorMessage) for name, template in named.items()}
+    chosen = _by_words(by_words, query)
+    return (named[chosen], {}) if chosen is not None else None
 
 
 def condition_in_words(line: CatalogLine, *, code: Callable[[str], str] = "`{}`".format) -> str:

@@ -186,6 +186,18 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def release_version(text: str) -> str:
+    """A release as written by a user, as the index spells it: `v0.28.0` (a tag's spelling) is `0.28.0`."""
+    rest = text[1:] if text[:1] in "vV" else text
+    return rest if rest is not text and _VERSION.fullmatch(rest) else text
+
+
+def looks_like_version(text: str) -> bool:
+    """Whether a word is written as a release (`0.28.0`, `v0.28.0`), not as a SHA (`1234567`) or a branch."""
+    version = release_version(text)
+    return "." in version and bool(_VERSION.fullmatch(version))
+
+
 def _check_version(version: str) -> None:
     if not _VERSION.fullmatch(version):
         raise ReleaseError(f"not a release version: {version!r}")
@@ -283,7 +295,7 @@ def resolve_releases(spec: str, *, versions: list[str] | None = None) -> list[st
     """Return the releases `spec` names, oldest first: `all`, `A..B` (inclusive; either end may be left
     open), or one version. `versions` defaults to what the index lists."""
     if spec != "all" and ".." not in spec:
-        return [spec]
+        return [release_version(spec)]
     listed = release_versions() if versions is None else versions
     if spec == "all":
         chosen = listed

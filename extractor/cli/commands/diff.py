@@ -54,7 +54,7 @@ def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.catalog.load import LoadedCatalog, open_catalog
     from extractor.errors import ScopeError
-    from extractor.pipeline.write import atomic_write, page_bytes
+    from extractor.pipeline.write import atomic_write, check_folder, page_bytes
     from extractor.query.diff import diff_catalogs, render_json, render_markdown
     from extractor.query.history.revisions import followed
 
@@ -66,6 +66,8 @@ def run(argv: Sequence[str]) -> int:
         return [open_catalog(latest_of(spec, options), repo=args.repo, options=options, root=root) for spec in specs]
 
     specs, options = (args.old, args.new), extract_options(args)
+    if args.output and args.output != "-":  # (the file's folder can be written: checked before any work)
+        check_folder(Path(args.output).parent, writing=Path(args.output))
     try:
         old, new = both(options)
     except ScopeError:

@@ -48,14 +48,15 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
-    from extractor.query.explain import explain_in, render
+    from extractor.query.explain import NoRecord, explain_in, render
 
     args.query = pasted(args.query)
     options, specs = catalogs_of(args)
-    explanation = explain_in(specs, args.query, repo=args.repo, options=options)
-    if explanation is None:
+    try:
+        explanation = explain_in(specs, args.query, repo=args.repo, options=options)
+    except NoRecord as missing:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
-        print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}", file=sys.stderr)
+        print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}{missing.hint}", file=sys.stderr)
         return ExitCode.NOT_FOUND
     lineage = lineage_note(lineages_of(args), explanation.line.record.id)
     page = render(explanation, format=args.format, lineage=lineage)

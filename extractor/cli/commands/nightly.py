@@ -68,7 +68,7 @@ def run(argv: Sequence[str]) -> int:
     nightly(
         repo=args.repo,
         branch=args.branch,
-        output=output_folder(args.output, "nightly"),
+        output=output_folder(args.output, "nightly", writable=False),  # (up to date: nothing to write)
         options=extract_options(args),
         keep=args.keep,
         log=log,
