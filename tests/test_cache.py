@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import shutil
 import sqlite3
 import time
@@ -269,3 +270,26 @@ def test_files_read_for_their_facts_count_as_parsed_only_where_facts_are_wanted(
     cache holds from a run that wanted its classes."""
     output(repo, jobs=1, config_from=("pkg",))
     assert output(repo, jobs=1) == output(repo, jobs=1, cache=False)
+
+
+def test_cache_info_and_clear_know_what_the_test_suite_and_the_benchmark_keep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """test-releases/ and test-wheels/ (tests/conftest.py keeps them between sessions) and bench-peers/ are the
+    cache's too: counted by `cache info`, removed by `cache clear`."""
+    from tests.conftest import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    root = tmp_path / "extractor"
+    tags = root / "test-releases" / "vllm.git" / "refs" / "tags"
+    tags.mkdir(parents=True)
+    (tags / "v9.9.0").write_text("0" * 40 + "\n")
+    (root / "test-wheels").mkdir()
+    (root / "test-wheels" / "attrs-24.2.0-py3-none-any.whl").write_bytes(b"x" * 3000)
+    (root / "bench-peers" / "bin").mkdir(parents=True)
+    info = cli("cache", "info")
+    assert info.returncode == 0, info.stderr
+    assert re.search(r"\n  tests +3\.0 kB .*\(releases and wheels: 2\)\n", info.stdout), info.stdout
+    assert re.search(r"\n  bench +.*\(environments: 1\)\n", info.stdout), info.stdout
+    assert cli("cache", "clear").returncode == 0
+    assert not any(root.iterdir())

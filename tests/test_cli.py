@@ -451,9 +451,9 @@ def index(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ind
 def test_release_folder_says_the_release_and_the_download_says_one_line(index: Index, tmp_path: Path) -> None:
     result = run("--release", "9.9.0", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    size = len(index.files["vllm-9.9.0.tar.gz"]) / 1e6
+    size = len(index.files["vllm-9.9.0.tar.gz"])
     assert result.stderr.splitlines() == [
-        f"extractor: downloading vllm-9.9.0.tar.gz ({size:.1f} MB) from 127.0.0.1",
+        f"extractor: downloading vllm-9.9.0.tar.gz ({size} B) from 127.0.0.1",
         "extractor: 1 records from 1 of 1 files at abcdef1234 -> output/vllm-project/vllm/release-9.9.0",
     ]
     manifest = orjson.loads((tmp_path / "output/vllm-project/vllm/release-9.9.0/manifest.json").read_bytes())
@@ -651,7 +651,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     empty = {"scans": 0, "catalogs": 0, "matches": 0, "clones": 0, "releases": 0, "sdists": 0, "runtimes": 0}
-    empty["reproductions"] = 0
+    empty |= {"reproductions": 0, "tests": 0, "bench": 0}
     assert cache_info(cwd) == empty
     assert run("--repo", str(raises.path), "--sha", "v1", "--output", "-", cwd=cwd).returncode == 0
     document = orjson.loads(run("cache", "info", "--format", "json", cwd=cwd).stdout)
@@ -670,6 +670,8 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
         "sdists",
         "runtimes",
         "reproductions",
+        "tests",
+        "bench",
     ]
     (isolated_cache / "extractor" / "match").mkdir()
     (isolated_cache / "extractor" / "match" / ("ab" * 32)).write_bytes(b"an index")  # as match keeps them
@@ -686,7 +688,7 @@ def test_cache_info_and_clear(raises: GitRepo, tmp_path: Path, isolated_cache: P
     assert (wrong.returncode, wrong.stderr) == (
         2,
         "extractor: error: no cache part 'scan'; did you mean 'scans'? (parts: scans, catalogs, matches, clones, "
-        "releases, sdists, runtimes, reproductions)\n",
+        "releases, sdists, runtimes, reproductions, tests, bench)\n",
     )
 
 
@@ -990,3 +992,49 @@ def test_a_command_that_writes_where_it_cannot_says_so_before_any_work(
         f"extractor: error: cannot write {written}: the current folder is on a read-only file system "
         "(name one that can be written with --output)\n"
     )
+
+
+def test_a_download_bar_counts_in_the_units_every_other_size_is_said_in(index: Index, tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from tqdm import tqdm
+
+    sdist = io.BytesIO()  # (an sdist of some 60 kB: the bar's total in kB)
+    with (
+        tarfile.open(fileobj=sdist, mode="w:gz") as archive,
+        tarfile.open(fileobj=io.BytesIO(index.files["vllm-9.9.0.tar.gz"])) as small,
+    ):
+        for member in small.getmembers():
+            archive.addfile(member, small.extractfile(member))
+        padding = tarfile.TarInfo("vllm-9.9.0/padding.bin")
+        padding.size = 60_000
+        archive.addfile(padding, io.BytesIO(os.urandom(60_000)))
+    index.files["vllm-9.9.0.tar.gz"] = sdist.getvalue()
+    code, shown = run_on_terminal("--release", "9.9.0", "--output", "-", cwd=tmp_path, env={}, columns=100)
+    assert code == 0, shown
+    size = len(index.files["vllm-9.9.0.tar.gz"])
+    assert f"/{tqdm.format_sizeof(size, '', 1000)} " in shown  # (k of 1000 bytes, not of 1024)
+
+
+def test_list_fills_the_terminal_and_shows_where_grep_found_its_word(listed: str, tmp_path: Path) -> None:
+    """The message column takes the width the terminal leaves (a fixed 60 characters in a pipe); a --grep
+    word past what fits is shown, the message cut before it."""
+    message = "n ({n}) exceeds the limit | of {self.limit}, which is the largest number we take."
+    code, wide = run_on_terminal("list", "--catalog", listed, cwd=tmp_path, env={}, columns=220)
+    assert code == 0 and message in wide
+    code, narrow = run_on_terminal("list", "--catalog", listed, cwd=tmp_path, env={}, columns=120)
+    assert code == 0 and message not in narrow and "n ({n}) exceeds the limit" in narrow
+    piped = run("list", "--catalog", listed, "--grep", "we take")
+    (row,) = [line for line in piped.stdout.splitlines() if line.startswith("vllm/config/a.py:5")]
+    assert row.endswith("... the largest number we take."), row
+
+
+def test_releases_are_listed_by_version_however_they_were_named(index: Index) -> None:
+    index.files["vllm-9.10.0.tar.gz"] = make_sdist("9.10.0")
+    newest_first = ["--catalog", "release:9.10.0", "--catalog", "release:v9.9.0"]
+    result = run("match", *newest_first, "--format", "text", "ValueError: from the sdist")
+    assert result.returncode == 0, result.stderr
+    assert "in 2 releases: 9.9.0 .. 9.10.0" in result.stdout
+    answer = run("match", *newest_first, "ValueError: from the sdist")
+    assert orjson.loads(answer.stdout)["matches"][0]["releases"] == ["9.9.0", "9.10.0"]

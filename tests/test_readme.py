@@ -654,3 +654,15 @@ def readme_workspace(vllm_repo: Path, whole_package_cache: Path) -> Iterator[Wor
 def test_block_works_as_written(readme_workspace: Workspace, block: Block) -> None:
     failures = readme_workspace.run_block(block)
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_guides_examples_write_where_git_status_stays_clean() -> None:
+    """What the README's and the guide's commands write (`--output X`, `> X`) goes under output/ (ignored by
+    git), to standard output, or outside the clone: following them leaves `git status` clean."""
+    written: list[tuple[str, str]] = []
+    for command in COMMANDS:
+        for target in re.findall(r"(?:--output|--output-dir)[ =](\S+)|(?<![\d&2])>\s*(\S+)", command.text):
+            path = next(part for part in target if part)
+            if path not in ("-", "/dev/null") and not path.startswith(("output/", "/", "~", "$")):
+                written.append((f"{command.page}:{command.line}", path))
+    assert written == []

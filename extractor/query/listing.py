@@ -81,16 +81,36 @@ def first_words(message: str, *, limit: int = _FIRST_WORDS, more: str = " ...") 
     return text[: cut if cut > 0 else limit] + more
 
 
-def render_records(lines: Sequence[CatalogLine], *, format: str) -> str:
-    """Render records as an aligned text table, a Markdown table, or JSON lines (the whole message)."""
+def around(message: str, words: Sequence[str], *, limit: int) -> str:
+    """The message on one line, cut to `limit` characters, showing the first of `words` (any case) it holds:
+    from the start when the word is there, else from a word boundary before it (`... max_model_len ...`)."""
+    text = " ".join(message.split())
+    hits = [i for i in (text.casefold().find(word.casefold()) for word in words if word) if i >= 0]
+    if not hits or min(hits) + max(len(w) for w in words) <= limit - 4:
+        return first_words(text, limit=limit)
+    hit = min(hits)
+    space = text.find(" ", max(hit - limit // 3, 0), hit)  # (the first word boundary in the third before it)
+    return "... " + first_words(text[space + 1 if space >= 0 else hit :], limit=limit - 4)
+
+
+def render_records(
+    lines: Sequence[CatalogLine], *, format: str, width: int | None = None, words: Sequence[str] = ()
+) -> str:
+    """Render records as an aligned text table, a Markdown table, or JSON lines (the whole message). In the
+    text table the message fills what `width` (a terminal's) leaves (else 60 characters), around the first of
+    `words` it holds (what --grep looked for)."""
+    records = [line.record for line in lines]
     if format == "json":
         keys = ("id", "slug", "errorClass", "filePath", "lineNumber", "errorMessage")
         return "".join(orjson.dumps({key: getattr(line.record, key) for key in keys}).decode() + "\n" for line in lines)
-    rows = [
-        (one_line(f"{r.filePath}:{r.lineNumber}", limit=None), r.errorClass, r.slug, first_words(r.errorMessage))
-        for r in (line.record for line in lines)
-    ]  # (a file's name may hold a line break: shown as `\n`, the row stays one line)
+    heads = [(one_line(f"{r.filePath}:{r.lineNumber}", limit=None), r.errorClass, r.slug) for r in records]
+    # (a file's name may hold a line break: shown as `\n`, the row stays one line)
     header = ("file:line", "class", "slug", "message")
+    limit = _FIRST_WORDS
+    if width is not None and format != "markdown":  # (what the other columns and their gaps leave)
+        used = sum(max(len(row[i]) for row in [header, *heads]) + 2 for i in range(3))
+        limit = max(width - used - 1, 24)
+    rows = [(*head, around(r.errorMessage, words, limit=limit)) for head, r in zip(heads, records, strict=True)]
     if format == "markdown":
         cells = ((markdown.code(a), markdown.text(b), markdown.code(c), markdown.text(d)) for a, b, c, d in rows)
         table = [header, ("---",) * 4, *cells]

@@ -70,7 +70,7 @@ def _releases(folder: Path) -> int:
 
 
 # name, what it is, its paths under the cache directory, how its items are counted and called
-PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists", "runtimes", "reproductions")
+PARTS = ("scans", "catalogs", "matches", "clones", "releases", "sdists", "runtimes", "reproductions", "tests", "bench")
 
 
 def usage(root: Path) -> list[CachePart]:
@@ -82,6 +82,9 @@ def usage(root: Path) -> list[CachePart]:
     sdists = _listed(root / "sdists", lambda p: p.name.endswith(".tar.gz"))
     runtimes = _listed(root / "runtimes", lambda p: (p / "runtime.json").is_file())
     reproductions = _listed(root / "reproductions", lambda p: p.name.endswith(".jsonl"))
+    # What the project's own test suite keeps between sessions (tests/conftest.py) and its benchmark's tools.
+    tests = (root / "test-releases", root / "test-wheels")
+    kept = len(_listed(tests[1], lambda p: p.name.endswith(".whl"))) + _releases(tests[0])
     parts = [
         ("scans", "per-file scan results", scans, _entries(root / "scan.sqlite3"), "entries"),
         ("catalogs", "whole catalogs (the 32 most recently used)", (root / "catalogs",), len(catalogs), "catalogs"),
@@ -108,6 +111,14 @@ def usage(root: Path) -> list[CachePart]:
             (root / "reproductions",),
             len(reproductions),
             "releases",
+        ),
+        ("tests", "the test suite's releases and wheels, kept between sessions", tests, kept, "releases and wheels"),
+        (
+            "bench",
+            "scripts/bench.py's peers (semgrep, ast-grep) in an environment of their own",
+            (root / "bench-peers",),
+            int((root / "bench-peers").is_dir()),
+            "environments",
         ),
     ]
     return [

@@ -316,12 +316,12 @@ def resolve_releases(spec: str, *, versions: list[str] | None = None) -> list[st
 
 def _download(response: Any, filename: str) -> Iterator[bytes]:
     """Read a download in chunks: a bar on a terminal, else one line saying what and how big."""
-    from extractor.util.progress import byte_bar, note
+    from extractor.util.progress import byte_bar, note, sized
 
     length = response.headers.get("Content-Length")
     size = int(length) if length and length.isdigit() else None
     host = urllib.parse.urlsplit(response.geturl()).hostname or "the package index"
-    note(f"downloading {filename}" + (f" ({size / 1e6:.1f} MB)" if size else "") + f" from {host}")
+    note(f"downloading {filename}" + (f" ({sized(size)})" if size else "") + f" from {host}")
     yield from byte_bar(iter(lambda: response.read(1 << 16), b""), size, filename)
 
 

@@ -85,11 +85,23 @@ def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator
         return
     from tqdm import tqdm
 
-    options: dict[str, Any] = {"unit": "B", "unit_scale": True, "unit_divisor": 1024, **_shape()}
+    # (kB and MB of 1000, as every size the tool says: "downloading x (40.0 MB)", `cache info`)
+    options: dict[str, Any] = {"unit": "B", "unit_scale": True, "unit_divisor": 1000, **_shape()}
     with tqdm(total=total, desc=label, leave=False, file=sys.stderr, **options) as shown:
         for chunk in chunks:
             shown.update(len(chunk))
             yield chunk
+
+
+def sized(count: int) -> str:
+    """A size in words, in units of 1000 as every size the tool says (`cache info`, a download, a site):
+    `980 B`, `40.0 kB`, `38.1 MB`, `5.5 GB`."""
+    value = float(count)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
 
 
 def warn(line: str) -> None:

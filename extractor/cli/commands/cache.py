@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from extractor.errors import ExitCode, ExtractorError
-from extractor.util.progress import one_line
+from extractor.util.progress import one_line, sized
 
 if TYPE_CHECKING:
     pass
@@ -63,18 +63,9 @@ def run(argv: Sequence[str]) -> int:
         sys.stdout.write(dumps_document(document).decode())
         return ExitCode.OK
     done = "removed " if args.action == "clear" else ""
-    total = _size(sum(part.bytes for part in parts))
+    total = sized(sum(part.bytes for part in parts))
     shown_root = one_line(str(root), limit=None)  # (text for people: a path's control characters escaped)
     sys.stdout.write(f"{done}{shown_root} ({total})\n" if not done else f"{done}{total} from {shown_root}\n")
     for part in parts:
-        sys.stdout.write(f"  {part.name:<13} {_size(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
+        sys.stdout.write(f"  {part.name:<13} {sized(part.bytes):>9}  {part.what} ({part.unit}: {part.items})\n")
     return ExitCode.OK
-
-
-def _size(count: int) -> str:
-    value = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1000 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    raise AssertionError("unreachable")

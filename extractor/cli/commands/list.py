@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -48,9 +49,12 @@ def run(argv: Sequence[str]) -> int:
     catalog = open_catalog(latest_of(args.catalog, options), repo=args.repo, options=options)
     filters = Filters(files=tuple(args.file), classes=tuple(args.classes), words=tuple(args.grep))
     chosen = select(catalog.lines, filters)
-    render = render_summary if args.summary else render_records
     if chosen or args.summary:
-        listed = render(chosen, format=args.format)
+        if args.summary:
+            listed = render_summary(chosen, format=args.format)
+        else:  # (on a terminal, as wide as it is)
+            width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+            listed = render_records(chosen, format=args.format, width=width, words=filters.words)
         sys.stdout.write(listed if args.format == "json" else shown(listed))
         sys.stdout.flush()
     if not chosen and not args.quiet:

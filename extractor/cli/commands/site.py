@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from extractor.errors import ExitCode
-from extractor.util.progress import note
+from extractor.util.progress import note, sized
 
 if TYPE_CHECKING:
     pass
@@ -61,7 +61,7 @@ def run(argv: Sequence[str]) -> int:
         note(
             f"site of {counted(summary.records, 'record')} and {counted(summary.diffs, 'diff')}, "
             f"{counted(summary.files, 'file')}, "
-            f"{summary.bytes / 1e6:.1f} MB -> {args.output} ({time.monotonic() - started:.2f}s)",
+            f"{sized(summary.bytes)} -> {args.output} ({time.monotonic() - started:.2f}s)",
             no_bar=True,
         )
     return ExitCode.OK

@@ -93,6 +93,9 @@ class Provenance:
         return "in " + "; ".join(said)
 
 
+_Labelled = tuple[str, str, "LoadedCatalog"]  # a catalog, its label and what its lines' errors name
+
+
 def _shown_catalogs(catalogs: Sequence[tuple[str, str]]) -> str:
     """Name catalogs in a line: `release 0.28.0`, `3 releases 0.9.0 .. 0.28.0`, a folder or a revision."""
     if all(spec.startswith(RELEASE_PREFIX) for _, spec in catalogs):
@@ -107,16 +110,30 @@ def _shown_catalogs(catalogs: Sequence[tuple[str, str]]) -> str:
 
 
 def expand_specs(specs: Sequence[str]) -> list[str]:
-    """Turn `release:A..B` and `release:all` into one `release:X.Y.Z` per release; keep the others."""
+    """Turn `release:A..B` and `release:all` into one `release:X.Y.Z` per release, `release:vX.Y.Z` into
+    `release:X.Y.Z`; keep the others."""
     from extractor.repo.release import resolve_releases
 
     out: list[str] = []
     for spec in specs:
-        if spec.startswith(RELEASE_PREFIX) and (".." in spec or spec == f"{RELEASE_PREFIX}all"):
+        if spec.startswith(RELEASE_PREFIX) and spec != RELEASE_PREFIX:
             out += [RELEASE_PREFIX + version for version in resolve_releases(spec.removeprefix(RELEASE_PREFIX))]
         else:
             out.append(spec)
     return list(dict.fromkeys(out))
+
+
+def _oldest_first(catalogs: list[_Labelled], kept: list[str]) -> tuple[list[_Labelled], list[str]]:
+    """Catalogs that are all releases in the order of their versions, however they were named (`--catalog
+    release:0.28.0 --catalog release:0.27.0`: 0.27.0 first); others in the order given."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        versions = [Version(label) for label, _, _ in catalogs]
+    except InvalidVersion:
+        return catalogs, kept
+    order = sorted(range(len(catalogs)), key=versions.__getitem__)
+    return [catalogs[i] for i in order], [kept[i] for i in order]
 
 
 def _label(spec: str, catalog: LoadedCatalog) -> str:
@@ -199,7 +216,7 @@ def match_index(
         if progress is not None and len(expanded) > 1 and not on_disk[number]:  # (one on disk is read at once)
             progress(f"catalog {done} of {len(expanded)}: {expanded[number]}")
         loaded[number] = open_catalog(expanded[number], repo=repo, options=options)
-    catalogs: list[tuple[str, str, LoadedCatalog]] = []
+    catalogs: list[_Labelled] = []
     kept: list[str] = []  # the spec each catalog kept was opened from
     opened: set[tuple[str, str, str]] = set()
     for number, spec in enumerate(expanded):
@@ -212,6 +229,7 @@ def match_index(
             opened.add(held)
         catalogs.append((label, origin(spec), catalog))
         kept.append(spec)
+    catalogs, kept = _oldest_first(catalogs, kept)
     labels = tuple(label for label, _, _ in catalogs)
     scopes = tuple(_scope_shown(catalog) for _, _, catalog in catalogs)
     index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept), scopes)
