@@ -779,7 +779,7 @@ def test_history_shows_each_records_lineage(published: dict[str, Any], history_r
         found = re.search(r'class="history">(.*?)</ol>', page, re.S)
         assert found is not None
         assert re.findall(r'<li><span class="kind">(.*?)</li>', found[1]) == [
-            f"introduced</span> in <code>v1</code> ({dates['v1']})",
+            f"present</span> in <code>v1</code> ({dates['v1']}): the first revision followed",
             f"reworded</span> in <code>v2</code> ({dates['v2']}): was “max_num_seqs ({{self.max_num_seqs}}) must be at"
             " least 1.”",
         ]
@@ -1075,3 +1075,60 @@ def test_a_reproduction_run_for_the_release_is_shown_by_explain_and_the_site_and
     path = store.store_path("vllm", "9.9.1")
     path.write_bytes(b"{not json\n" + path.read_bytes())
     assert store.attach([shown], "vllm", "9.9.1")[0].extraction.reproduction == ran
+
+
+def test_browser_a_record_page_says_its_message_and_release_and_its_fields_fit_a_desktop(
+    browser: Any, tmp_path: Path
+) -> None:
+    """The page's title and heading are the message (not the slug); the header names the release; at desktop
+    width the fields table fits its box (no cell clipped), a flag stays on one line and a docstring's
+    `code` is code."""
+    from tests.test_fields import ARGS, CONFIG
+
+    documented = CONFIG.replace(
+        '"""Maximum number of tokens per step.\n\n    More text."""',
+        '"""Maximum number of tokens per step: with `--enable-chunked-prefill` off, at least `max_model_len`; '
+        + "the scheduler fills a step with prefills and decodes up to this many tokens, then stops." * 3
+        + '"""',
+    )
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"vllm/config/all.py": documented, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
+    catalog = tmp_path / "catalog"
+    assert cli("--repo", str(repo.path), "--sha", "v1", "--output", str(catalog), "--quiet").returncode == 0
+    (folder,) = catalog.iterdir()
+    out = tmp_path / "site"
+    build("--catalog", str(folder), "--output", str(out))
+    (line,) = (line for line in lines_of(folder) if "batched" in line.record.errorMessage)
+    html = (out / "errors" / f"{line.record.id}.html").read_text()
+    assert "<title>ValueError: batched ({self.max_num_batched_tokens}) &lt; {max_model_len} · " in html
+    assert "<h1>ValueError: batched ({self.max_num_batched_tokens}) &lt; {max_model_len}</h1>" in html
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((out / "errors" / f"{line.record.id}.html").as_uri())
+    clipped = page.eval_on_selector_all(
+        ".fields td", "cells => cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent)"
+    )
+    assert clipped == []
+    assert page.evaluate(
+        "(() => { const s = document.querySelector('.scroll'); return s.scrollWidth <= s.clientWidth; })()"
+    )
+    lines_per_flag = page.eval_on_selector_all("code.flag", "flags => flags.map(f => f.getClientRects().length)")
+    assert lines_per_flag and set(lines_per_flag) == {1}
+    assert page.eval_on_selector_all("td[data-label=meaning] code", "codes => codes.map(c => c.textContent)")[:2] == [
+        "--enable-chunked-prefill",
+        "max_model_len",
+    ]
+    page.close()
+
+
+def test_a_record_page_of_a_history_says_present_where_the_history_starts(
+    published: dict[str, Any], history_run: Path, tmp_path: Path
+) -> None:
+    """A check there at the first revision the history followed may be older than it: its page says it was
+    present there, never that it was introduced there (one added later says introduced: see above)."""
+    out = tmp_path / "site"
+    build("--catalog", str(published["v2"]), "--history", str(history_run), "--output", str(out))
+    old = by_message(lines_of(published["v2"]), "max_len is smaller")
+    page = (out / "errors" / f"{old.record.id}.html").read_text()
+    assert '<span class="kind">present</span> in <code>v1</code>' in page and "the first revision followed" in page
+    everything = "".join(path.read_text() for path in (out / "errors").iterdir())
+    assert '<span class="kind">introduced</span> in <code>v1</code>' not in everything

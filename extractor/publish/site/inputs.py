@@ -202,10 +202,14 @@ def read_history_events(path: Path) -> dict[str, list[HistoryEvent]]:
     each id a check ever had. Dates come from history.json beside it, when there is one."""
     lineages, manifest = read_written(path)
     dates = {revision.revision: revision.committedAt for revision in manifest.revisions} if manifest else {}
+    # A check there at the first revision the history followed may be older: present then, not introduced.
+    start = manifest.revisions[0].revision if manifest and manifest.revisions else None
     history: dict[str, list[HistoryEvent]] = {}
     for lineage in lineages:
         events = [
-            HistoryEvent(event.revision, dates.get(event.revision), event.kind.value, _event_detail(event))
+            HistoryEvent(event.revision, dates.get(event.revision), "present", "the first revision followed")
+            if event.kind is EventKind.INTRODUCED and event.revision == start
+            else HistoryEvent(event.revision, dates.get(event.revision), event.kind.value, _event_detail(event))
             for event in lineage.events
         ]
         for event in lineage.events:

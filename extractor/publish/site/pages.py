@@ -120,6 +120,7 @@ def _environment() -> Environment:
     environment.filters["md_inline"] = _md_inline
     environment.filters["code"] = _code
     environment.filters["short"] = lambda sha: sha[:10]
+    environment.filters["first_words"] = lambda text, limit: first_words(text, limit=limit, more="…")
     environment.globals["word_diff"] = _word_diff
     environment.tests["web_address"] = is_web_address
     return environment
