@@ -664,7 +664,7 @@ def test_browser_click_through_to_a_record_with_its_raise_line_marked(
     page.click("#results li:not([hidden]) a")
     page.wait_for_load_state()
     assert page.url.endswith(f"errors/{line.record.id}.html")
-    assert page.text_content("h1") == f"ValueError: {line.record.slug}"
+    assert page.text_content("h1") == f"ValueError: {line.record.errorMessage}"  # (the message, not the slug)
     marked = page.eval_on_selector_all(".code .line.raise", "lines => lines.map(l => l.dataset.n)")
     assert marked == [str(line.record.lineNumber)]
     color = page.eval_on_selector(".code .line.raise", "l => getComputedStyle(l).backgroundColor")
