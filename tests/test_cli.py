@@ -1038,3 +1038,18 @@ def test_releases_are_listed_by_version_however_they_were_named(index: Index) ->
     assert "in 2 releases: 9.9.0 .. 9.10.0" in result.stdout
     answer = run("match", *newest_first, "ValueError: from the sdist")
     assert orjson.loads(answer.stdout)["matches"][0]["releases"] == ["9.9.0", "9.10.0"]
+
+
+def test_the_summary_counts_the_files_the_scan_bar_counted(git_repo: GitRepo, tmp_path: Path) -> None:
+    """The scan reads the CLI's definition too (for the flags that set fields), out of scope: the summary
+    says so, so that its count and the bar's agree."""
+    from tests.test_fields import ARGS, CONFIG
+
+    git_repo.commit({"vllm/config/all.py": CONFIG, "vllm/engine/arg_utils.py": ARGS}, tag="v1")
+    result = run("--repo", str(git_repo.path), "--sha", "v1", "--no-cache", "--output", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "records from 1 of 1 files (and 1 file read for fields and flags) at " in result.stderr
+    code, shown = run_on_terminal(
+        "--repo", str(git_repo.path), "--sha", "v1", "--no-cache", "--output", "-", cwd=tmp_path, env={}, columns=100
+    )
+    assert code == 0 and re.search(r"scanning: +\d+%\|[^|]*\| \d+/2 ", shown), shown

@@ -69,6 +69,7 @@ class Catalog:
     warnings: tuple[str, ...] = ()
     built: Sequence[LineData] | None = None  # the lines this run built; None for a stored catalog
     stored: bytes | None = None  # records.jsonl read back from the cache
+    beside: int = 0  # files read out of scope for what fields mean (config classes, the CLI): the scan counts them
 
     def __post_init__(self) -> None:
         if (self.built is None) == (self.stored is None):
@@ -350,7 +351,7 @@ def _extract_commit(
         warnings.append(f"{len(skipped_files)} file(s) in scope could not be parsed; see skippedFiles in the manifest")
     warnings += _absent_sources(scope, options, commit.revision)
     keep_until_exit(results, found, lines, reads)  # a command line leaves without freeing them
-    return Catalog(manifest, tuple(warnings), built=lines)
+    return Catalog(manifest, tuple(warnings), built=lines, beside=len(scope.auxiliary))
 
 
 @dataclass(frozen=True, slots=True)
