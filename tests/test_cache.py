@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import re
 import shutil
 import sqlite3
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from extractor.errors import ExtractorError
 from extractor.pipeline.cache import wait_for_writes
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.pipeline.write import encode_lines
@@ -293,3 +295,29 @@ def test_cache_info_and_clear_know_what_the_test_suite_and_the_benchmark_keep(
     assert re.search(r"\n  bench +.*\(environments: 1\)\n", info.stdout), info.stdout
     assert cli("cache", "clear").returncode == 0
     assert not any(root.iterdir())
+
+
+def test_cache_info_and_clear_read_a_release_repository_whose_refs_are_not_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A packed-refs holding a name that is not UTF-8 (git allows it) is counted, not an unexpected error;
+    a garbled sdist checksum beside a kept sdist is no error either (the sdist is fetched again)."""
+    from extractor.repo.release import fetch_sdist
+    from tests.conftest import cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    git = tmp_path / "extractor" / "releases" / "vllm.git"
+    git.mkdir(parents=True)
+    (git / "packed-refs").write_bytes(b"# pack-refs with: peeled\n" + b"0" * 40 + b" refs/tags/v9.9.\xff\n")
+    info = cli("cache", "info", "--format", "json")
+    assert info.returncode == 0, info.stderr
+    parts = {part["name"]: part for part in json.loads(info.stdout)["parts"]}
+    assert parts["releases"]["releases"] == 1
+    assert cli("cache", "clear", "releases").returncode == 0 and not git.exists()
+    sdists = tmp_path / "extractor" / "sdists"
+    sdists.mkdir()
+    (sdists / "vllm-9.9.0.tar.gz").write_bytes(b"kept")
+    (sdists / "vllm-9.9.0.tar.gz.sha256").write_bytes(b"\xff\xfe")
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # (nothing listens: the index is asked)
+    with pytest.raises(ExtractorError, match="package index"):
+        fetch_sdist("9.9.0")

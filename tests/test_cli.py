@@ -1053,3 +1053,42 @@ def test_the_summary_counts_the_files_the_scan_bar_counted(git_repo: GitRepo, tm
         "--repo", str(git_repo.path), "--sha", "v1", "--no-cache", "--output", "-", cwd=tmp_path, env={}, columns=100
     )
     assert code == 0 and re.search(r"scanning: +\d+%\|[^|]*\| \d+/2 ", shown), shown
+
+
+def test_match_quiet_says_nothing_of_the_catalogs_it_reads(raises: GitRepo, tmp_path: Path) -> None:
+    both = ["--catalog", "v1", "--catalog", "v2", "--repo", str(raises.path)]
+    git(raises.path, "tag", "v2", "v1")
+    said = run("match", *both, "ValueError: anything", cwd=tmp_path)
+    assert "catalog 1 of 2" in said.stderr
+    quiet = run("match", *both, "-q", "ValueError: anything", cwd=tmp_path)
+    assert quiet.stderr == ""
+
+
+def test_a_line_break_in_a_file_name_never_forges_a_row_of_text_output(git_repo: GitRepo, tmp_path: Path) -> None:
+    """list --summary and match's text show a file name's line break as `\\n`, as list's table and explain do."""
+    git_repo.commit({"vllm/a\nforged.py": 'raise ValueError("the forged file raises")\n'}, tag="v1")
+    out = tmp_path / "out"
+    assert run("--repo", str(git_repo.path), "--sha", "v1", "--path", "vllm", "--output", str(out)).returncode == 0
+    (catalog,) = out.iterdir()
+    summary = run("list", "--catalog", str(catalog), "--summary")
+    assert summary.returncode == 0, summary.stderr
+    assert "  vllm/a\\nforged.py\n" in summary.stdout and "\nforged.py" not in summary.stdout
+    answer = run("match", "--catalog", str(catalog), "--format", "text", "ValueError: the forged file raises")
+    assert answer.returncode == 0, answer.stderr
+    assert "-> vllm/a\\nforged.py:1  " in answer.stdout and "\nforged.py" not in answer.stdout
+
+
+def test_matchs_kept_index_is_keyed_by_the_repository_name_its_permalinks_carry(index: Index) -> None:
+    """A run with --repo-name answers with that name's permalinks; the next run without it, with the
+    default's, never with what the first kept."""
+    index.files["vllm-9.10.0.tar.gz"] = make_sdist("9.10.0")
+    both = ["--catalog", "release:9.9.0", "--catalog", "release:9.10.0"]
+
+    def address(*more: str) -> str:
+        answer = run("match", *both, *more, "ValueError: from the sdist")
+        assert answer.returncode == 0, answer.stderr
+        return str(orjson.loads(answer.stdout)["matches"][0]["githubUrl"])
+
+    assert address("--repo-name", "someone/fork").startswith("https://github.com/someone/fork/blob/")
+    assert address().startswith("https://github.com/vllm-project/vllm/blob/")
+    assert address("--repo-name", "someone/fork").startswith("https://github.com/someone/fork/blob/")

@@ -25,7 +25,7 @@ from extractor.query.diff import (
     render_markdown,
     similarity,
 )
-from tests.conftest import GitRepo, cli
+from tests.conftest import GitRepo, cli, git
 
 OPTIONS = ExtractOptions(paths=("pkg",))
 
@@ -491,3 +491,15 @@ def test_the_same_words_raised_as_another_class_in_the_same_function_are_modifie
         ("introduced", []),
         ("modified", ["errorClass", "errorType"]),  # (a history says where it is now, not that it moved within)
     ]
+
+
+def test_markdown_shows_a_hostile_revision_label_as_text(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A tag is the user's text: the diff's title shows it escaped, never as HTML CommonMark passes through."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("one")\n'}, tag="v6")
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("one")\nraise ValueError("two")\n'})
+    git(git_repo.path, "tag", "v7<script>alert(1)</script>")
+    result = cli("diff", "v6", "v7<script>alert(1)</script>", "--repo", str(git_repo.path), "--format", "markdown")
+    assert result.returncode == 1, result.stderr
+    title = result.stdout.splitlines()[0]
+    assert "<script>" not in result.stdout and title.startswith("# Error catalog changes: v6 (")
+    assert "v7\\<script\\>alert(1)\\</script\\>" in title

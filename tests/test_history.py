@@ -530,3 +530,17 @@ def test_a_bare_raise_comes_back_only_in_its_own_function(git_repo: GitRepo, tmp
     lines = [json.loads(line) for line in (tmp_path / "h" / "history.jsonl").read_text().splitlines()]
     story = sorted((lineage["function"], [e["kind"] for e in lineage["events"]]) for lineage in lines)
     assert story == [("forward", ["introduced", "removed"]), ("send", ["introduced", "removed", "reintroduced"])]
+
+
+def test_markdown_history_of_a_tag_with_dollars_draws_it_as_text(git_repo: GitRepo, tmp_path: Path) -> None:
+    """`v0.2$_$x` is a legal tag: the chart shows it as text (not as mathematics, which failed the whole run)
+    and the page escapes it; nothing is said on stderr under -q (no warning of matplotlib's)."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("one")\n'}, tag="v0.1")
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("one")\nraise ValueError("two")\n'})
+    git(git_repo.path, "tag", "v0.2$_$x")
+    out = tmp_path / "history"
+    result = cli("history", "v0.1", "v0.2$_$x", "--repo", str(git_repo.path), "--output", str(out),
+                 "--format", "markdown", "-q")  # fmt: skip
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert (out / "history.svg").is_file() and (out / "history.json").is_file()
+    assert "v0.2\\$\\_\\$x" in (out / "history.md").read_text() or "v0.2$\\_$x" in (out / "history.md").read_text()

@@ -457,7 +457,7 @@ def render_markdown(diff: CatalogDiff) -> str:
     """Render the diff as release notes: a summary table, then one table per kind of change."""
     old, new = diff.old, diff.new
     out = [
-        f"# Error catalog changes: {_label(old, new)} → {_label(new, old)}",
+        f"# Error catalog changes: {markdown.text(_label(old, new))} → {markdown.text(_label(new, old))}",
         "",
         f"{old.count} checks before, {new.count} after.",
         "",

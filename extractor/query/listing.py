@@ -152,5 +152,5 @@ def render_summary(lines: Sequence[CatalogLine], *, format: str) -> str:
     out = [title + "\n"]
     for name, counts in (("by file", by_file), ("by class", by_class)):
         out.append(f"\n{name}:\n")
-        out += [f"  {count:>6}  {key}\n" for key, count in counts]
+        out += [f"  {count:>6}  {one_line(key, limit=None)}\n" for key, count in counts]  # (a name's line break)
     return "".join(out)

@@ -64,8 +64,9 @@ def _releases(folder: Path) -> int:
     tags = folder / "vllm.git" / "refs" / "tags"
     packed = folder / "vllm.git" / "packed-refs"
     names = {p.name for p in _listed(tags, Path.is_file)}
-    if packed.is_file():
-        names |= {line.rsplit("/", 1)[-1] for line in packed.read_text().splitlines() if "refs/tags/" in line}
+    if packed.is_file():  # (bytes: a ref's name need not be UTF-8, and a count needs no name decoded)
+        names |= {line.rsplit(b"/", 1)[-1].decode(errors="surrogateescape")
+                  for line in packed.read_bytes().splitlines() if b"refs/tags/" in line}  # fmt: skip
     return len(names)
 
 

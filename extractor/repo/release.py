@@ -211,7 +211,7 @@ def fetch_sdist(version: str) -> Sdist:
     target = directory / filename
     sidecar = directory / (filename + ".sha256")
     if target.exists() and sidecar.exists():
-        expected = sidecar.read_text().strip()
+        expected = sidecar.read_bytes().decode("ascii", "replace").strip()  # (garbled: no match, fetched again)
         if _sha256(target) == expected:
             return Sdist(version, target, expected)
     index = index_url()

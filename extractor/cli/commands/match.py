@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO
 
 from extractor.errors import ExitCode, ExtractorError, ScopeError
 from extractor.util import lifecycle
-from extractor.util.progress import one_line, shown
+from extractor.util.progress import shown
 
 if TYPE_CHECKING:
     pass
@@ -26,6 +26,7 @@ from extractor.cli.options import (
     lineages_of,
     parse_arguments,
     pasted,
+    step_log,
 )
 
 
@@ -109,9 +110,7 @@ def run(argv: Sequence[str]) -> int:
     from extractor.query.match.index import match_index
     from extractor.query.match.matcher import match_lines
 
-    def progress(line: str) -> None:
-        print(f"{PROG} match: {one_line(line)}", file=sys.stderr, flush=True)
-
+    progress = step_log("match", args)  # (nothing under --quiet)
     if "-" in args.text and len(args.text) > 1:
         parser().error("'-' reads the log on stdin: give it alone, or give only TEXT arguments")
     # A paste is looked for in the whole package, every class, unless the user narrows the scope.

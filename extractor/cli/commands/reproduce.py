@@ -10,10 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments
+from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments, step_log
 from extractor.errors import ExitCode, ExtractorError
 from extractor.pipeline.write import RELEASE_PREFIX
-from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
     from extractor.model.records import Reproduction
@@ -54,9 +53,7 @@ def run(argv: Sequence[str]) -> int:
     from extractor.catalog.load import open_catalog
     from extractor.query import reproductions as store
 
-    def say(line: str) -> None:
-        if not args.quiet:
-            print(f"{PROG} reproduce: {one_line(line)}", file=sys.stderr, flush=True)
+    say = step_log("reproduce", args)
 
     options = extract_options(args)
     spec = latest_of(args.catalog, options)

@@ -63,12 +63,12 @@ def render_changelog(
 ) -> str:
     """Render a history: a summary table per revision, the changelog newest first (what each revision
     added, removed, reworded, moved and modified), then the timeline of every lineage that changed."""
-    out = [f"# {title}", ""]
-    first, last = revisions[0], revisions[-1]
+    out = [f"# {markdown.text(title)}", ""]  # (a path, a tag: text, never Markdown or HTML)
+    first, last = markdown.text(revisions[0].revision), markdown.text(revisions[-1].revision)
     present = sum(1 for lineage in lineages if lineage.present)
     out += [
-        f"{len(lineages)} checks seen across {len(revisions)} revisions ({first.revision} → {last.revision}); "
-        f"{present} raised at {last.revision}.",
+        f"{len(lineages)} checks seen across {len(revisions)} revisions ({first} → {last}); "
+        f"{present} raised at {last}.",
         "",
     ]
     if chart:
@@ -113,7 +113,8 @@ def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[st
 
     labels = [revision.revision for revision in revisions]
     positions = list(range(len(labels)))
-    with plt.rc_context({"svg.hashsalt": "extractor", "font.size": 8}):
+    # (a tag or path is text: `v0.2$_$x` is no mathematics)
+    with plt.rc_context({"svg.hashsalt": "extractor", "font.size": 8, "text.parse_math": False}):
         figure, (top, bottom) = plt.subplots(
             2, 1, figsize=(max(6.0, 0.16 * len(labels) + 2), 6), sharex=True, height_ratios=(3, 2)
         )
@@ -131,7 +132,7 @@ def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[st
             bottom.bar(positions, heights, bottom=base, label=kind.value, width=0.8)
             base = [b + h for b, h in zip(base, heights, strict=True)]
         bottom.set_ylabel("churn (events)")
-        bottom.legend(ncols=3, fontsize=7, frameon=False)
+        bottom.legend(ncols=3, fontsize=7, frameon=False, loc="upper left")  # ("best" warns when slow to place)
         bottom.grid(axis="y", alpha=0.3)
         bottom.set_xticks(positions, labels, rotation=90, fontsize=6)
         figure.tight_layout()

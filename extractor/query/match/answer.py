@@ -6,6 +6,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
+from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,17 +97,18 @@ class Match:
     def to_text(self, *, weak: bool = False, note: str | None = None) -> str:
         """Show the match in lines: where, the values, in which releases, the link, and the record's history."""
         site, kind = self.site, "weak " if weak else ""
-        lines = [f"  -> {site.filePath}:{site.lineNumber}  {site.slug}  [{site.id}]  ({kind}{self.how})"]
+        where = one_line(f"{site.filePath}:{site.lineNumber}", limit=None)  # (a file's name may hold a line break)
+        lines = [f"  -> {where}  {site.slug}  [{site.id}]  ({kind}{self.how})"]
         # (an expression written over several lines shown on one, its spaces squeezed)
         values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in self.values.items())
         if values:
-            lines.append(f"     {values}")
+            lines.append(f"     {one_line(values, limit=None)}")
         releases = self.releases()
         if len(releases) > 1:
             lines.append(f"     in {len(releases)} releases: {releases[0]} .. {releases[-1]}")
         lines.append(f"     {site.githubUrl}")
         if note is not None:
-            lines.append(f"     history: {note}")
+            lines.append(f"     history: {one_line(note, limit=None)}")
         return "\n".join(lines)
 
 

@@ -200,7 +200,9 @@ def match_index(
         raise ReleaseError("no catalog given")
     cacheable = options.cache and all(spec.startswith(RELEASE_PREFIX) for spec in expanded)
     # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
-    key = json.dumps([_FORMAT, __version__, code_digest(), expanded, options.scope.model_dump(mode="json")]).encode()
+    # Every input of an answer: the catalogs, their scope, and the repository name their permalinks carry.
+    parts = [_FORMAT, __version__, code_digest(), expanded, options.scope.model_dump(mode="json"), options.repo_name]
+    key = json.dumps(parts).encode()
     path = cache_dir() / "match" / hashlib.sha256(key).hexdigest()
     if cacheable:
         cached = _read(path)
