@@ -544,3 +544,15 @@ def test_markdown_history_of_a_tag_with_dollars_draws_it_as_text(git_repo: GitRe
     assert (result.returncode, result.stderr) == (0, ""), result.stderr
     assert (out / "history.svg").is_file() and (out / "history.json").is_file()
     assert "v0.2\\$\\_\\$x" in (out / "history.md").read_text() or "v0.2$\\_$x" in (out / "history.md").read_text()
+
+
+def test_a_tag_glob_leaves_out_a_tag_that_names_a_tree_and_says_so(git_repo: GitRepo, tmp_path: Path) -> None:
+    """Linux's v2.6.11-tree names a tree: `history 'v*'` follows the tags that name commits, and names it."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("one")\n'}, tag="v1")
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("one")\nraise ValueError("two")\n'}, tag="v2")
+    git(git_repo.path, "tag", "v1-tree", "v1^{tree}")
+    out = tmp_path / "history"
+    result = cli("history", "v*", "--repo", str(git_repo.path), "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "extractor: warning: 1 tag(s) matching 'v*' name no commit, left out: v1-tree\n" in result.stderr
+    assert [r["revision"] for r in json.loads((out / "history.json").read_text())["revisions"]] == ["v1", "v2"]

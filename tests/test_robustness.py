@@ -1313,3 +1313,25 @@ def test_the_suite_started_under_nohup_still_hangs_up_on_the_runs_it_starts() ->
     result = subprocess.run([sys.executable, "-c", nohup], capture_output=True, text=True, cwd=root, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 passed" in result.stdout
+
+
+def test_copied_source_text_is_bounded_in_every_record_under_it(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A generated condition of 60 kB over 100 raises, in a function whose name is 3,000 characters: each
+    record holds at most 1,000 characters of each, saying how many were cut (as a window's long lines do),
+    and the catalog stays near its source's size, not 100 copies of the condition."""
+    test = " or ".join(f"x == {n}" for n in range(6000))  # (about 60 kB on one line)
+    name = "f" + "_long" * 600
+    raises = "".join(f"            raise ValueError('check {n} failed')\n" for n in range(100))
+    source = f"def {name}(x):\n    if {test}:\n        if x:\n{raises}"
+    git_repo.commit({"vllm/config/generated.py": source}, tag="v1")
+    out = tmp_path / "out"
+    result = cli("--repo", str(git_repo.path), "--sha", "v1", "--output", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    (folder,) = out.iterdir()
+    records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+    assert len(records) == 100
+    for record in records:
+        condition = record["extraction"]["conditions"][0]["test"]
+        assert len(condition) < 1100 and condition.endswith(" characters cut...]"), condition[-60:]
+        assert len(record["extraction"]["function"]) < 1100
+    assert (folder / "records.jsonl").stat().st_size < 40 * len(source)

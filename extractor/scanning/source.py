@@ -16,6 +16,7 @@ __all__ = [
     "ANY_EXCEPTION",
     "LONG_LINE",
     "ScanOptions",
+    "bounded",
     "could_hold",
     "declares_encoding",
     "decode",
@@ -121,6 +122,13 @@ def window(lines: Sequence[str], line: int, context: int, column: int = 0) -> tu
     if any(len(text) > LONG_LINE for text in kept):
         kept = [_cut(text, column if number == line else 0) for number, text in enumerate(kept, start)]
     return start, end, "\n".join(kept)
+
+
+def bounded(text: str) -> str:
+    """Source text a record copies (a condition's test, a function's name, a cause): at most LONG_LINE
+    characters, saying how many were cut, as a window's lines do; copied into every record under it, a whole
+    generated expression would make the catalog many times the size of its source."""
+    return _cut(text, 0)
 
 
 def _cut(text: str, keep_from: int) -> str:

@@ -23,7 +23,7 @@ from extractor.model.scanned import (
 from extractor.scanning.chains import reads
 from extractor.scanning.resolve import Chain, Located, bindings, bound_in, bound_names, resolve_list, resolve_name
 from extractor.scanning.slugs import slug_stem
-from extractor.scanning.source import ScanOptions, lines_with_raise, node_source, window
+from extractor.scanning.source import ScanOptions, bounded, lines_with_raise, node_source, window
 from extractor.scanning.template.message import Template, message_template
 
 __all__ = ["Unparsed", "Visitor", "extent", "visit"]
@@ -158,7 +158,8 @@ class Visitor:
         return node_source(node, self.lines, self._line_bytes)
 
     def one_line(self, node: Located) -> str:
-        return _one_line(self.segment(node))
+        """A node's source on one line, as a record copies it (bounded: see source.bounded)."""
+        return bounded(_one_line(self.segment(node)))
 
     def column(self, node: Located) -> int:
         return len(self._line_bytes(node.lineno)[: node.col_offset].decode())
@@ -323,7 +324,7 @@ class Visitor:
         line = node.lineno
         column = self.column(node)
         start, end, code = window(self.lines, line, self.options.context, column)
-        qualname = ".".join(state.scope).removesuffix(".<locals>") or "<module>"
+        qualname = bounded(".".join(state.scope).removesuffix(".<locals>") or "<module>")
         extraction = ScannedExtraction(
             placeholders=list(template.placeholders),
             conditions=list(state.conditions),

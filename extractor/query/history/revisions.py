@@ -111,4 +111,14 @@ def _tags(repo: str, pattern: str) -> list[Revision]:
     tags = [tag for tag in list_tags(git_dir, pattern) if fnmatch.fnmatchcase(tag, pattern)]
     if not tags:
         raise RevisionError(f"no tag matches {pattern!r} in {shown_repo(repo)}")
-    return [Revision(tag, resolve(repo, tag)) for tag in tags]
+    out, skipped = [], []
+    for tag in tags:  # (a tag may name a tree or a blob, as Linux's v2.6.11-tree does: no revision, left out)
+        try:
+            out.append(Revision(tag, resolve(repo, tag)))
+        except RevisionError:
+            skipped.append(tag)
+    if skipped:
+        warn(f"{len(skipped)} tag(s) matching {pattern!r} name no commit, left out: {', '.join(skipped[:5])}")
+    if not out:
+        raise RevisionError(f"no tag matching {pattern!r} in {shown_repo(repo)} names a commit")
+    return out
