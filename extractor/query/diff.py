@@ -1,7 +1,6 @@
 # Diff: two catalogs -> added / removed / reworded / moved / modified / unchanged, as JSON or Markdown.
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from extractor.model.records import CatalogLine
 from extractor.pipeline.write import dumps_document
-from extractor.query.similarity import ACROSS_FUNCTIONS, WITHIN_FUNCTION, similarity
+from extractor.query.similarity import ACROSS_FUNCTIONS, WITHIN_FUNCTION, similarity, word_runs
 from extractor.util import markdown
 from extractor.util.progress import shown
 
@@ -423,13 +422,11 @@ def render_json(diff: CatalogDiff) -> bytes:
 
 def _marked(old: str, new: str) -> tuple[str, str]:
     """Mark the words that changed: removed ones struck through, added ones in bold."""
-    a, b = old.split(), new.split()
     left: list[str] = []
     right: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        old_words = markdown.text(" ".join(a[i1:i2]))
-        new_words = markdown.text(" ".join(b[j1:j2]))
-        if op == "equal":
+    for same, old_text, new_text in word_runs(old, new):
+        old_words, new_words = markdown.text(old_text), markdown.text(new_text)
+        if same:
             left.append(old_words)
             right.append(new_words)
             continue

@@ -1,7 +1,6 @@
 # Pages: a catalog as the site's pages in memory (an index with search, a page per record and per published diff).
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from extractor.publish.site.inputs import HistoryEvent, PublishedDiff
 from extractor.query.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
 from extractor.query.explain import condition_in_words
 from extractor.query.listing import first_words
+from extractor.query.similarity import word_runs
 from extractor.util.markdown import is_web_address
 
 MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
@@ -91,18 +91,17 @@ def _haystack(line: CatalogLine) -> str:
 
 def _word_diff(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """Split two messages into (kind, words) runs: equal, or removed on the left and added on the right."""
-    a, b = old.split(), new.split()
     left: list[tuple[str, str]] = []
     right: list[tuple[str, str]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            left.append(("same", " ".join(a[i1:i2])))
-            right.append(("same", " ".join(b[j1:j2])))
+    for same, old_words, new_words in word_runs(old, new):
+        if same:
+            left.append(("same", old_words))
+            right.append(("same", new_words))
             continue
-        if i2 > i1:
-            left.append(("del", " ".join(a[i1:i2])))
-        if j2 > j1:
-            right.append(("ins", " ".join(b[j1:j2])))
+        if old_words:
+            left.append(("del", old_words))
+        if new_words:
+            right.append(("ins", new_words))
     return left, right
 
 
