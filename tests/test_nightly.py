@@ -566,3 +566,29 @@ def test_a_stop_signal_while_the_history_is_renamed_lands_after_the_index(bare: 
     history = json.loads((out / "history.json").read_text())
     assert history["revisions"][-1]["sha"] == second
     assert history["lineages"] == len((out / "history.jsonl").read_bytes().splitlines())
+
+
+def test_a_kill_between_the_renames_of_a_nights_commit_leaves_it_whole(bare: Path, tmp_path: Path) -> None:
+    """SIGKILL (nothing holds it back) after a night's history.jsonl is renamed into place and before its
+    history.json and index are: the journal the commit wrote first has the next run (or any reader)
+    complete it, and the root ends byte for byte as a night never interrupted leaves it; the history is never
+    restarted nor unreadable."""
+    from tests.conftest import run_cli
+
+    env = {"SOURCE_DATE_EPOCH": "1767225600"}
+    out, reference = tmp_path / "pub", tmp_path / "reference"
+
+    def night(root: Path, **more: str) -> int:
+        return run_cli("nightly", "--repo", str(bare), "--output", str(root), "--quiet", env={**env, **more}).returncode
+
+    assert night(out) == night(reference) == 0
+    move(bare, "v2")
+    assert night(out, EXTRACTOR_KILL_AT="renamed:history.jsonl") == -signal.SIGKILL
+    assert list(out.glob(".extractor-commit-*.json")), "the commit's journal is left by the kill"
+    # A reader completes it: what explain reads of the history is the new night's, whole.
+    assert json.loads((out / "history.json").read_bytes())["revisions"] and night(out) == 0
+    assert night(reference) == 0
+    assert not list(out.glob(".extractor-commit-*.json"))
+    for name in ("history.jsonl", "history.json", "index.json"):
+        assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+    assert len(json.loads((out / "history.json").read_bytes())["revisions"]) == 2

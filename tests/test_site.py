@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -333,6 +334,7 @@ def test_a_swap_that_fails_leaves_the_old_site_and_nothing_beside_it(
         real(source, target)
 
     monkeypatch.setattr(extractor.publish.site.build.os, "replace", refusing)
+    monkeypatch.setattr(extractor.publish.site.build, "_exchanged", lambda new, old: False)  # (two renames)
     result = cli("site", "--catalog", str(published["v2"]), "--output", str(site))
     monkeypatch.setattr(extractor.publish.site.build.os, "replace", real)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
@@ -1132,3 +1134,27 @@ def test_a_record_page_of_a_history_says_present_where_the_history_starts(
     assert '<span class="kind">present</span> in <code>v1</code>' in page and "the first revision followed" in page
     everything = "".join(path.read_text() for path in (out / "errors").iterdir())
     assert '<span class="kind">introduced</span> in <code>v1</code>' not in everything
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchanged", "two renames"])
+def test_a_site_build_killed_as_it_swaps_leaves_a_site_and_the_users_files(
+    published: dict[str, Any], tmp_path: Path, exchange: bool
+) -> None:
+    """SIGKILL just before the new site goes in (one exchange), or between the two renames where the system
+    cannot exchange: `DIR` still holds a whole site (or the next build puts the old one back first), a
+    person's CNAME survives the next build, and nothing is left beside it."""
+    from tests.conftest import run_cli
+
+    site = tmp_path / "site"
+    build("--catalog", str(published["v1"]), "--output", str(site))
+    (site / "CNAME").write_text("errors.example.org\n")
+    point = "site built" if exchange else "site moved aside"
+    env = {"EXTRACTOR_KILL_AT": point, **({} if exchange else {"EXTRACTOR_NO_EXCHANGE": "1"})}
+    killed = run_cli("site", "--catalog", str(published["v2"]), "--output", str(site), env=env)
+    assert killed.returncode == -signal.SIGKILL
+    if exchange:
+        assert (site / "index.html").is_file() and (site / "CNAME").is_file()
+    again = run_cli("site", "--catalog", str(published["v2"]), "--output", str(site))
+    assert again.returncode == 0, again.stderr
+    assert (site / "CNAME").read_text() == "errors.example.org\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]

@@ -13,6 +13,7 @@ from extractor.catalog.load import folder_name, present, read_document
 from extractor.errors import CatalogError
 from extractor.model.records import NightlyIndex, Scope
 from extractor.pipeline.write import MANIFEST, RECORDS, atomic_write_all, dumps_model
+from extractor.util.atomic import finish_commits
 
 __all__ = ["DIFF", "DIFF_PAGE", "HISTORY", "HISTORY_MANIFEST", "INDEX", "LOCK", "PublishedRoot"]
 
@@ -165,6 +166,7 @@ class PublishedRoot:
         removed = 0
         catalogs = [folder for folder in self.path.iterdir() if _SHA_DIR.fullmatch(folder.name) and folder.is_dir()]
         for place in (self.path, *catalogs):
+            finish_commits(place)  # (a set a killed run committed: completed, its temporaries are not stale)
             for stale in place.glob(".*.tmp"):
                 if _TEMPORARY.fullmatch(stale.name):
                     with contextlib.suppress(OSError):

@@ -56,7 +56,6 @@ def run(argv: Sequence[str]) -> int:
     commit, pinned = _resolve_starting_workers(args.repo, args.sha, args.release, options)
     from extractor.pipeline.extract import extract_commit
     from extractor.pipeline.write import default_root, folder_name, write_catalog
-    from extractor.query.listing import counted
 
     catalog = extract_commit(commit, options=options, pinned_sha=pinned)
     for warning in catalog.warnings:
@@ -71,7 +70,8 @@ def run(argv: Sequence[str]) -> int:
     directory = write_catalog(catalog.pieces, manifest, root / folder)
     if not args.quiet:
         counts = manifest["counts"]
-        beside = f" (and {counted(catalog.beside, 'file')} read for fields and flags)" if catalog.beside else ""
+        files = f"{catalog.beside} file{'s' if catalog.beside > 1 else ''}"  # (listing's `counted` imports pydantic)
+        beside = f" (and {files} read for fields and flags)" if catalog.beside else ""
         note(
             f"{counts['records']} records from {counts['filesParsed']} of {counts['filesInScope']} files{beside} "
             f"at {manifest['sha'][:12]} -> {directory}",

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import fcntl
 import hashlib
+import json
 import os
 import secrets
 import signal
@@ -17,7 +18,16 @@ from typing import BinaryIO
 
 from extractor.util.lifecycle import STOP_SIGNALS, raise_if_interrupted
 
-__all__ = ["Content", "read_whole", "replace_bytes", "replace_files", "replacing", "sha256_of"]
+__all__ = [
+    "Content",
+    "fault_point",
+    "finish_commits",
+    "read_whole",
+    "replace_bytes",
+    "replace_files",
+    "replacing",
+    "sha256_of",
+]
 
 # What a file is to hold: its bytes, or its bytes in pieces (written one after the other, never joined: a
 # catalog's 17 MB joined is as many again of fresh memory).
@@ -103,8 +113,11 @@ def replace_files(files: Sequence[tuple[Path, Content]], *, durable: bool = True
     files = regular
     if not files:
         return
+    for folder in dict.fromkeys(path.parent for path, _ in files):
+        finish_commits(folder)  # (a set a killed run was replacing goes in first: never over this one)
     temporaries: list[Path] = []
     made: list[Path] = []  # folders made here, deepest last: removed again, if left empty, when a write fails
+    journal: Path | None = None
     try:
         for path, data in files:
             missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
@@ -118,9 +131,22 @@ def replace_files(files: Sequence[tuple[Path, Content]], *, durable: bool = True
                     os.fsync(stream.fileno())
         with _signals_held(), _folders_locked(files if len(files) > 1 else ()):
             raise_if_interrupted()
-            for temporary, (path, _) in zip(temporaries, files, strict=True):
-                os.replace(temporary, path)
+            # A set is one commit: its renames are written down first, so that a kill between two of them
+            # (SIGKILL, a crash: no signal to hold back) leaves a journal the next reader or writer of the
+            # folder completes (finish_commits), never some files of the set new and others old.
+            journal = (
+                _journal(list(zip(temporaries, (path for path, _ in files), strict=True))) if len(files) > 1 else None
+            )
+            for number, (temporary, (path, _)) in enumerate(zip(temporaries, files, strict=True)):
+                if number:  # (`renamed:history.jsonl`: a kill after that file of a set, before the next)
+                    fault_point(f"renamed:{files[number - 1][0].name}")
+                with contextlib.suppress(FileNotFoundError) if journal is not None else contextlib.nullcontext():
+                    os.replace(temporary, path)  # (done already, by a reader that completed the journal)
+            if journal is not None:
+                journal.unlink(missing_ok=True)
     except BaseException:
+        if journal is not None:
+            journal.unlink(missing_ok=True)
         for temporary in temporaries:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
@@ -168,7 +194,9 @@ def _special(path: Path) -> bool:
 def read_whole(path: Path) -> bytes:
     """The bytes of the regular file at `path` (a link followed). Anything else there is refused at once
     with an OSError: a folder, a FIFO (opening it would wait for a writer, maybe forever), a device or a
-    socket (reading it might never end)."""
+    socket (reading it might never end). A set of files a killed run was replacing in its folder is
+    completed first (finish_commits): what is read is of one commit."""
+    finish_commits(path.parent)
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(descriptor).st_mode
@@ -181,6 +209,54 @@ def read_whole(path: Path) -> bytes:
             return stream.read()
     finally:
         os.close(descriptor)
+
+
+_JOURNAL = ".extractor-commit-"  # a set's journal: `.extractor-commit-<random>.json`, in its first file's folder
+
+
+def _journal(renames: list[tuple[Path, Path]]) -> Path:
+    """Write down the renames of a set (temporary -> path, each temporary written and synced already), whole
+    or not at all, and synced: from here on, the set is committed."""
+    folder = renames[0][1].parent
+    journal = folder / f"{_JOURNAL}{secrets.token_hex(8)}.json"
+    listed = [[os.fsdecode(os.path.abspath(a)), os.fsdecode(os.path.abspath(b))] for a, b in renames]
+    data = json.dumps(listed, ensure_ascii=True).encode()  # (names as Python decodes them: lone surrogates too)
+    temporary = _temporary(journal)
+    with _create(temporary) as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
+    os.replace(temporary, journal)
+    _fsync_dir(folder)
+    return journal
+
+
+def finish_commits(folder: Path) -> None:
+    """Complete the sets of files a killed run was replacing in `folder` (see replace_files): each rename its
+    journal lists whose temporary is still there is done, then the journal goes. A journal that cannot be
+    read is left as it is."""
+    try:
+        journals = sorted(entry.path for entry in os.scandir(folder) if entry.name.startswith(_JOURNAL))
+    except (OSError, ValueError):
+        return
+    for name in journals:
+        journal = Path(name)
+        try:
+            renames = json.loads(journal.read_bytes())
+        except (OSError, ValueError):
+            continue
+        for temporary, path in renames:
+            with contextlib.suppress(FileNotFoundError):  # (done already)
+                os.replace(temporary, path)
+        journal.unlink(missing_ok=True)
+        _fsync_dir(folder)
+
+
+def fault_point(name: str) -> None:
+    """Where a test kills the process to see what a crash leaves (EXTRACTOR_KILL_AT=NAME): SIGKILL, which
+    nothing can hold back or handle. Does nothing otherwise."""
+    if os.environ.get("EXTRACTOR_KILL_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def replace_bytes(path: Path, data: Content, *, durable: bool = True) -> None:

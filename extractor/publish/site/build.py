@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
+import glob
 import os
 import shutil
 import tempfile
@@ -21,7 +23,7 @@ from extractor.publish.site.inputs import HistoryEvent, PublishedDiff
 from extractor.publish.site.pages import BUILT, MARKER, Pages, other_pages, pages_of, record_pages
 from extractor.query.analysis import AnalysisEntry
 from extractor.repo.housekeeping import remove_orphans
-from extractor.util.atomic import read_whole
+from extractor.util.atomic import fault_point, read_whole
 from extractor.util.lifecycle import collector_paused, handed, handing
 
 _T = TypeVar("_T")
@@ -68,8 +70,9 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     directory; a directory is replaced by two renames, between which it is missing for an instant but never
     half written.
     """
-    check_output(output)
     parent = output.absolute().parent
+    _restore_moved_aside(output, parent)
+    check_output(output)
     # A build killed midway left its folder: named after its process, it goes once that process is gone
     # (never the one the site's link names).
     remove_orphans(parent, f".{output.name}.", keep=output.resolve() if output.is_symlink() else None)
@@ -95,10 +98,14 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
             if old is not None and _made_for(old, output, staging):
                 shutil.rmtree(old, ignore_errors=True)
             return result
-        if output.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".old", dir=parent))
+        if output.exists() and _exchanged(staging, output):  # (one atomic step: never no site there)
+            shutil.rmtree(staging, ignore_errors=True)  # (the old site, now at the staging folder's name)
+            return result
+        if output.exists():  # (a system without the exchange: two renames)
+            trash = Path(tempfile.mkdtemp(prefix=f".{output.name}.{os.getpid()}-", suffix=".old", dir=parent))
             try:
                 os.replace(output, trash / "site")
+                fault_point("site moved aside")
                 try:
                     os.replace(staging, output)
                 except BaseException:
@@ -115,6 +122,39 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _exchanged(new: Path, old: Path) -> bool:
+    """Swap two folders in one step (Linux's renameat2 with RENAME_EXCHANGE): True when done, False where the
+    system or its file system cannot (then the caller renames twice)."""
+    if os.environ.get("EXTRACTOR_NO_EXCHANGE"):  # (as a system without it: what tests of the fallback ask)
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+    fault_point("site built")
+    if renameat2(at_cwd, os.fsencode(new), at_cwd, os.fsencode(old), exchange) == 0:
+        return True
+    number = ctypes.get_errno()
+    if number in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(number, os.strerror(number), str(old))
+
+
+def _restore_moved_aside(output: Path, parent: Path) -> None:
+    """A build killed between its two renames (where the exchange cannot be made) left the old site moved
+    aside and none at `output`: put it back, with what a person added to it (a CNAME), before anything."""
+    if output.exists() or output.is_symlink():
+        return
+    for trash in sorted(parent.glob(f".{glob.escape(output.name)}.*.old")):
+        if (trash / "site" / MARKER).is_file():
+            os.replace(trash / "site", output)
+            shutil.rmtree(trash, ignore_errors=True)
+            return
 
 
 def check_output(output: Path) -> None:
