@@ -1158,3 +1158,27 @@ def test_a_site_build_killed_as_it_swaps_leaves_a_site_and_the_users_files(
     assert again.returncode == 0, again.stderr
     assert (site / "CNAME").read_text() == "errors.example.org\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def test_a_condition_or_an_analysis_never_becomes_a_remote_image_or_a_link_but_to_the_web(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    """Backticks in a condition's source cannot end its code span (an image or a link written there stays
+    text); analysis Markdown shows no image, and links only to http(s) addresses (not mailto:, //host)."""
+    from extractor.publish.site.pages import _md, _md_inline
+
+    source = 'def check(x):\n    if x == "` ![t](http://127.0.0.1:9/pixel.png) [a](http://127.0.0.1:9/) `":\n'
+    git_repo.commit({"vllm/config/a.py": source + '        raise ValueError("ticks")\n'}, tag="v1")
+    out = tmp_path / "out"
+    assert cli("--repo", str(git_repo.path), "--sha", "v1", "--output", str(out), "--quiet").returncode == 0
+    (folder,) = out.iterdir()
+    site = tmp_path / "site"
+    build("--catalog", str(folder), "--output", str(site))
+    (page,) = (site / "errors").iterdir()
+    html = page.read_text()
+    assert "<img" not in html and 'href="http://127.0.0.1:9/"' not in html
+    assert "![t](http://127.0.0.1:9/pixel.png)" in html  # (shown as the source it is)
+    shown = _md("![x](http://host/a.png) [m](mailto:a@b.c) [h](//host/x) [w](https://example.org/)")
+    assert "<img" not in shown and 'href="mailto:' not in shown
+    assert 'href="//host' not in shown and '<a href="https://example.org/">w</a>' in shown
+    assert "<img" not in _md_inline("![x](http://host/a.png)")

@@ -21,7 +21,7 @@ from extractor.query.analysis import ANALYSIS_FIELDS, AnalysisEntry, overlay
 from extractor.query.explain import condition_in_words
 from extractor.query.listing import first_words
 from extractor.query.similarity import word_runs
-from extractor.util.markdown import is_web_address
+from extractor.util.markdown import inline_code, is_web_address
 
 MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
 BUILT = ".extractor-site-files"  # what the build made: the rest of a site's folder is a person's, kept
@@ -46,9 +46,15 @@ def _code(text: str) -> Markup:
 
 @cache
 def _markdown() -> Any:
+    """CommonMark without raw HTML and without images (nothing a page shows is fetched from elsewhere); a link
+    only to an http(s) address (not `mailto:`, `//host`, `javascript:`): any other stays text."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": False, "linkify": False})
+    class WebLinksOnly(MarkdownIt):
+        def validateLink(self, url: str) -> bool:
+            return is_web_address(url)
+
+    return WebLinksOnly("commonmark", {"html": False, "linkify": False}).disable("image")
 
 
 def _md(text: str | None) -> Markup:
@@ -170,7 +176,7 @@ def record_pages(pages: Pages, lines: Sequence[CatalogLine]) -> Iterator[tuple[s
                 line=line,
                 record=record,
                 message=_message(line),
-                condition=condition_in_words(line),
+                condition=condition_in_words(line, code=inline_code),  # (a span its source cannot end)
                 source=highlighter.window(record, range(record.lineNumber, line.extraction.endLineNumber + 1)),
                 resolved=[f for f in line.extraction.fields if f.resolved],
                 unresolved=[f for f in line.extraction.fields if not f.resolved],
