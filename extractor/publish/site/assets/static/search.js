@@ -114,7 +114,8 @@
     var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
     var wanted = {};
     Object.keys(selects).forEach(function (key) {
-      wanted[key] = selects[key].value ? data.names[key].indexOf(selects[key].value) : -1;
+      // (an option's value is the name's index: an attribute cannot hold a name's carriage return)
+      wanted[key] = selects[key].value !== "" ? +selects[key].value : -1;
     });
     matches = [];
     for (var i = 0; i < rows.length; i++) {
@@ -143,7 +144,7 @@
     var params = new URLSearchParams();
     if (box.value) params.set("q", box.value);
     Object.keys(selects).forEach(function (key) {
-      if (selects[key].value) params.set(key, selects[key].value);
+      if (selects[key].value !== "") params.set(key, data.names[key][+selects[key].value]);
     });
     return params.toString();
   }
@@ -161,8 +162,8 @@
     var params = new URLSearchParams(location.search.slice(1) || location.hash.slice(1));
     box.value = params.get("q") || "";
     Object.keys(selects).forEach(function (key) {
-      var value = params.get(key) || "";
-      selects[key].value = data.names[key].indexOf(value) >= 0 ? value : "";
+      var at = data.names[key].indexOf(params.get(key) || "");
+      selects[key].value = params.get(key) !== null && at >= 0 ? String(at) : "";
     });
   }
 
