@@ -1219,3 +1219,25 @@ def test_browser_filters_by_a_file_whose_name_holds_a_carriage_return(
     assert len(visible_rows(other)) == 1 and "odd file" in visible_rows(other)[0]
     other.close()
     page.close()
+
+
+def test_two_raises_on_one_long_line_each_show_their_own_cut_of_it(git_repo: GitRepo, tmp_path: Path) -> None:
+    """A line over 1,000 characters is cut around each record's own raise: each record's page marks the cut
+    its record holds, which contains its raise, never another record's."""
+    padding = "[1] * 9, " * 300  # (2,700 characters between the two raises, on one line)
+    first, second = 'ValueError("first far check")', 'ValueError("second far check")'
+    source = f"def f(a):\n    raise {first}; x = [{padding}]; raise {second}\n"  # (valid, if unreachable)
+    git_repo.commit({"vllm/config/long.py": source}, tag="v1")
+    out = tmp_path / "out"
+    assert cli("--repo", str(git_repo.path), "--sha", "v1", "--output", str(out), "--quiet").returncode == 0
+    (folder,) = out.iterdir()
+    site = tmp_path / "site"
+    build("--catalog", str(folder), "--output", str(site))
+    records = [line.record for line in lines_of(folder) if line.record.lineNumber == 2]
+    assert len(records) == 2
+    for record in records:
+        page = (site / "errors" / f"{record.id}.html").read_text()
+        marked = re.search(r'<span id="L2" class="line raise" data-n="2">(.*?)</span>(?=<span id=|</code>)', page)
+        assert marked is not None
+        words = record.errorMessage.split()[0]
+        assert words in re.sub(r"<[^>]+>", "", marked[1]), (record.errorMessage, marked[1][:200])

@@ -20,25 +20,33 @@ STYLE = "default"
 class Highlighter:
     """Highlights source windows, lexing each run of lines a file's windows cover once, in context."""
 
-    lines: dict[tuple[str, int], str] = field(default_factory=dict)
+    # (file, line number, the line's text) -> its HTML: a line over LONG_LINE characters is cut around each
+    # record's own raise, so two records on one long line hold two texts of it, each shown as its record has it.
+    lines: dict[tuple[str, int, str], str] = field(default_factory=dict)
 
     def add(self, catalog: Iterable[CatalogLine]) -> None:
         by_file: dict[str, dict[int, str]] = {}
+        apart: list[Record] = []  # records whose window holds a line another record's holds otherwise
         for line in catalog:
             record = line.record
             texts = by_file.setdefault(record.filePath, {})
-            for number, text in zip(window_numbers(record), record.sourceCode.split("\n"), strict=True):
-                texts.setdefault(number, text)
+            own = list(zip(window_numbers(record), record.sourceCode.split("\n"), strict=True))
+            if any(texts.setdefault(number, text) != text for number, text in own):
+                apart.append(record)
         for path, texts in by_file.items():
             numbers = sorted(texts)
             start = 0
             for i in range(1, len(numbers) + 1):
                 if i == len(numbers) or numbers[i] != numbers[i - 1] + 1:
-                    run = numbers[start:i]
-                    html = highlight(path, "\n".join(texts[n] for n in run))
-                    for number, markup in zip(run, html, strict=True):
-                        self.lines[(path, number)] = markup
+                    self._lex(path, [(n, texts[n]) for n in numbers[start:i]])
                     start = i
+        for record in apart:  # (lexed on their own: rarely more than the records on one generated line)
+            self._lex(record.filePath, list(zip(window_numbers(record), record.sourceCode.split("\n"), strict=True)))
+
+    def _lex(self, path: str, run: list[tuple[int, str]]) -> None:
+        html = highlight(path, "\n".join(text for _, text in run))
+        for (number, text), markup in zip(run, html, strict=True):
+            self.lines.setdefault((path, number, text), markup)
 
     def window(self, record: Record, marked: range) -> Markup:
         """The record's source window as HTML, a span per line carrying its number, the marked lines flagged.
@@ -46,9 +54,9 @@ class Highlighter:
         Its lines are those its `sourceCode` holds, numbered from `sourceCodeStart` (as `add` took them):
         a record whose `sourceCodeEnd` says otherwise (the model does not tie them) is shown as it is."""
         out = []
-        for n in window_numbers(record):
+        for n, text in zip(window_numbers(record), record.sourceCode.split("\n"), strict=True):
             css = "line raise" if n in marked else "line"
-            out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n)]}</span>')
+            out.append(f'<span id="L{n}" class="{css}" data-n="{n}">{self.lines[(record.filePath, n, text)]}</span>')
         return Markup("".join(out))
 
 
