@@ -1241,3 +1241,18 @@ def test_two_raises_on_one_long_line_each_show_their_own_cut_of_it(git_repo: Git
         assert marked is not None
         words = record.errorMessage.split()[0]
         assert words in re.sub(r"<[^>]+>", "", marked[1]), (record.errorMessage, marked[1][:200])
+
+
+def test_two_nightly_catalogs_of_one_branch_are_told_apart_by_their_shas(published: dict[str, Any]) -> None:
+    """Both are `refs/heads/main`: match names each with its SHA, and explain finds a message of the newest
+    in the newest (not in the other, where it is not)."""
+    both = ["--catalog", str(published["v1"]), "--catalog", str(published["v2"])]
+    answer = cli("match", *both, "ValueError: max_num_seqs is over the hard limit of 4096")
+    assert answer.returncode == 0, answer.stderr
+    (group,) = json.loads(answer.stdout)["catalogs"]
+    v1, v2 = (published["shas"][tag][:12] for tag in ("v1", "v2"))
+    assert group["labels"] == [f"refs/heads/main@{v1}", f"refs/heads/main@{v2}"]
+    assert json.loads(answer.stdout)["matches"][0]["releases"] == [f"refs/heads/main@{v2}"]
+    explained = cli("explain", *both, "max_num_seqs is over the hard limit of 4096")
+    assert explained.returncode == 0, explained.stderr
+    assert "over the hard limit" in explained.stdout

@@ -123,6 +123,16 @@ def expand_specs(specs: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _told_apart(catalogs: list[_Labelled]) -> list[_Labelled]:
+    """Labels that tell the catalogs apart: two nightly catalogs of one branch (both `refs/heads/main`) are
+    each named by their SHA too (`refs/heads/main@6d8904337d82`)."""
+    shared = {label for label, _, _ in catalogs if sum(other == label for other, _, _ in catalogs) > 1}
+    return [
+        (f"{label}@{catalog.sha[:12]}" if label in shared else label, origin, catalog)
+        for label, origin, catalog in catalogs
+    ]
+
+
 def _oldest_first(catalogs: list[_Labelled], kept: list[str]) -> tuple[list[_Labelled], list[str]]:
     """Catalogs that are all releases in the order of their versions, however they were named (`--catalog
     release:0.28.0 --catalog release:0.27.0`: 0.27.0 first); others in the order given."""
@@ -231,7 +241,7 @@ def match_index(
             opened.add(held)
         catalogs.append((label, origin(spec), catalog))
         kept.append(spec)
-    catalogs, kept = _oldest_first(catalogs, kept)
+    catalogs, kept = _oldest_first(_told_apart(catalogs), kept)
     labels = tuple(label for label, _, _ in catalogs)
     scopes = tuple(_scope_shown(catalog) for _, _, catalog in catalogs)
     index = MatchIndex(Matcher(merge(catalogs)), labels, tuple(kept), scopes)
