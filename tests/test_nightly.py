@@ -592,3 +592,31 @@ def test_a_kill_between_the_renames_of_a_nights_commit_leaves_it_whole(bare: Pat
     for name in ("history.jsonl", "history.json", "index.json"):
         assert (out / name).read_bytes() == (reference / name).read_bytes(), name
     assert len(json.loads((out / "history.json").read_bytes())["revisions"]) == 2
+
+
+def test_fresh_analysis_merges_field_by_field_and_a_stale_entry_never_replaces_a_current_one(
+    bare: Path, tmp_path: Path
+) -> None:
+    """`--analysis` with an entry written for an older wording of a record keeps the analysis of its current
+    wording; an entry with some fields only (`{id, tags}`) sets those and keeps the rest."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    sha = git(bare, "rev-parse", "refs/heads/main")
+    (line,) = [json.loads(text) for text in (out / sha / "records.jsonl").read_text().splitlines()]
+    record = line["record"]
+    good = {"id": record["id"], "errorMessage": record["errorMessage"], "documentation": "The good one.",
+            "solutions": ["Pass a smaller n."]}  # fmt: skip
+    fresh = tmp_path / "fresh.jsonl"
+    fresh.write_text(json.dumps(good) + "\n")
+    assert main([*base, "--analysis", str(fresh)]) == 0
+    stale = {"id": record["id"], "errorMessage": "an older wording of it", "documentation": "Stale."}
+    fresh.write_text(json.dumps(stale) + "\n")
+    assert main([*base, "--analysis", str(fresh)]) == 0
+    (kept,) = [json.loads(text) for text in (out / sha / "analysis.jsonl").read_text().splitlines()]
+    assert kept["documentation"] == "The good one." and kept["solutions"] == ["Pass a smaller n."]
+    fresh.write_text(json.dumps({"id": record["id"], "tags": ["config"]}) + "\n")
+    assert main([*base, "--analysis", str(fresh)]) == 0
+    (kept,) = [json.loads(text) for text in (out / sha / "analysis.jsonl").read_text().splitlines()]
+    assert kept["tags"] == ["config"] and kept["documentation"] == "The good one."
+    assert kept["solutions"] == ["Pass a smaller n."] and kept["errorMessage"] == record["errorMessage"]

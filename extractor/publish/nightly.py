@@ -247,6 +247,7 @@ def carry_analysis(
         AnalysisEntry,
         carry_forward,
         encode_entries,
+        merged,
         read_analysis,
     )
     from extractor.query.diff import ChangeKind
@@ -259,9 +260,8 @@ def carry_analysis(
     for path in sources:
         if present(path):
             known.update(read_analysis(path))
-    if fresh is not None:
-        # Fresh analysis speaks of the records as they are now: stamp it so (carry_forward does).
-        known.update({key: entry.model_copy(update={"basis": None}) for key, entry in read_analysis(fresh).items()})
+    if fresh is not None:  # (speaking of the records as they are now: merged field by field, see merged)
+        known = merged(known, read_analysis(fresh), catalog.lines)
     if diff is not None:
         reworded = [c.id for c in diff.changes if c.kind is ChangeKind.REWORDED]
     elif present(directory / DIFF):  # merging fresh analysis into a catalog published earlier

@@ -26,6 +26,7 @@ __all__ = [
     "carry_forward",
     "encode_entries",
     "is_current",
+    "merged",
     "overlay",
     "read_analysis",
 ]
@@ -162,6 +163,29 @@ def overlay(lines: Iterable[CatalogLine], analysis: Mapping[str, AnalysisEntry])
             line = line.model_copy(update={"record": line.record.model_copy(update=entry.fields())})
         out.append(line)
     return tuple(out)
+
+
+def merged(
+    known: Mapping[str, AnalysisEntry], fresh: Mapping[str, AnalysisEntry], lines: Iterable[CatalogLine]
+) -> dict[str, AnalysisEntry]:
+    """Fresh analysis merged into what is known, by id: an entry adds its fields to the one kept (`{id, tags}`
+    changes the tags, not the rest), as written for the record as it is now (its basis unset: carry_forward
+    stamps it); an entry written for an older wording than the record's never replaces one written for its
+    current wording (it would then be dropped as not current, and the good one lost with it)."""
+    by_id = {line.record.id: line for line in lines}
+    out = dict(known)
+    for key, entry in fresh.items():
+        line, kept = by_id.get(key), out.get(key)
+        if line is not None and kept is not None and is_current(kept, line) and not is_current(entry, line):
+            continue  # (stale: of a wording the record no longer has)
+        base = kept if kept is not None and (line is None or is_current(kept, line)) else None
+        update = {**entry.fields(), "basis": None, "errorMessage": entry.errorMessage}
+        if base is not None:
+            update["errorMessage"] = entry.errorMessage or base.errorMessage
+            out[key] = base.model_copy(update=update)
+        else:
+            out[key] = entry.model_copy(update={"basis": None})
+    return out
 
 
 def carry_forward(
