@@ -620,3 +620,20 @@ def test_fresh_analysis_merges_field_by_field_and_a_stale_entry_never_replaces_a
     (kept,) = [json.loads(text) for text in (out / sha / "analysis.jsonl").read_text().splitlines()]
     assert kept["tags"] == ["config"] and kept["documentation"] == "The good one."
     assert kept["solutions"] == ["Pass a smaller n."] and kept["errorMessage"] == record["errorMessage"]
+
+
+def test_a_second_scope_is_refused_a_root_that_publishes_another(bare: Path, tmp_path: Path) -> None:
+    """Two scopes in one root would share its index.json and history.jsonl, each night wiping the other's:
+    the second is refused, naming both, and nothing of the first changes."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    before = snapshot(out)
+    move(bare, "v2")
+    other = cli(*base, "--exception", "*", "--path", "vllm")
+    assert other.returncode == 2
+    assert other.stderr.startswith(
+        f"extractor: error: {out} publishes the nightly of another scope (--path vllm/config"
+    )
+    assert "into a root of its own with another --output" in other.stderr
+    assert snapshot(out) == before

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from extractor.catalog.load import folder_name, present, read_document
 from extractor.errors import CatalogError
-from extractor.model.records import NightlyIndex, Scope
+from extractor.model.records import Manifest, NightlyIndex, Scope
 from extractor.pipeline.write import MANIFEST, RECORDS, atomic_write_all, dumps_model
 from extractor.util.atomic import finish_commits
 
@@ -94,6 +94,22 @@ class PublishedRoot:
     def history(self) -> Path | None:
         """The rolling history's history.jsonl, if there is one."""
         return self.path / HISTORY if present(self.path / HISTORY) else None
+
+    def check_scope(self) -> None:
+        """Refuse to publish into a root whose index and history are another scope's (its latest catalog says
+        which): the two would share index.json and history.jsonl, each night wiping the other's."""
+        index = self.read_index()
+        folder = self.find(index.latest) if index.latest is not None else None
+        manifest = read_document(folder / MANIFEST, Manifest, "manifest") if folder is not None else None
+        if manifest is not None and manifest.scope != self.scope:
+
+            def said(scope: Scope) -> str:
+                return f"--path {' --path '.join(scope.paths)} --exception {' --exception '.join(scope.exceptions)}"
+
+            raise CatalogError(
+                f"{self.path} publishes the nightly of another scope ({said(manifest.scope)}); publish this one "
+                f"({said(self.scope)}) into a root of its own with another --output"
+            )
 
     def check_readable(self) -> None:
         """Refuse a file read back that is a symlink leading nowhere (the index, the history's), which its

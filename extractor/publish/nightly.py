@@ -86,6 +86,7 @@ def _check_inputs(root: PublishedRoot, site: Path | None, analysis: Path | None)
 
     check_folder(root.path)
     root.check_readable()
+    root.check_scope()
     if site is not None:
         from extractor.publish.site.build import check_output
 
