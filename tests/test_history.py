@@ -556,3 +556,30 @@ def test_a_tag_glob_leaves_out_a_tag_that_names_a_tree_and_says_so(git_repo: Git
     assert result.returncode == 0, result.stderr
     assert "extractor: warning: 1 tag(s) matching 'v*' name no commit, left out: v1-tree\n" in result.stderr
     assert [r["revision"] for r in json.loads((out / "history.json").read_text())["revisions"]] == ["v1", "v2"]
+
+
+def test_the_chart_of_a_long_history_is_bounded_in_size_and_in_what_it_draws() -> None:
+    """5,000 revisions: one area per kind of churn, not 30,000 bars (minutes of drawing), a figure at most
+    24 inches wide (not a 100,000-pixel PNG), at most 120 revisions named under its axis."""
+    import re
+    import struct
+
+    from extractor.model.records import HistoryRevision
+    from extractor.query.history.changelog import render_chart
+
+    revisions = [
+        HistoryRevision(
+            revision=f"r{n:05d}",
+            sha="a" * 40,
+            committedAt=None,
+            records=200 + n % 7,
+            summary={"introduced": n % 3, "removed": n % 2, "reworded": 1},
+        )  # fmt: skip
+        for n in range(5000)
+    ]
+    drawn = render_chart(revisions, title="a long history")
+    width = struct.unpack(">I", drawn[".png"][16:20])[0]  # (the IHDR chunk's width)
+    assert width <= 24 * 150
+    svg = drawn[".svg"].decode()
+    assert len(re.findall(r"<!-- r\d{5} -->", svg)) <= 120
+    assert svg.count('id="patch_') < 100

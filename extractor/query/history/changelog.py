@@ -103,6 +103,11 @@ def render_changelog(
     return shown("\n".join(out).rstrip("\n") + "\n")
 
 
+_WIDEST = 24.0  # inches: the chart of a long history
+_LABELS = 120  # revisions named under its axis
+_BARS = 300  # revisions drawn as bars; a longer history's churn is drawn as areas
+
+
 def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[str, bytes]:
     """Draw the checks in scope per revision and the churn per revision (stacked by kind): the SVG and PNG
     bytes, by suffix (`.svg`, `.png`). The SVG is the same bytes for the same input."""
@@ -115,10 +120,13 @@ def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[st
     positions = list(range(len(labels)))
     # (a tag or path is text: `v0.2$_$x` is no mathematics)
     with plt.rc_context({"svg.hashsalt": "extractor", "font.size": 8, "text.parse_math": False}):
-        figure, (top, bottom) = plt.subplots(
-            2, 1, figsize=(max(6.0, 0.16 * len(labels) + 2), 6), sharex=True, height_ratios=(3, 2)
-        )
-        top.plot(positions, [revision.records for revision in revisions], marker="o", markersize=2.5)
+        # (as wide as its revisions need, up to _WIDEST inches: 5,000 commits made a 100,000-pixel PNG)
+        width = min(max(6.0, 0.16 * len(labels) + 2), _WIDEST)
+        figure, (top, bottom) = plt.subplots(2, 1, figsize=(width, 6), sharex=True, height_ratios=(3, 2))
+        few = len(labels) <= _BARS  # (a bar and a marker per revision; past that, one area per kind: a bar is an
+        # artist of its own, and 5,000 revisions of six kinds took minutes)
+        marker = {"marker": "o", "markersize": 2.5} if few else {}
+        top.plot(positions, [revision.records for revision in revisions], **marker)
         top.set_ylabel("checks in scope")
         top.set_title(title)
         top.grid(axis="y", alpha=0.3)
@@ -129,12 +137,17 @@ def render_chart(revisions: Sequence[HistoryRevision], *, title: str) -> dict[st
                 0 if index == 0 and kind is EventKind.INTRODUCED else r.summary.get(kind.value, 0)
                 for index, r in enumerate(revisions)
             ]
-            bottom.bar(positions, heights, bottom=base, label=kind.value, width=0.8)
-            base = [b + h for b, h in zip(base, heights, strict=True)]
+            above = [b + h for b, h in zip(base, heights, strict=True)]
+            if few:
+                bottom.bar(positions, heights, bottom=base, label=kind.value, width=0.8)
+            else:
+                bottom.fill_between(positions, base, above, step="mid", label=kind.value, linewidth=0)
+            base = above
         bottom.set_ylabel("churn (events)")
         bottom.legend(ncols=3, fontsize=7, frameon=False, loc="upper left")  # ("best" warns when slow to place)
         bottom.grid(axis="y", alpha=0.3)
-        bottom.set_xticks(positions, labels, rotation=90, fontsize=6)
+        step = -(-len(labels) // _LABELS)  # (at most _LABELS revisions named under the axis: every step-th)
+        bottom.set_xticks(positions[::step], labels[::step], rotation=90, fontsize=6)
         figure.tight_layout()
         drawn = {}
         for suffix, metadata in ((".svg", {"Date": None}), (".png", {"Software": None})):
