@@ -574,7 +574,7 @@ def test_the_chart_of_a_long_history_is_bounded_in_size_and_in_what_it_draws() -
             committedAt=None,
             records=200 + n % 7,
             summary={"introduced": n % 3, "removed": n % 2, "reworded": 1},
-        )  # fmt: skip
+        )
         for n in range(5000)
     ]
     drawn = render_chart(revisions, title="a long history")

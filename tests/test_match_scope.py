@@ -159,14 +159,17 @@ def test_a_catalog_on_disk_is_read_in_its_own_scope_and_says_it(releases: Index,
 
 
 def test_a_nightly_roots_latest_catalog_is_still_the_default_scopes(git_repo: GitRepo, tmp_path: Path) -> None:
-    """A nightly root publishing two scopes stands, with no scope option, for the default scope's catalog, as
-    before: it is a catalog on disk, read as written; the answer says which. With one, for that scope's."""
+    """A nightly root holding catalogs of two scopes (the night's, and one extracted into it: a night of
+    another scope is refused there, as it would share the index and history) stands, with no scope option,
+    for the default scope's catalog, as before: it is a catalog on disk, read as written; the answer says
+    which. With one, for that scope's."""
     git_repo.commit(FILES, tag="v1")
     bare = tmp_path / "bare.git"
     git(tmp_path, "clone", "--quiet", "--bare", str(git_repo.path), str(bare))
     out = tmp_path / "pub"
-    for scope in ([], ["--path", "vllm", "--exception", "*"]):
-        assert cli("nightly", "--repo", str(bare), "--output", str(out), "--quiet", *scope).returncode == 0
+    assert cli("nightly", "--repo", str(bare), "--output", str(out), "--quiet").returncode == 0
+    whole = ["--repo", str(bare), "--sha", "main", "--path", "vllm", "--exception", "*", "--output", str(out)]
+    assert cli(*whole, "--quiet").returncode == 0
     code, (document,) = answers("--catalog", str(out), CONFIG_PASTE)
     assert code == 0
     assert document["catalogs"][0]["scope"] == {"paths": ["vllm/config"], "exceptions": ["ValueError"]}
