@@ -219,7 +219,8 @@ def _journal(renames: list[tuple[Path, Path]]) -> Path:
     or not at all, and synced: from here on, the set is committed."""
     folder = renames[0][1].parent
     journal = folder / f"{_JOURNAL}{secrets.token_hex(8)}.json"
-    listed = [[os.fsdecode(os.path.abspath(a)), os.fsdecode(os.path.abspath(b))] for a, b in renames]
+    # (relative to the journal's folder: a folder moved or copied whole still completes into itself)
+    listed = [[os.path.relpath(a, folder), os.path.relpath(b, folder)] for a, b in renames]
     data = json.dumps(listed, ensure_ascii=True).encode()  # (names as Python decodes them: lone surrogates too)
     temporary = _temporary(journal)
     with _create(temporary) as stream:
@@ -247,7 +248,7 @@ def finish_commits(folder: Path) -> None:
             continue
         for temporary, path in renames:
             with contextlib.suppress(FileNotFoundError):  # (done already)
-                os.replace(temporary, path)
+                os.replace(os.path.join(folder, temporary), os.path.join(folder, path))
         journal.unlink(missing_ok=True)
         _fsync_dir(folder)
 
