@@ -14,6 +14,7 @@ import tarfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -560,3 +561,19 @@ def test_a_release_written_as_its_tag_or_bare_is_the_release_with_one_sha(serve,
     assert mistyped.stderr == (
         "extractor: error: no Python file under vllm/confg at release:9.9.0; did you mean --path vllm/config?\n"
     )
+
+
+def test_what_names_a_release_for_every_command_that_takes_a_catalog(git_repo: Any, tmp_path: Path) -> None:
+    """One reading for every command (reproduce's runtime included): `release:` with or without the tag's
+    `v`, a bare version that is no revision of the repository and no path; nothing else."""
+    from extractor.catalog.load import release_named
+
+    url = "https://example.org/vllm"
+    git_repo.commit({"a.py": ""}, tag="1.2.3")
+    assert release_named("release:v0.28.0", repo=url) == release_named("release:0.28.0", repo=url) == "0.28.0"
+    assert release_named("v0.28.0", repo=url) == release_named("0.28.0", repo=url) == "0.28.0"
+    assert release_named("0.28.0", repo=str(git_repo.path)) == "0.28.0"
+    assert release_named("1.2.3", repo=str(git_repo.path)) is None  # (a tag of the repository: a revision)
+    assert release_named("main", repo=url) is None and release_named("1234567", repo=url) is None
+    (tmp_path / "0.27.0").mkdir()
+    assert release_named(str(tmp_path / "0.27.0"), repo=url) is None

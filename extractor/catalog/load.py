@@ -195,17 +195,31 @@ def release_commit(version: str) -> tuple[Commit, str | None]:
     return commit, commit_id(version_py) if version_py is not None else None
 
 
+def release_named(spec: str, *, repo: str) -> str | None:
+    """The release a catalog argument names, as the index spells it: `release:0.28.0` or `release:v0.28.0`;
+    a bare `0.28.0` (or `v0.28.0`) that is no catalog on disk nor a revision of the repository (a remote one
+    is not asked: vLLM tags are v0.28.0). None for anything else."""
+    from extractor.repo.release import looks_like_version, release_version
+
+    if spec.startswith(RELEASE_PREFIX):
+        return release_version(spec.removeprefix(RELEASE_PREFIX))
+    there = os.path.lexists(_expand(spec))
+    if not there and looks_like_version(spec) and (is_url(repo) or not _is_revision(repo, spec)):
+        return release_version(spec)
+    return None
+
+
 def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | None = None) -> LoadedCatalog:
     """Open what `spec` names: `release:X.Y.Z`, a catalog directory or records.jsonl, or a revision of `repo`.
 
     A revision reuses a complete catalog already written under `root` for its SHA and scope.
     """
-    from extractor.repo.release import looks_like_version, release_version
-
-    if spec.startswith(RELEASE_PREFIX):
-        version = release_version(spec.removeprefix(RELEASE_PREFIX))  # (`release:v0.28.0` is 0.28.0)
+    version = release_named(spec, repo=repo)  # (`release:v0.28.0` is 0.28.0; so is a bare version no revision names)
+    if version is not None:
         if not version:
             raise ReleaseError("release: needs a version, as in release:0.28.0")
+        if not spec.startswith(RELEASE_PREFIX):
+            note(f"reading {spec} as release:{version}, from the release's sdist")
         spec = f"{RELEASE_PREFIX}{version}"
         commit, pinned = release_commit(version)
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
@@ -219,11 +233,6 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
     there = path.is_dir() or os.path.lexists(path)
     if (looks_like_path(spec) or there) and (is_url(repo) or not _is_revision(repo, spec)):
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
-    if looks_like_version(spec) and (is_url(repo) or not _is_revision(repo, spec)):
-        # A version that is no revision of the repository (a remote one is not asked: vLLM tags are v0.28.0):
-        # the release, read from its sdist, as `release:` names it.
-        note(f"reading {spec} as release:{release_version(spec)}, from the release's sdist")
-        return open_catalog(f"{RELEASE_PREFIX}{spec}", repo=repo, options=options, root=root)
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
     folder = folder_name(sha=commit.sha, revision=spec, scope=options.scope_data)

@@ -50,13 +50,15 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
-    from extractor.catalog.load import open_catalog
+    from extractor.catalog.load import open_catalog, release_named
     from extractor.query import reproductions as store
 
     say = step_log("reproduce", args)
 
     options = extract_options(args)
     spec = latest_of(args.catalog, options)
+    named = release_named(spec, repo=args.repo)  # (`release:v0.28.0`, a bare `0.28.0`: the release)
+    spec = f"{_RELEASE}{named}" if named else spec
     if args.runtime is None and not spec.startswith(_RELEASE):
         raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
     catalog = open_catalog(spec, repo=args.repo, options=options)
