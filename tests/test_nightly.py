@@ -637,3 +637,23 @@ def test_a_second_scope_is_refused_a_root_that_publishes_another(bare: Path, tmp
     )
     assert "into a root of its own with another --output" in other.stderr
     assert snapshot(out) == before
+
+
+def test_a_catalog_extracted_again_in_place_with_other_ids_restarts_the_history_on_it(
+    bare: Path, tmp_path: Path
+) -> None:
+    """After an upgrade, the night re-extracts the same commit in place; where its ids are not those the
+    rolling history holds for that night, the history starts again on it (never explain's lookups by the
+    catalog's ids missing from it)."""
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet"]
+    assert main(base) == 0
+    sha = git(bare, "rev-parse", "refs/heads/main")
+    (record_id,) = [json.loads(text)["record"]["id"] for text in (out / sha / "records.jsonl").read_text().splitlines()]
+    history = out / "history.jsonl"
+    history.write_text(history.read_text().replace(record_id, "0123456789abcdef"))  # (as an older tool's ids)
+    manifest = json.loads((out / sha / "manifest.json").read_text())
+    (out / sha / "manifest.json").write_text(json.dumps({**manifest, "extractorVersion": "0.0.1"}))
+    assert main(base) == 0  # (made by another version: extracted again, in place)
+    ids = {json.loads(text)["id"] for text in history.read_text().splitlines()}
+    assert ids == {record_id}

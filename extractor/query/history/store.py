@@ -98,7 +98,11 @@ def roll(
     together with the index that names the catalog (PublishedRoot.commit)."""
     history = read_history(directory, options=options)
     if history is not None and history.revisions and history.revisions[-1].sha == catalog.sha:
-        return history
+        if {thread.id for thread in history.threads if thread.present} == {line.record.id for line in catalog.lines}:
+            return history
+        # The same commit extracted again gives other ids (another extractor, re-extracting in place): its
+        # night in the history is no longer this catalog's. Started again, as a history of another scope is.
+        history = None
     # The diff's pairs hold every check of both catalogs: they are not read again.
     old_checks, new_checks = sides(pairs) if pairs is not None else (None, None)
     before = RevisionChecks.of(previous, old_checks) if previous is not None else None
