@@ -657,3 +657,30 @@ def test_a_catalog_extracted_again_in_place_with_other_ids_restarts_the_history_
     assert main(base) == 0  # (made by another version: extracted again, in place)
     ids = {json.loads(text)["id"] for text in history.read_text().splitlines()}
     assert ids == {record_id}
+
+
+def test_a_killed_nights_complete_catalog_goes_once_a_later_night_does_not_index_it(
+    git_repo: GitRepo, bare: Path, tmp_path: Path
+) -> None:
+    """A night killed once its catalog's manifest is written leaves a complete folder no index names; the
+    next night that completes (here with --keep 3, for another commit) removes it, and never a catalog an
+    extraction wrote into the root."""
+    from tests.conftest import run_cli
+
+    out = tmp_path / "pub"
+    base = ["nightly", "--repo", str(bare), "--output", str(out), "--quiet", "--keep", "3"]
+    assert run_cli(*base).returncode == 0
+    second = move(bare, "v2")
+    assert run_cli(*base, env={"EXTRACTOR_KILL_AT": "catalog written"}).returncode == -signal.SIGKILL
+    assert (out / second / "manifest.json").is_file()
+    git_repo.commit({"vllm/config/a.py": V2 + 'def h():\n    raise ValueError("third check")\n'}, tag="v3")
+    git(bare, "fetch", "--quiet", str(git_repo.path), "refs/tags/v3:refs/tags/v3")
+    extracted = run_cli("--repo", str(bare), "--sha", "v2", "--output", str(tmp_path / "mine"), "--quiet")
+    assert extracted.returncode == 0
+    mine = next((tmp_path / "mine").iterdir())  # (an extraction's catalog, copied into the root by a person)
+    shutil.copytree(mine, out / ("f" * 40))
+    third = move(bare, "v3")
+    assert run_cli(*base).returncode == 0
+    assert not (out / second).exists()
+    assert (out / third / "manifest.json").is_file() and (out / ("f" * 40) / "manifest.json").is_file()
+    assert [entry["sha"] for entry in index(out)["catalogs"]] == [third, git(bare, "rev-parse", "refs/tags/v1")]

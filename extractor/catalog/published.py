@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from extractor.catalog.load import folder_name, present, read_document
 from extractor.errors import CatalogError
 from extractor.model.records import Manifest, NightlyIndex, Scope
 from extractor.pipeline.write import MANIFEST, RECORDS, atomic_write_all, dumps_model
-from extractor.util.atomic import finish_commits
+from extractor.util.atomic import finish_commits, read_whole, replace_bytes
 
 __all__ = ["DIFF", "DIFF_PAGE", "HISTORY", "HISTORY_MANIFEST", "INDEX", "LOCK", "PublishedRoot"]
 
@@ -22,6 +24,9 @@ INDEX = "index.json"
 HISTORY = "history.jsonl"
 HISTORY_MANIFEST = "history.json"
 LOCK = ".nightly.lock"
+# The commits a night began to publish (written before it extracts, emptied once its index is committed): a
+# folder a killed night completed is its, and goes once a later night's index does not name it.
+PENDING = ".nightly-pending.json"
 # Beside a published catalog: its diff against the one published before it, as JSON and as a page.
 DIFF = "diff.json"
 DIFF_PAGE = "diff.md"
@@ -95,6 +100,27 @@ class PublishedRoot:
         """The rolling history's history.jsonl, if there is one."""
         return self.path / HISTORY if present(self.path / HISTORY) else None
 
+    def begin(self, sha: str) -> None:
+        """Note, before a night extracts into its folder, that the catalog of `sha` is this tool's to publish."""
+        pending = self._pending()
+        if sha not in pending:
+            replace_bytes(self.path / PENDING, orjson.dumps([*pending, sha]))
+
+    def abandon(self, sha: str) -> None:
+        """Forget a night begun for `sha` whose folder its own failure removed."""
+        pending = [other for other in self._pending() if other != sha]
+        if pending:
+            replace_bytes(self.path / PENDING, orjson.dumps(pending))
+        else:
+            (self.path / PENDING).unlink(missing_ok=True)
+
+    def _pending(self) -> list[str]:
+        try:
+            found = orjson.loads(read_whole(self.path / PENDING))
+        except (OSError, orjson.JSONDecodeError):
+            return []
+        return [sha for sha in found if isinstance(sha, str)] if isinstance(found, list) else []
+
     def check_scope(self) -> None:
         """Refuse to publish into a root whose index and history are another scope's (its latest catalog says
         which): the two would share index.json and history.jsonl, each night wiping the other's."""
@@ -130,6 +156,7 @@ class PublishedRoot:
         """Remove a root this run made, which holds nothing but its lock (a root another run wrote into is
         not empty, and stays)."""
         with contextlib.suppress(OSError):
+            (self.path / PENDING).unlink(missing_ok=True)
             (self.path / LOCK).unlink(missing_ok=True)
             self.path.rmdir()
 
@@ -175,11 +202,18 @@ class PublishedRoot:
         with `folders` (an index was there before this run), catalog folders of this scope that a run began
         and never finished (no manifest) holding nothing but what a night writes.
 
-        Nothing else is touched: not a complete catalog (an extraction's own, in the same root, or a killed
-        run's, which a run for its commit reuses), nor any folder or file a person put there. Without an
-        earlier index, folders stay: they may be catalogs a lost index named. Returns how many went.
-        """
+        And the folder of a night this tool began (`begin`) and that was killed, complete or not, when the
+        index does not name it. Nothing else is touched: not a complete catalog an extraction wrote into the
+        root, nor any folder or file a person put there. Without an earlier index, other folders stay: they
+        may be catalogs a lost index named. Returns how many went."""
         removed = 0
+        # The folders of nights that began and were killed, complete or not, that the index does not name.
+        for sha in self._pending():
+            folder = self.folder(sha)
+            if sha not in named and folder.is_dir() and all(entry.name in _RUN_FILES for entry in folder.iterdir()):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed += 1
+        (self.path / PENDING).unlink(missing_ok=True)
         catalogs = [folder for folder in self.path.iterdir() if _SHA_DIR.fullmatch(folder.name) and folder.is_dir()]
         for place in (self.path, *catalogs):
             finish_commits(place)  # (a set a killed run committed: completed, its temporaries are not stale)

@@ -20,7 +20,7 @@ from extractor.query.diff import CatalogDiff, diff_catalogs, render_json, render
 from extractor.query.history.store import roll
 from extractor.repo.git.clone import is_url, open_repo
 from extractor.repo.git.commit import Commit, resolve
-from extractor.util.atomic import read_whole
+from extractor.util.atomic import fault_point, read_whole
 
 __all__ = ["NightlyResult", "carry_analysis", "nightly", "publish_site"]
 
@@ -143,6 +143,7 @@ def _publish(
             with contextlib.suppress(CatalogError):
                 if root.read_index().latest != commit.sha:
                     shutil.rmtree(directory, ignore_errors=True)
+                    root.abandon(commit.sha)
         raise
 
 
@@ -158,10 +159,12 @@ def _publish_into(
     analysis: Path | None,
 ) -> None:
     step = time.monotonic()
+    root.begin(commit.sha)  # (a folder a killed night completes is known for its: removed once not indexed)
     catalog = is_complete(directory, options=options, sha=commit.sha)
     if catalog is None:
         extracted = extract_commit(commit, options=options)
         write_catalog(extracted.pieces, extracted.manifest_data, directory)
+        fault_point("catalog written")
         catalog = LoadedCatalog(extracted, extracted.manifest, commit.sha, commit.revision)
         log(f"extracted {catalog.count} records into {directory} ({time.monotonic() - step:.2f}s)")
     else:
