@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from extractor._version import __version__
 from extractor.errors import ExitCode
-from extractor.util.progress import note, warn
+from extractor.util.progress import counted, note, warn
 
 if TYPE_CHECKING:
     from extractor.pipeline.options import ExtractOptions
@@ -70,8 +70,7 @@ def run(argv: Sequence[str]) -> int:
     directory = write_catalog(catalog.pieces, manifest, root / folder)
     if not args.quiet:
         counts = manifest["counts"]
-        files = f"{catalog.beside} file{'s' if catalog.beside > 1 else ''}"  # (listing's `counted` imports pydantic)
-        beside = f" (and {files} read for fields and flags)" if catalog.beside else ""
+        beside = f" (and {counted(catalog.beside, 'file')} read for fields and flags)" if catalog.beside else ""
         note(
             f"{counts['records']} records from {counts['filesParsed']} of {counts['filesInScope']} files{beside} "
             f"at {manifest['sha'][:12]} -> {directory}",

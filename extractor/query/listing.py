@@ -12,7 +12,7 @@ from extractor.model.records import CatalogLine
 from extractor.pipeline.options import scope_path
 from extractor.pipeline.write import dumps_document
 from extractor.util import markdown
-from extractor.util.progress import one_line
+from extractor.util.progress import counted, one_line
 from extractor.util.suggest import close_to
 
 __all__ = ["Filters", "counted", "first_words", "misses", "render_records", "render_summary", "select"]
@@ -124,11 +124,6 @@ def _aligned(rows: Sequence[Sequence[str]]) -> str:
         "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]).rstrip() + "\n"
         for row in rows
     )
-
-
-def counted(number: int, noun: str) -> str:
-    """`1 file`, `2 files`, `3 classes`."""
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
 def _ranked(counts: Counter[str]) -> list[tuple[str, int]]:

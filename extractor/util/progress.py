@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from extractor.util.lifecycle import is_quiet
 
-__all__ = ["bar", "byte_bar", "note", "one_line", "shown", "warn"]
+__all__ = ["bar", "byte_bar", "counted", "note", "one_line", "shown", "sized", "warn"]
 
 T = TypeVar("T")
 
@@ -91,6 +91,11 @@ def byte_bar(chunks: Iterable[bytes], total: int | None, label: str) -> Iterator
         for chunk in chunks:
             shown.update(len(chunk))
             yield chunk
+
+
+def counted(number: int, noun: str) -> str:
+    """`1 file`, `2 files`, `3 classes`."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}{'es' if noun.endswith('s') else 's'}"
 
 
 def sized(count: int) -> str:

@@ -17,7 +17,6 @@ from extractor.pipeline.write import RELEASE_PREFIX
 if TYPE_CHECKING:
     from extractor.model.records import Reproduction
 
-_RELEASE = RELEASE_PREFIX
 # What vLLM does the first time a config is built (imports, caches), done once per runtime before its attempts
 # fork: each tiny model (explore.TINY_MODELS) built into a whole configuration.
 _WARM = """
@@ -57,22 +56,23 @@ def run(argv: Sequence[str]) -> int:
 
     options = extract_options(args)
     spec = latest_of(args.catalog, options)
-    named = release_named(spec, repo=args.repo)  # (`release:v0.28.0`, a bare `0.28.0`: the release)
-    spec = f"{_RELEASE}{named}" if named else spec
-    if args.runtime is None and not spec.startswith(_RELEASE):
+    release = release_named(spec, repo=args.repo)  # (`release:v0.28.0`, a bare `0.28.0`: the release)
+    if release is not None:
+        spec = f"{RELEASE_PREFIX}{release}"
+    elif args.runtime is None:
         raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
     catalog = open_catalog(spec, repo=args.repo, options=options)
     lines = list(catalog.lines)
-    release = spec.removeprefix(_RELEASE) if spec.startswith(_RELEASE) else None
     # What was run before for this release, this record as it is and this extractor: not run again.
     kept = store.load("vllm", release) if release and options.cache else {}
-    found = {line.record.id: kept[store.key(line)] for line in lines if store.key(line) in kept}
+    keys = {line.record.id: store.key(line) for line in lines}
+    found = {ident: kept[key] for ident, key in keys.items() if key in kept}
     missing = [line for line in lines if line.record.id not in found]
     if missing:
-        made = _run_missing(args, spec, missing, say)
+        made = _run_missing(args, release, missing, say)
         found.update(made)
         if release and options.cache:
-            store.save("vllm", release, {store.key(line): made[line.record.id] for line in missing})
+            store.save("vllm", release, {keys[ident]: reproduction for ident, reproduction in made.items()})
     elif lines:
         say(f"all {len(lines)} records were run before (for this release and this extractor): shown as kept")
     import orjson
@@ -93,14 +93,15 @@ def run(argv: Sequence[str]) -> int:
     return ExitCode.OK
 
 
-def _run_missing(args: argparse.Namespace, spec: str, lines: list[Any], say: Any) -> dict[str, Reproduction]:
-    """Run the records not kept: in the runtime (made first, when needed), two side by side."""
+def _run_missing(args: argparse.Namespace, release: str | None, lines: list[Any], say: Any) -> dict[str, Reproduction]:
+    """Run the records not kept: in the runtime (made first, when needed: `release` is set without --runtime),
+    two side by side."""
     from extractor.query.match.matcher import Matcher
     from extractor.reproduce.runtime import ensure_runtime, session
     from extractor.reproduce.verify import as_reproduction, reproduce
     from extractor.util.progress import bar
 
-    python = args.runtime or ensure_runtime("vllm", spec.removeprefix(_RELEASE), progress=say)
+    python = args.runtime or ensure_runtime("vllm", str(release), progress=say)
     jobs = args.jobs or min(2, os.cpu_count() or 1)  # runtimes side by side (and the extraction's processes)
     made: dict[str, Reproduction] = {}
     with contextlib.ExitStack() as stack:
@@ -108,8 +109,8 @@ def _run_missing(args: argparse.Namespace, spec: str, lines: list[Any], say: Any
             stack.enter_context(session(python, "vllm", preload=("vllm.config",), warm=_WARM)) for _ in range(jobs)
         ]
         running = sessions[0]
-        if spec.startswith(_RELEASE) and running.version != spec.removeprefix(_RELEASE):
-            raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {spec.removeprefix(_RELEASE)}")
+        if release and running.version != release:
+            raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {release}")
         say(f"vllm {running.version} imported in {running.seconds:.1f} s; {len(lines)} records to run")
         verified_with = f"vllm=={running.version}"
         results = reproduce(lines, sessions, Matcher.of_lines(lines), verified_with=verified_with, timeout=args.timeout)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from extractor.errors import ExitCode
-from extractor.util.progress import note, sized
+from extractor.util.progress import counted, note, sized
 
 if TYPE_CHECKING:
     pass
@@ -41,7 +41,6 @@ def run(argv: Sequence[str]) -> int:
 
     from extractor.publish.site.build import build_site, check_output
     from extractor.publish.site.inputs import open_site_inputs
-    from extractor.query.listing import counted
 
     output = output_folder(args.output, "site")
     assert output is not None  # (a required option)
