@@ -50,9 +50,9 @@ def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     options = extract_options(args)
     if args.output != "-":  # (where the catalog goes can be written: checked before any work)
-        from extractor.pipeline.write import check_folder
+        from extractor.pipeline.write import OUTPUT, check_folder
 
-        check_folder(Path(args.output or "output"))
+        check_folder(Path(args.output) if args.output else OUTPUT)
     commit, pinned = _resolve_starting_workers(args.repo, args.sha, args.release, options)
     from extractor.pipeline.extract import extract_commit
     from extractor.pipeline.write import default_root, folder_name, write_catalog

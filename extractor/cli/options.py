@@ -77,17 +77,17 @@ class Parser(argparse.ArgumentParser):
                 continue
             if name in known or sum(option.startswith(name) for option in known) == 1:  # (or cut short)
                 continue
-            # (--release and --sha of the extraction, where this command takes a catalog or revisions instead)
-            elsewhere = {"release": "release:X.Y.Z", "sha": "REV"}
-            guess = close_to(name.removeprefix("--"), [o.removeprefix("--") for o in known] + list(elsewhere))
-            if guess in elsewhere and f"--{guess}" not in known:
-                written = elsewhere[guess]
+            guess = close_to(name.removeprefix("--"), [o.removeprefix("--") for o in known] + list(_ELSEWHERE))
+            if guess in _ELSEWHERE and f"--{guess}" not in known:
+                written = _ELSEWHERE[guess]
                 hint = f"; did you mean --catalog {written}?" if "--catalog" in known else f"; name it as {written}"
             else:
                 hint = f"; did you mean --{guess}?" if guess else ""
             self.error(f"unrecognized option {name!r}{hint}")
 
 
+# The extraction's --release and --sha, where a command takes a catalog or revisions instead: written so there.
+_ELSEWHERE = {"release": "release:X.Y.Z", "sha": "REV"}
 _MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word to look for, the root
 
 
@@ -378,9 +378,9 @@ def output_folder(output: str | None, command: str, *, writable: bool = True) ->
     has something to write)."""
     if output == "-":
         raise ExtractorError(f"{command} writes a folder of files: --output - (standard output) cannot hold them")
-    from extractor.pipeline.write import check_folder
+    from extractor.pipeline.write import OUTPUT, check_folder
 
-    check_folder(Path(output or "output"), writable=writable)  # (no --output: under output/, checked as well)
+    check_folder(Path(output) if output else OUTPUT, writable=writable)  # (no --output: under output/, too)
     return Path(output) if output else None
 
 

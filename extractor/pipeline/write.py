@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the models are only handed in: an extraction writes its cat
 
 __all__ = [
     "MANIFEST",
+    "OUTPUT",
     "RECORDS",
     "RELEASE_PREFIX",
     "atomic_write",
@@ -76,11 +77,14 @@ def is_repo_name(name: str) -> bool:
     return bool(_REPO_NAME.fullmatch(name)) and not {".", ".."} & set(name.split("/"))
 
 
+OUTPUT = Path("output")  # where what is written goes unless told otherwise (catalogs, histories)
+
+
 def default_root(repo_name: str) -> Path:
     """Where catalogs of a repository go unless told otherwise: output/<owner>/<name>."""
     if not is_repo_name(repo_name):  # never a folder outside output/
         raise ExtractorError(f"cannot write catalogs of {repo_name!r}: not an OWNER/NAME repository name")
-    return Path("output", *repo_name.split("/"))
+    return OUTPUT.joinpath(*repo_name.split("/"))
 
 
 def encode_lines(lines: Iterable[CatalogLine]) -> bytes:

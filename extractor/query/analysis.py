@@ -178,13 +178,11 @@ def merged(
         line, kept = by_id.get(key), out.get(key)
         if line is not None and kept is not None and is_current(kept, line) and not is_current(entry, line):
             continue  # (stale: of a wording the record no longer has)
-        base = kept if kept is not None and (line is None or is_current(kept, line)) else None
-        update = {**entry.fields(), "basis": None, "errorMessage": entry.errorMessage}
-        if base is not None:
-            update["errorMessage"] = entry.errorMessage or base.errorMessage
-            out[key] = base.model_copy(update=update)
-        else:
+        if kept is None or (line is not None and not is_current(kept, line)):
             out[key] = entry.model_copy(update={"basis": None})
+            continue
+        wording = entry.errorMessage or kept.errorMessage
+        out[key] = kept.model_copy(update={**entry.fields(), "basis": None, "errorMessage": wording})
     return out
 
 

@@ -59,6 +59,9 @@ _SETUP_TRIES = 300  # tries to find arguments a class builds with
 _NUMBERS = [0, 1, 2, -1, 3, 4, 8, 16, 1024, 4096]
 
 
+_Node = typing.TypeVar("_Node", bound=ast.AST)
+
+
 class _Stop(Exception):
     """A try ran out of time."""
 
@@ -470,13 +473,12 @@ class Explorer:
                 out.append((f"call.{name}", self.choices(params[name], name, deadline, owner=self.cls)))
         # A keyword the class does not take that a validator looks for in what it is given (`"normalize" in
         # values`: a removed parameter), passed as any value.
-        for operands in self.parsed.values() if self.holder is not None else []:
-            for node in (n for operand in operands for n in ast.walk(operand) if isinstance(n, ast.Compare)):
-                key = node.left.value if isinstance(node.left, ast.Constant) else None
-                looked = isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(key, str) and key.isidentifier()
-                if looked and key not in fields and key not in seen:
-                    seen.add(str(key))
-                    out.append((str(key), [Src("True"), Src("1"), Src("'x'")]))
+        for node in self.in_path(ast.Compare) if self.holder is not None else []:
+            key = node.left.value if isinstance(node.left, ast.Constant) else None
+            looked = isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(key, str) and key.isidentifier()
+            if looked and key not in fields and key not in seen:
+                seen.add(str(key))
+                out.append((str(key), [Src("True"), Src("1"), Src("'x'")]))
         return out
 
     def required(self, deadline: float) -> dict[str, list[Any]]:
@@ -586,12 +588,12 @@ class Explorer:
             return [Call(config.__name__, self.setup(config, deadline))]
         if inspect.isclass(kind) and kind is not Any and self.bare(kind):  # another class: built bare
             return [Call(kind.__name__, {})]
+        anything = [*self.constants, Src("None"), Src("1"), Src("'x'"), Src("True")]  # (a few values of any type)
         if kind is Any and depth < 1:  # anything: a few values, and a config of the package built bare (first
             # for a parameter named a config: `config: ConfigT`)
             configs: list[Any] = [Call(config.__name__, {}) for config in self.package_configs()]
-            plain = [*self.constants, Src("None"), Src("1"), Src("'x'"), Src("True")]
-            return [*configs, *plain] if "config" in name.split("_") else [*plain, *configs]
-        return [*self.constants, Src("None"), Src("1"), Src("'x'"), Src("True")]
+            return [*configs, *anything] if "config" in name.split("_") else [*anything, *configs]
+        return anything
 
     def bare(self, cls: type) -> bool:
         """Whether a class builds with no arguments (a library's config object: `PretrainedConfig()`)."""
@@ -624,60 +626,64 @@ class Explorer:
                 out.append(config)
         return out
 
+    def in_path(self, kind: type[_Node]) -> Iterator[_Node]:
+        """The nodes of a kind in the tests of the raise's path (`ast.Compare`: its comparisons)."""
+        for operands in self.parsed.values():
+            for operand in operands:
+                yield from (node for node in ast.walk(operand) if isinstance(node, kind))
+
     def _compared(self) -> dict[str, list[Src]]:
         """The values the path's conditions compare a parameter or field with, where they are the module's own
         names: `dtype == torch.float16` -> `torch.float16`, `model_type in _NOT_SUPPORTED` -> its members."""
         out: dict[str, list[Src]] = {}
-        for operands in self.parsed.values():
-            for node in (n for operand in operands for n in ast.walk(operand) if isinstance(n, ast.Compare)):
-                left = node.left
-                name = left.id if isinstance(left, ast.Name) else None
-                if isinstance(left, ast.Attribute) and ast.unparse(left.value) == "self":
-                    name = left.attr
-                if name is None or len(node.ops) != 1 or isinstance(node.comparators[0], ast.Constant):
-                    continue
-                text = ast.unparse(node.comparators[0])
-                try:
-                    value = eval(text, dict(self.namespace))  # (the module's names: no local, no call runs here)
-                except Exception:
-                    continue
-                containers = (dict, list, tuple, set, frozenset)
-                if isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(value, containers):
-                    members = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
-                    found = [Src(repr(m)) for m in members[:10] if type(m) in (str, int, float)]
-                elif isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
-                    found = [Src(text)] if not isinstance(value, (types.FunctionType, types.MethodType)) else []
-                else:
-                    found = []
-                out.setdefault(name, []).extend(v for v in found if v not in out.get(name, []))
+        for node in self.in_path(ast.Compare):
+            left = node.left
+            name = left.id if isinstance(left, ast.Name) else None
+            if isinstance(left, ast.Attribute) and ast.unparse(left.value) == "self":
+                name = left.attr
+            if name is None or len(node.ops) != 1 or isinstance(node.comparators[0], ast.Constant):
+                continue
+            text = ast.unparse(node.comparators[0])
+            try:
+                value = eval(text, dict(self.namespace))  # (the module's names: no local, no call runs here)
+            except Exception:
+                continue
+            containers = (dict, list, tuple, set, frozenset)
+            if isinstance(node.ops[0], (ast.In, ast.NotIn)) and isinstance(value, containers):
+                members = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
+                found = [Src(repr(m)) for m in members[:10] if type(m) in (str, int, float)]
+            elif isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)):
+                found = [Src(text)] if not isinstance(value, (types.FunctionType, types.MethodType)) else []
+            else:
+                found = []
+            out.setdefault(name, []).extend(v for v in found if v not in out.get(name, []))
         return out
 
     def _looked_for(self) -> list[Src]:
         """Texts the module's functions a condition calls look for in a text (`"://" in path`,
         `path.startswith("s3://")`), each in a text that has it: `'xx://x'`, `'s3://x'`."""
         out: list[Src] = []
-        for operands in self.parsed.values():
-            for node in (n for operand in operands for n in ast.walk(operand) if isinstance(n, ast.Call)):
-                helper = self.namespace.get(node.func.id) if isinstance(node.func, ast.Name) else None
-                if not isinstance(helper, types.FunctionType):
-                    continue
-                try:
-                    tree = ast.parse(inspect.getsource(helper).strip())
-                except (OSError, TypeError, SyntaxError):
-                    continue
-                for part in ast.walk(tree):
-                    if isinstance(part, ast.Compare) and isinstance(part.left, ast.Constant):
-                        if isinstance(part.left.value, str) and isinstance(part.ops[0], ast.In):
-                            out.append(Src(repr(f"xx{part.left.value}x")))
-                    elif isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.args:
-                        first, how = part.args[0], part.func.attr
-                        if (
-                            how in ("startswith", "endswith")
-                            and isinstance(first, ast.Constant)
-                            and isinstance(first.value, str)
-                        ):
-                            text = f"{first.value}x" if how == "startswith" else f"x{first.value}"
-                            out.append(Src(repr(text)))
+        for node in self.in_path(ast.Call):
+            helper = self.namespace.get(node.func.id) if isinstance(node.func, ast.Name) else None
+            if not isinstance(helper, types.FunctionType):
+                continue
+            try:
+                tree = ast.parse(inspect.getsource(helper).strip())
+            except (OSError, TypeError, SyntaxError):
+                continue
+            for part in ast.walk(tree):
+                if isinstance(part, ast.Compare) and isinstance(part.left, ast.Constant):
+                    if isinstance(part.left.value, str) and isinstance(part.ops[0], ast.In):
+                        out.append(Src(repr(f"xx{part.left.value}x")))
+                elif isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.args:
+                    first, how = part.args[0], part.func.attr
+                    if (
+                        how in ("startswith", "endswith")
+                        and isinstance(first, ast.Constant)
+                        and isinstance(first.value, str)
+                    ):
+                        text = f"{first.value}x" if how == "startswith" else f"x{first.value}"
+                        out.append(Src(repr(text)))
         return list(dict.fromkeys(out))[:10]
 
     def constant(self, value: Any) -> Src:
@@ -889,11 +895,13 @@ def _camel(name: str) -> str:
 def _lookup(name: str, top: str, *, anywhere: bool = False) -> Any:
     """A class of that name defined in a module of the package already imported (with `anywhere`, of any
     package, when the package has none: `PretrainedConfig`, imported for type checkers only)."""
-    for module in list(sys.modules.values()):
-        value = getattr(module, name, None)
-        if inspect.isclass(value) and value.__name__ == name and value.__module__.startswith(f"{top}." if top else ""):
-            return value  # (defined there: not `X = Any`, an alias for type checkers)
-    return _lookup(name, "", anywhere=False) if anywhere and top else None
+    package = f"{top}." if top else ""
+    for prefix in (package, "") if anywhere else (package,):
+        for module in list(sys.modules.values()):
+            value = getattr(module, name, None)
+            if inspect.isclass(value) and value.__name__ == name and value.__module__.startswith(prefix):
+                return value  # (defined there: not `X = Any`, an alias for type checkers)
+    return None
 
 
 def _number(text: str) -> int | float | None:

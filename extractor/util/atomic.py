@@ -221,14 +221,8 @@ def _journal(renames: list[tuple[Path, Path]]) -> Path:
     journal = folder / f"{_JOURNAL}{secrets.token_hex(8)}.json"
     # (relative to the journal's folder: a folder moved or copied whole still completes into itself)
     listed = [[os.path.relpath(a, folder), os.path.relpath(b, folder)] for a, b in renames]
-    data = json.dumps(listed, ensure_ascii=True).encode()  # (names as Python decodes them: lone surrogates too)
-    temporary = _temporary(journal)
-    with _create(temporary) as stream:
-        stream.write(data)
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.replace(temporary, journal)
-    _fsync_dir(folder)
+    with replacing(journal) as stream:  # (names as Python decodes them: lone surrogates too)
+        stream.write(json.dumps(listed, ensure_ascii=True).encode())
     return journal
 
 

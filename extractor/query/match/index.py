@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import pickle
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,7 +127,8 @@ def expand_specs(specs: Sequence[str]) -> list[str]:
 def _told_apart(catalogs: list[_Labelled]) -> list[_Labelled]:
     """Labels that tell the catalogs apart: two nightly catalogs of one branch (both `refs/heads/main`) are
     each named by their SHA too (`refs/heads/main@6d8904337d82`)."""
-    shared = {label for label, _, _ in catalogs if sum(other == label for other, _, _ in catalogs) > 1}
+    counts = Counter(label for label, _, _ in catalogs)
+    shared = {label for label, count in counts.items() if count > 1}
     return [
         (f"{label}@{catalog.sha[:12]}" if label in shared else label, origin, catalog)
         for label, origin, catalog in catalogs
