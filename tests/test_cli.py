@@ -199,6 +199,49 @@ def test_missing_repository_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+# Each command that takes --repo, as a user runs it on releases and folders, which need no repository.
+WITH_REPO = {
+    "": ["--release", "0.28.0"],
+    "diff": ["diff", "v0.27.0", "v0.28.0"],
+    "explain": ["explain", "--catalog", "release:0.28.0", "max-num-batched-tokens-is-smaller"],
+    "history": ["history", "release:0.27.0..0.28.0"],
+    "list": ["list", "--catalog", "release:0.28.0"],
+    "match": ["match", "--catalog", "release:0.28.0", "x"],
+    "nightly": ["nightly", "--branch", "main", "--output", "published"],
+    "reproduce": ["reproduce", "--catalog", "release:0.28.0"],
+    "site": ["site", "--catalog", "release:0.28.0", "--output", "site"],
+}
+
+
+def test_every_command_taking_repo_is_checked_below() -> None:
+    import importlib
+
+    from extractor.cli import extract
+
+    taking = {"": extract.parser()} | {
+        name: importlib.import_module(f"extractor.cli.commands.{name}").parser() for name in commands()
+    }
+    assert sorted(name for name, parser in taking.items() if "--repo" in parser._option_string_actions) == sorted(
+        WITH_REPO
+    )
+
+
+@pytest.mark.parametrize("command", sorted(WITH_REPO), ids=lambda name: name or "extract")
+@pytest.mark.parametrize("missing", ["none", "file"])
+def test_a_repo_that_is_not_there_is_refused_by_every_command(
+    command: str, missing: str, tmp_path: Path, isolated_cache: Path
+) -> None:
+    """`diff v0.27.0 v0.28.0 --repo PATH` with nothing at PATH diffed the release sdists without a word
+    (issue 56, 12): a --repo named is checked first, in every command, whether its catalogs need it or not."""
+    (tmp_path / "file").write_text("")
+    where = tmp_path / missing
+    said = "the path does not exist" if missing == "none" else None
+    result = run(*WITH_REPO[command], "--repo", str(where), cwd=tmp_path)
+    expected = f"no repository at {where}: {said}" if said else f"{where} is not a git repository"
+    assert (result.returncode, result.stderr, result.stdout) == (2, f"extractor: error: {expected}\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"] and not isolated_cache.exists()
+
+
 def test_quiet_lasts_for_its_run_only(repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A run with --quiet, called as a function, leaves its caller's warnings as they were."""
     from extractor.util.progress import warn
@@ -982,11 +1025,12 @@ def _in_read_only_folder(folder: Path, *args: str) -> subprocess.CompletedProces
     ],
 )
 def test_a_command_that_writes_where_it_cannot_says_so_before_any_work(
-    args: list[str], written: str, tmp_path: Path
+    args: list[str], written: str, tmp_path: Path, git_repo: GitRepo
 ) -> None:
     """In a read-only working folder, what would be written is refused first, naming --output: the repository
-    named (there is none) is never looked at."""
-    result = _in_read_only_folder(tmp_path, *args, "--repo", "/nowhere/repository")
+    named (an empty one: none of the revisions is there) is never read."""
+    (tmp_path / "read-only").mkdir()
+    result = _in_read_only_folder(tmp_path / "read-only", *args, "--repo", str(git_repo.path))
     assert result.returncode == 2, result.stderr
     assert result.stderr == (
         f"extractor: error: cannot write {written}: the current folder is on a read-only file system "

@@ -92,9 +92,16 @@ _MAY_BE_EMPTY = frozenset({"text", "grep", "path"})  # a pasted message, a word 
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run."""
+    """Parse a subcommand's arguments; --quiet silences progress and notes for the whole run. A local --repo
+    is checked now, in every command that takes one: one that is not there is an error even where the
+    catalogs named need no repository (releases, folders), never ignored."""
     args = parser.parse_args(argv)
     set_quiet(args.quiet)
+    if getattr(args, "repo", DEFAULT_REPO) != DEFAULT_REPO:
+        from extractor.repo.git.clone import check_local, is_url
+
+        if not is_url(args.repo):
+            check_local(args.repo)
     return args
 
 

@@ -13,7 +13,16 @@ from extractor.errors import RepositoryError
 from extractor.repo.git.run import GitError, complaint, damage_hint, environment, run_git
 from extractor.repo.housekeeping import cache_dir, remove_orphans
 
-__all__ = ["fetch_clone", "is_url", "offline_hint", "open_repo", "redact_url", "repo_name_from_url", "shown_repo"]
+__all__ = [
+    "check_local",
+    "fetch_clone",
+    "is_url",
+    "offline_hint",
+    "open_repo",
+    "redact_url",
+    "repo_name_from_url",
+    "shown_repo",
+]
 
 _GITHUB = re.compile(r"github\.com[:/]+(?P<owner>[\w.-]+)/(?P<name>[\w.-]+?)(?:\.git)?/?\Z")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://|^[\w.-]+@[\w.-]+:")
@@ -65,12 +74,7 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
     A URL is cloned on first use, bare and blob-filtered; `fetch=True` fetches it again.
     """
     if not is_url(repo):
-        path = Path(repo).expanduser()
-        _check_exists(path, repo)
-        # The path itself must be a repository (a work tree or a bare one), not a folder inside one.
-        bare = (path / "HEAD").is_file() and (path / "objects").is_dir()
-        if not bare and not (path / ".git").exists():
-            raise RepositoryError(f"{repo} is not a git repository")
+        path = check_local(repo)
         try:
             out = run_git(path, "rev-parse", "--absolute-git-dir")
         except RepositoryError:
@@ -83,6 +87,18 @@ def open_repo(repo: str, *, fetch: bool = False) -> Path:
         _sweep_clones(target.parent)
         fetch_clone(target, repo)
     return target
+
+
+def check_local(repo: str) -> Path:
+    """Refuse a local repository (not a URL) that is not there, or not a repository itself (a work tree or a
+    bare one, not a folder inside one), without running git; return its path. Every command that takes
+    --repo checks it so before any work, whether or not its catalogs need it (cli/options.parse_arguments)."""
+    path = Path(repo).expanduser()
+    _check_exists(path, repo)
+    bare = (path / "HEAD").is_file() and (path / "objects").is_dir()
+    if not bare and not (path / ".git").exists():
+        raise RepositoryError(f"{repo} is not a git repository")
+    return path
 
 
 def _check_exists(path: Path, repo: str) -> None:
