@@ -24,9 +24,10 @@ import time
 import traceback
 
 if __package__:  # imported as part of the extractor (its tests)
-    from extractor.reproduce import explore
+    from extractor.reproduce import explore, serving
 else:  # run as a script in a runtime: its neighbour, then this folder off the path (none of its other modules
     explore = importlib.import_module("explore")  # may stand for a module the package imports)
+    serving = importlib.import_module("serving")
     sys.path.pop(0)
 PACKAGE_ROOTS: list[str] = []
 MODEL_DIR: list[str] = []  # the tiny model folder attempts name (`MODEL`), made when the child starts
@@ -85,6 +86,13 @@ def _attempt(program: str, memory: int) -> dict[str, object]:
     return {"outcome": "passed"}
 
 
+def _serve(task: dict[str, object]) -> dict[str, object]:
+    target, pattern = list(task["target"]), str(task["pattern"])  # type: ignore[call-overload]
+    return serving.search(  # type: ignore[no-any-return]
+        task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern)
+    )
+
+
 def _run(task: dict[str, object]) -> dict[str, object]:
     """Fork; the child runs the attempt and writes its report on a pipe; past the time limit it is killed."""
     timeout = float(task.get("timeout") or 60)  # type: ignore[arg-type]
@@ -100,6 +108,14 @@ def _run(task: dict[str, object]) -> dict[str, object]:
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
                 report = explore.explore(task["explore"], PACKAGE_ROOTS, MODEL_DIR[0])  # type: ignore[arg-type]
+            elif "serve" in task:  # a class's trigger and fixes lifted to `vllm serve` lines, and run
+                if memory:
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+                report = _serve(task["serve"])  # type: ignore[arg-type]
+            elif "line" in task:  # one `vllm serve` line, run
+                if memory:
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+                report = serving.run_line(task["line"], _report)  # type: ignore[arg-type]
             else:
                 report = _attempt(str(task["program"]), memory)
             data = json.dumps(report, default=str).encode()
@@ -169,6 +185,7 @@ def serve(argv: list[str]) -> int:
     if warm:  # run once here what every attempt would do first (lazy imports, caches): forks start warm
         with contextlib.suppress(BaseException):
             exec(compile(warm, "<warm>", "exec"), {"__name__": "__warm__", **explore._folders(MODEL_DIR[0])})
+    serving.prepare(explore.TINY_MODELS[explore.MODEL])  # (the serve parser built once, before forks)
     seconds = round(time.monotonic() - started, 2)
     print(json.dumps({"ready": True, "version": version, "seconds": seconds}), file=channel, flush=True)
     for line in sys.stdin:

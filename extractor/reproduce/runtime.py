@@ -116,6 +116,14 @@ class Session:
         """Search for arguments that raise at a target (see explore.py); what it found, or how far it got."""
         return self._ask({"id": ident, "explore": spec, "timeout": timeout, "memory": memory})
 
+    def serve(self, spec: dict[str, Any], *, timeout: float, memory: int = 0, ident: str = "") -> dict[str, Any]:
+        """Lift a class's trigger and fixes to `vllm serve` lines and run them (see serving.py)."""
+        return self._ask({"id": ident, "serve": spec, "timeout": timeout, "memory": memory})
+
+    def line(self, line: dict[str, Any], *, timeout: float, memory: int = 0, ident: str = "") -> dict[str, Any]:
+        """Run one `vllm serve` line (flags, model config, environment) in a fresh process."""
+        return self._ask({"id": ident, "line": line, "timeout": timeout, "memory": memory})
+
     def _ask(self, task: dict[str, Any]) -> dict[str, Any]:
         stdin, stdout = self.process.stdin, self.process.stdout
         timeout = float(task["timeout"])

@@ -1,0 +1,423 @@
+# Serving: the `vllm serve` path inside a runtime (vLLM's own parser, its validation and `create_engine_config`,
+# as `vllm serve` runs them up to loading weights), and the lift of a config class's arguments to the flags that
+# set them there. Runs in the runtime's interpreter beside child.py: the standard library at import, vLLM once a
+# function asks for it. Nothing here evaluates text: a value is read by `ast.literal_eval`, a name of the
+# module by attribute look-ups, a sub-config by its keywords (see `decode`).
+#
+#   line:  {"argv": [flags after the model], "model": {config.json}, "env": {NAME: text}}
+#   lift:  {"module", "cls", "arguments": {field: source}, "environment": {NAME: source}, "model": name | None}
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import dataclasses
+import enum
+import importlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["LIFT_SWITCHES", "decode", "lift", "prepare", "run_line", "search"]
+
+LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
+_PARSER: list[Any] = []  # (top parser, the serve subparser, the serve command): built once per process
+
+
+class Unliftable(Exception):
+    """Why a class's arguments have no `vllm serve` line: one argument has no flag, or no value of it parses."""
+
+
+class _Refused(Exception):
+    """argparse refused a line (its usage error, which `vllm serve` prints before exiting 2)."""
+
+
+# -- the serve path ------------------------------------------------------------------------------------------------
+
+
+def _first(*names: str) -> Any:
+    """The first of `module:attribute` names that imports (vLLM moves them between releases)."""
+    said = []
+    for name in names:
+        module, _, attribute = name.partition(":")
+        try:
+            return getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as error:
+            said.append(f"{name}: {error}")
+    raise ImportError("; ".join(said))
+
+
+def _parser() -> tuple[Any, Any, Any]:
+    """`vllm`'s top parser with its `serve` subcommand, as vllm's CLI main builds them (once per process)."""
+    if not _PARSER:
+        parser_class = _first("vllm.utils.argparse_utils:FlexibleArgumentParser", "vllm.utils:FlexibleArgumentParser")
+        command = _first("vllm.entrypoints.cli.serve:ServeSubcommand")()
+        top = parser_class(description="vLLM CLI")
+        subparsers = top.add_subparsers(required=False, dest="subparser")
+        sub = command.subparser_init(subparsers)
+        sub.set_defaults(dispatch_function=command.cmd)
+
+        def refuse(message: str) -> Any:
+            raise _Refused(message)
+
+        top.error = sub.error = refuse  # (argparse prints usage and exits 2: here it says why instead)
+        _PARSER.append((top, sub, command))
+    return _PARSER[0]
+
+
+def _build(folder: str, argv: list[str]) -> Any:
+    """What `vllm serve FOLDER ARGV` does before it loads weights: parse, validate, build the engine config."""
+    top, _, command = _parser()
+    args = top.parse_args(["serve", folder, *argv])
+    if getattr(args, "model_tag", None) is not None:  # (ServeSubcommand.cmd: the positional model wins)
+        args.model = args.model_tag
+    command.validate(args)
+    with contextlib.suppress(ImportError):
+        validate = _first("vllm.entrypoints.openai.api_server:validate_api_server_args")
+        validate(args)
+    engine_args = _first("vllm.engine.arg_utils:AsyncEngineArgs").from_cli_args(args)
+    usage = _first("vllm.usage.usage_lib:UsageContext").OPENAI_API_SERVER
+    return engine_args.create_engine_config(usage_context=usage)
+
+
+@contextlib.contextmanager
+def _standing(line: dict[str, Any]) -> Iterator[str]:
+    """A model folder holding the line's config.json, and its environment set; both undone after."""
+    folder = tempfile.mkdtemp(prefix="extractor-serve-")
+    saved = {name: os.environ.get(name) for name in line.get("env") or {}}
+    try:
+        with open(os.path.join(folder, "config.json"), "w") as file:
+            json.dump(line.get("model") or {}, file)
+        os.environ.update({str(k): str(v) for k, v in (line.get("env") or {}).items()})
+        yield folder
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_line(line: dict[str, Any], report: Callable[[BaseException], dict[str, Any]]) -> dict[str, Any]:
+    """Run one `vllm serve` line: what it raised (as child.py reports errors), or that it passed."""
+    with _standing(line) as folder:
+        try:
+            _build(folder, [str(token) for token in line.get("argv") or []])
+        except _Refused as refused:
+            return {"outcome": "raised", "class": "ArgumentError", "message": str(refused), "sites": [],
+                    "wrapped": [], "usage": True}  # fmt: skip
+        except MemoryError:
+            return {"outcome": "crashed", "reason": "out of memory"}
+        except BaseException as error:
+            return report(error)
+    return {"outcome": "passed"}
+
+
+def prepare(model: dict[str, Any]) -> None:
+    """Build the parser and one whole line once, before attempts fork: they start warm."""
+    with contextlib.suppress(BaseException):
+        run_line({"argv": [], "model": model, "env": {}}, lambda error: {})
+
+
+# -- values: read, never evaluated ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """A tiny model folder a program names (`MODEL`, `MOE_MODEL`)."""
+
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """A sub-config built with keywords (`EPLBConfig(use_async=True)`): JSON of its keywords on a flag."""
+
+    name: str
+    keywords: dict[str, Any]
+
+
+def decode(source: str, module: Any, models: dict[str, Any]) -> Any:
+    """The value a program's argument source stands for: a literal, a tiny model's name, a name or attribute of
+    the module (an enum member), or a sub-config with such keywords. Anything else (a call of another kind, an
+    operator, a subscript) is Unliftable: nothing is evaluated."""
+    try:
+        tree = ast.parse(source, mode="eval").body
+    except SyntaxError:
+        raise Unliftable(f"not a value: {source[:80]}") from None
+    return _decoded(tree, module, models)
+
+
+def _decoded(node: ast.expr, module: Any, models: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Name) and node.id in models:
+        return Model(node.id)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        chain: list[str] = []
+        while isinstance(node, ast.Attribute):
+            chain.insert(0, node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id in ("True", "False", "None"):
+            return ast.literal_eval(node)
+        value: Any = module
+        for part in [node.id, *chain]:
+            if part.startswith("__") or not hasattr(value, part):
+                raise Unliftable(f"no such name in {module.__name__}: {'.'.join([node.id, *chain])}")
+            value = getattr(value, part)
+        return value
+    if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Name):
+        keywords = {k.arg: _decoded(k.value, module, models) for k in node.keywords if k.arg is not None}
+        return Config(node.func.id, keywords)
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [_decoded(item, module, models) for item in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise Unliftable(f"not a value: {ast.unparse(node)[:80]}") from None
+
+
+def _jsonable(value: Any) -> Any:
+    """A value as JSON holds it: an enum by its value, a sub-config by its keywords."""
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    if isinstance(value, Config):
+        return {k: _jsonable(v) for k, v in value.keywords.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    raise Unliftable(f"no JSON for {type(value).__name__}")
+
+
+# -- the lift ------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Table:
+    """The serve parser's flags: by argument group (vLLM titles each with its config class) and by dest."""
+
+    groups: dict[str, dict[str, argparse.Action]]
+    dests: dict[str, argparse.Action]
+    json_flags: dict[str, argparse.Action]  # a config class -> the flag that takes it as JSON (`--compilation-config`)
+
+
+_TABLE: list[_Table] = []
+
+
+def _table() -> _Table:
+    if _TABLE:
+        return _TABLE[0]
+    _, sub, _ = _parser()
+    groups: dict[str, dict[str, argparse.Action]] = {}
+    dests: dict[str, argparse.Action] = {}
+    for group in sub._action_groups:
+        for action in group._group_actions:
+            if action.option_strings:
+                groups.setdefault(str(group.title), {})[action.dest] = action
+                dests.setdefault(action.dest, action)
+    json_flags: dict[str, argparse.Action] = {}
+    for title in groups:  # a field of a config annotated with another config: that config's JSON flag
+        holder = _config_class(title)
+        for field in dataclasses.fields(holder) if holder is not None and dataclasses.is_dataclass(holder) else ():
+            action = dests.get(field.name)
+            annotation = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", str(field.type))
+            for word in re.findall(r"[A-Z]\w*Config\b", str(annotation)):
+                if action is not None and word not in json_flags:
+                    json_flags[word] = action
+    _TABLE.append(_Table(groups, dests, json_flags))
+    return _TABLE[0]
+
+
+def _config_class(name: str) -> Any:
+    try:
+        return getattr(importlib.import_module("vllm.config"), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _long(action: argparse.Action) -> str:
+    return next((s for s in action.option_strings if s.startswith("--") and not s.startswith("--no-")),
+                action.option_strings[0])  # fmt: skip
+
+
+def _renderings(action: argparse.Action, value: Any) -> list[list[str]]:
+    """The ways to write `value` for a flag, most natural first: argparse and the parse decide which holds."""
+    flag = _long(action)
+    negative = next((s for s in action.option_strings if s.startswith("--no-")), None)
+    if isinstance(value, bool):
+        if action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction):
+            return [[flag]] if value else ([[negative]] if negative else [[]])
+        return [[flag, str(value).lower()], [flag, str(value)]]
+    if value is None:
+        return [[flag, "None"], [flag, "none"], [flag, "null"]]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [str(_jsonable(item)) for item in value]
+        spread = [[flag, *items]] if items else []
+        return [*spread, [flag, json.dumps(_jsonable(value))], [flag, ",".join(items)]]
+    if isinstance(value, (dict, Config)):
+        return [[flag, json.dumps(_jsonable(value))]]
+    if isinstance(value, enum.Enum):
+        return [[flag, value.name.lower()], [flag, value.name], [flag, str(value.value)]]
+    return [[flag, str(value)]]
+
+
+def _same(parsed: Any, wanted: Any) -> bool:
+    if parsed == wanted:
+        return True
+    with contextlib.suppress(Exception):
+        return bool(_jsonable(parsed) == _jsonable(wanted))
+    return False
+
+
+def _parses(tokens: list[str], action: argparse.Action, wanted: Any, folder: str) -> tuple[bool, bool]:
+    """Whether argparse takes the tokens, and whether it reads the wanted value from them."""
+    top, _, _ = _parser()
+    try:
+        args = top.parse_args(["serve", folder, *tokens])
+    except (_Refused, SystemExit, Exception):
+        return False, False
+    return True, _same(getattr(args, action.dest, None), wanted)
+
+
+def lift(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[str, Any]:
+    """The `vllm serve` line that sets a config class's arguments: each to its flag in the class's group, or as a
+    key of the JSON flag that takes the class, or to the engine argument of its name; the model argument as the
+    model folder's config.json; the environment as is. Raises Unliftable naming the argument that has none."""
+    module = importlib.import_module(str(spec["module"]))
+    cls = str(spec.get("cls") or "")
+    table = _table()
+    model = models[str(spec.get("model") or "MODEL")]
+    argv: list[str] = []
+    payloads: dict[str, dict[str, Any]] = {}
+    json_actions: dict[str, argparse.Action] = {}
+    for name, source in (spec.get("arguments") or {}).items():
+        value = decode(str(source), module, models)
+        if isinstance(value, Model):
+            if name != "model":
+                raise Unliftable(f"{name} takes a model folder")
+            model = models[value.name]
+            continue
+        holder, _, inner = str(name).partition(".")
+        action = table.groups.get(cls, {}).get(holder) if not inner else None
+        if action is None and not inner and cls in table.json_flags:
+            json_action = table.json_flags[cls]
+            json_actions[json_action.dest] = json_action
+            payloads.setdefault(json_action.dest, {})[holder] = _jsonable(value)
+            continue
+        if inner:  # a field of a config the class holds: that field's JSON flag
+            action = table.dests.get(holder)
+            if action is None:
+                raise Unliftable(f"no flag sets {holder}")
+            json_actions[action.dest] = action
+            payloads.setdefault(action.dest, {})[inner] = _jsonable(value)
+            continue
+        action = action or table.dests.get(holder)
+        if action is None:
+            raise Unliftable(f"no flag sets {name}")
+        argv += _written(action, value, model_dir=module_dir)
+    for dest, payload in payloads.items():
+        argv += _written(json_actions[dest], payload, model_dir=module_dir)
+    environment = {str(k): str(_jsonable(decode(str(v), module, models))) for k, v in (spec.get("environment") or {}).items()}
+    return {"argv": argv, "model": model, "env": environment}
+
+
+def _written(action: argparse.Action, value: Any, *, model_dir: str) -> list[str]:
+    """The tokens that set a flag to `value`, as argparse reads them back; the first that parses at all when
+    none reads it back exactly (a type vLLM converts later)."""
+    parsed_any: list[str] | None = None
+    for tokens in _renderings(action, value):
+        parses, same = _parses(tokens, action, value, model_dir)
+        if parses and same:
+            return tokens
+        if parses and parsed_any is None:
+            parsed_any = tokens
+    if parsed_any is None:
+        raise Unliftable(f"no way of writing {_long(action)} {value!r} parses")
+    return parsed_any
+
+
+def switches(spec: dict[str, Any], argv: list[str]) -> list[list[str]]:
+    """Enabling flags a config class may need to be built at all on the serve path (`--enable-lora` for
+    LoRAConfig): the switches of its own group, then every `--enable-*` whose words the class's name holds."""
+    table = _table()
+    cls = str(spec.get("cls") or "")
+    words = {w for w in re.findall(r"[a-z]+", re.sub(r"([A-Z][a-z]+)", r" \1", cls).lower()) if len(w) > 2}
+    words.discard("config")
+    found: list[list[str]] = []
+
+    def switch(action: argparse.Action) -> None:
+        flag = _long(action)
+        if (action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)) and flag not in argv:
+            if [flag] not in found:
+                found.append([flag])
+
+    for dest, action in table.groups.get(cls, {}).items():
+        if dest.startswith(("enable_", "use_")):
+            switch(action)
+    for dest, action in table.dests.items():
+        if dest.startswith("enable_") and set(dest.split("_")[1:]) & words:
+            switch(action)
+    return found[:LIFT_SWITCHES]
+
+
+def at_target(result: dict[str, Any], target: list[Any], pattern: str) -> bool:
+    """Whether a report is of the check's own raise (the innermost frame in the package, of the error pydantic
+    wrapped when it wrapped one) with a message its pattern matches."""
+    if result.get("outcome") != "raised":
+        return False
+    errors = [*result.get("wrapped", []), result] if result.get("class") == "ValidationError" else [result]
+    for error in errors:
+        sites = error.get("sites") or []
+        if sites and list(sites[-1]) == list(target) and re.fullmatch(pattern, str(error.get("message")), re.S):
+            return True
+    return False
+
+
+def search(
+    task: dict[str, Any],
+    models: dict[str, Any],
+    report: Callable[[BaseException], dict[str, Any]],
+    reached: Callable[[dict[str, Any]], bool],
+) -> dict[str, Any]:
+    """Lift a class-level trigger (and its fix) to `vllm serve` lines and run them: the trigger as lifted, then
+    with each enabling switch, until one reaches the check (`reached`); the fix with the same switches."""
+    folder = tempfile.mkdtemp(prefix="extractor-parse-")
+    try:
+        try:
+            trigger = lift(task["trigger"], folder, models)
+        except Unliftable as why:
+            return {"outcome": "unliftable", "said": f"the trigger: {why}"}
+        except (ImportError, Exception) as error:  # (a serve path this release does not have)
+            return {"outcome": "unliftable", "said": f"{type(error).__name__}: {error}"[:300]}
+        tried = 0
+        result = run_line(trigger, report)
+        chosen: list[str] = []
+        if not reached(result):
+            for extra in switches(task["trigger"], trigger["argv"]):
+                tried += 1
+                attempt = {**trigger, "argv": [*extra, *trigger["argv"]]}
+                again = run_line(attempt, report)
+                if reached(again):
+                    trigger, result, chosen = attempt, again, extra
+                    break
+        out: dict[str, Any] = {"outcome": "lifted", "trigger": trigger, "report": result, "tries": tried + 1}
+        fixes = []
+        for fix in task.get("fixes") or []:
+            try:
+                line = lift(fix, folder, models)
+            except Unliftable as why:
+                fixes.append({"outcome": "unliftable", "said": f"the fix: {why}"})
+                continue
+            line = {**line, "argv": [*chosen, *line["argv"]]}
+            fixes.append({"outcome": "lifted", "line": line, "report": run_line(line, report)})
+        out["fixes"] = fixes
+        return out
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
