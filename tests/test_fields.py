@@ -312,3 +312,72 @@ def test_a_renamed_flag_shows_in_diff_as_modified_fields(tmp_path_factory: pytes
     )
     changed = [(c.kind.value, c.fields) for c in diff.changes if c.kind.value != "unchanged"]
     assert changed == [("modified", ("fields",))]
+
+
+OWN_FLAGS_CONFIG = '''
+class ParallelConfig:
+    data_parallel_size: int = 1
+    data_parallel_size_local: int = 1
+    data_parallel_rank: int = 0
+    data_parallel_master_ip: str = "127.0.0.1"
+    prefill_backend: str | None = None
+    not_a_flag: int = 0
+
+    def check(self):
+        if (
+            self.data_parallel_size_local > self.data_parallel_size
+            or self.data_parallel_rank < 0
+            or self.data_parallel_master_ip == ""
+            or self.prefill_backend == "x"
+            or self.not_a_flag
+        ):
+            raise ValueError("bad parallel settings")
+
+
+class VllmConfig:
+    parallel_config: ParallelConfig | None = None
+'''
+
+OWN_FLAGS_ARGS = """
+class EngineArgs:
+    def add_cli_args(parser):
+        parallel_kwargs = get_kwargs(ParallelConfig)
+        group = parser.add_argument_group(title="ParallelConfig")
+        group.add_argument("--data-parallel-size", "-dp", **parallel_kwargs["data_parallel_size"])
+        group.add_argument("--data-parallel-size-local", "-dpl", type=int, help="Replicas on this node.")
+        group.add_argument("--data-parallel-rank", "-dpn", type=int)
+        group.add_argument("--data-parallel-address", "-dpa", type=str)
+        parser.add_argument("--prefill", dest="prefill_backend", choices=["a", "b"])
+        parser.add_argument("--not-passed-on", type=int)
+
+    def create_engine_config(self):
+        data_parallel_size_local = self.data_parallel_size_local or 1
+        data_parallel_address = self.data_parallel_address
+        return ParallelConfig(
+            data_parallel_size=self.data_parallel_size,
+            data_parallel_size_local=data_parallel_size_local,
+            data_parallel_rank=self.data_parallel_rank or 0,
+            data_parallel_master_ip=data_parallel_address,
+            prefill_backend=self.prefill_backend,
+            not_a_flag=self.not_passed_on + 1,
+        )
+"""
+
+
+def test_a_flag_added_with_its_own_add_argument_sets_the_field_it_is_passed_to(tmp_path: Path) -> None:
+    """vLLM adds `--data-parallel-size-local` (`-dpl`) with an `add_argument` of its own, not a config's
+    kwargs, and passes the value on to `ParallelConfig(data_parallel_size_local=...)`: explain showed an
+    empty "set with" for it (issue 56, 13). Every way of passing it on names the flag; a value computed from
+    it (`self.not_passed_on + 1`) is not the flag's."""
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"vllm/config/parallel.py": OWN_FLAGS_CONFIG, "vllm/engine/arg_utils.py": OWN_FLAGS_ARGS}, tag="v1")
+    lines = list(extract(repo=str(repo.path), revision="v1", options=ExtractOptions(cache=False)).lines)
+    fields = fields_of(lines, "bad parallel settings")
+    assert {chain: found["flags"] for chain, found in fields.items()} == {
+        "self.data_parallel_size_local": ["--data-parallel-size-local", "-dpl"],
+        "self.data_parallel_size": ["--data-parallel-size", "-dp"],
+        "self.data_parallel_rank": ["--data-parallel-rank", "-dpn"],
+        "self.data_parallel_master_ip": ["--data-parallel-address", "-dpa"],
+        "self.prefill_backend": ["--prefill"],
+        "self.not_a_flag": [],
+    }

@@ -154,6 +154,7 @@ def _flag_facts(tree: ast.Module, segment: Segment) -> ScannedFlagFacts | None:
     if not kwargs_class or not calls:
         return None
     flags: list[tuple[str, str, list[str], bool]] = []
+    own: dict[str, tuple[list[str], bool]] = {}  # a flag's dest -> its options, of flags added without kwargs
     for call in calls:
         options = [_written(a.value) for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         if not options or not all(option.startswith("-") for option in options):
@@ -167,7 +168,47 @@ def _flag_facts(tree: ast.Module, segment: Segment) -> ScannedFlagFacts | None:
                 explicit_bool = True
         if spread is not None:
             flags.append((spread[0], spread[1], options, explicit_bool))
+        elif not any(keyword.arg is None for keyword in call.keywords):
+            own.setdefault(_dest(call, options), (options, explicit_bool))
+    flags += _passed_on(tree, own, segment)
     return ScannedFlagFacts(flags=flags, overwritten=sorted(overwritten))
+
+
+def _dest(call: ast.Call, options: list[str]) -> str:
+    """The attribute a flag sets, as argparse names it: `dest=`, else its first long option (`--a-b`: a_b),
+    else its first short one."""
+    for keyword in call.keywords:
+        if keyword.arg == "dest" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            return _written(keyword.value.value)
+    named = next((option for option in options if option.startswith("--")), options[0])
+    return named.lstrip("-").replace("-", "_")
+
+
+def _passed_on(
+    tree: ast.Module, own: dict[str, tuple[list[str], bool]], segment: Segment
+) -> list[tuple[str, str, list[str], bool]]:
+    """The fields set by the flags a CLI file adds with an `add_argument` of their own (no config's kwargs):
+    such a flag sets an attribute of the args (`--data-parallel-size-local`: data_parallel_size_local),
+    which the file passes on to a config's constructor, `ParallelConfig(data_parallel_size_local=...)`, as
+    `self.dest`, as a local of its name (computed from it), or as `self.dest or DEFAULT`."""
+    if not own:
+        return []
+    found: list[tuple[str, str, list[str], bool]] = []
+    dests = list(own)
+    for node in _walk(tree, lambda statement: not _names(segment(statement), dests)):
+        if not isinstance(node, ast.Call) or (called := _called(node)) is None:
+            continue
+        for keyword in node.keywords:
+            value = keyword.value
+            if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+                value = value.values[0]
+            read = value.id if isinstance(value, ast.Name) else None
+            if isinstance(value, ast.Attribute) and _is_self(value.value):
+                read = value.attr
+            if keyword.arg is not None and read in own:
+                options, explicit_bool = own[read]
+                found.append((called, keyword.arg, options, explicit_bool))
+    return found
 
 
 # The calls `_flag_facts` reads: only a statement whose text names one can hold one.
