@@ -4,7 +4,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 # The scan's kinds and pieces live in a module without pydantic (a worker process scans without it);
 # they are the models' too.
@@ -74,15 +74,38 @@ class FieldRef(_Frozen):
     )
 
 
-ReproductionReason = Literal[
-    "needs a GPU platform",
-    "needs a real model",
-    "a condition on a value computed at run time",
-    "not solvable from its conditions",
-    "raised elsewhere",
-    "did not raise",
-    "hung or crashed",
-]
+class ReproductionReason(StrEnum):
+    """Why a record was not reproduced: a named class, its value what JSON and people read."""
+
+    GPU_PLATFORM = "needs a GPU platform"
+    REAL_MODEL = "needs a real model"
+    COMPUTED = "a condition on a value computed at run time"
+    NOT_SOLVABLE = "not solvable from its conditions"
+    RAISED_ELSEWHERE = "raised elsewhere"
+    DID_NOT_RAISE = "did not raise"
+    HUNG = "hung or crashed"  # (a time limit's answer: not kept, run again next time)
+
+
+# Where a reproduction stands: a `vllm serve` command line run through vLLM's own parser, validation and
+# `create_engine_config`; or the config class built in Python, where no serve line reaches the check.
+ReproductionLevel = Literal["serve", "config"]
+
+
+class ServeLine(_Frozen):
+    """A `vllm serve MODEL ARGV` line that was run: its flags after the model, in long form, the model folder's
+    `config.json` and the environment it ran with."""
+
+    argv: list[str]
+    model: dict[str, JsonValue] | None = None
+    env: dict[str, str] = {}
+
+
+class ServeSolution(_Frozen):
+    """A change to a `vllm serve` line that was run and passed: the check no longer fires, and nothing else did."""
+
+    change: str  # in the words of the flags: `set --max-cpu-loras 9 (was 8)`, `remove --x`
+    serve: ServeLine
+    then: Hex16 | None = None
 
 
 class ReproductionFix(_Frozen):
@@ -92,6 +115,7 @@ class ReproductionFix(_Frozen):
     flags: str | None = None  # the `vllm serve` flags of the changed program; None: one of its values has no flag
     change: str  # the change in words: `set max_num_batched_tokens=4096`
     then: Hex16 | None = None  # the record whose check fired next, when another did
+    serve: ServeLine | None = None  # the fixed `vllm serve` line, run: it no longer raises at the record's line
 
 
 class Reproduction(_Frozen):
@@ -104,6 +128,10 @@ class Reproduction(_Frozen):
     fix: ReproductionFix | None = None
     reason: ReproductionReason | None = None  # set when there is no program: why
     detail: str | None = None
+    level: ReproductionLevel | None = None  # where the reproduction stands (None: not reproduced)
+    serve: ServeLine | None = None  # the `vllm serve` line that raised it, run (None: none reaches the check)
+    solutions: list[ServeSolution] | None = None  # changes of the serve line that ran and passed, the fix's first
+    serveDetail: str | None = None  # why a reproduction stays at the config level (no serve line reaches it)
 
 
 class Extraction(_Frozen):

@@ -144,6 +144,7 @@ def session(
     preload: tuple[str, ...] = (),
     warm: str = "",
     timeout: float = IMPORT_TIMEOUT,
+    environment: dict[str, str] | None = None,
 ) -> Iterator[Session]:
     """Start child.py in `python`, wait until it imported `package` (and `preload`, the modules attempts use,
     and ran `warm`, a program that does once what attempts do first), and stop it (and what it started) after."""
@@ -151,6 +152,8 @@ def session(
     # Offline: a model is the tiny folder the child writes, never a download (nor a wait for one).
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["EXTRACTOR_WARM"] = warm
+    for name, value in (environment or {}).items():  # (what the user set wins)
+        env.setdefault(name, value)
     started = time.monotonic()
     try:
         process = subprocess.Popen(

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import enum
 import importlib
+import itertools
 import json
 import os
 import re
@@ -22,9 +23,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LIFT_SWITCHES", "decode", "lift", "prepare", "run_line", "search"]
+__all__ = ["LIFT_SWITCHES", "SERVE_TRIES", "decode", "lift", "prepare", "run_line", "search"]
 
 LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
+SERVE_TRIES = 160  # lines the serve path's own search runs for one record (a few milliseconds each)
 _PARSER: list[Any] = []  # (top parser, the serve subparser, the serve command): built once per process
 
 
@@ -66,7 +68,8 @@ def _parser() -> tuple[Any, Any, Any]:
 
         top.error = sub.error = refuse  # (argparse prints usage and exits 2: here it says why instead)
         _PARSER.append((top, sub, command))
-    return _PARSER[0]
+    top, sub, command = _PARSER[0]
+    return top, sub, command
 
 
 def _build(folder: str, argv: list[str]) -> Any:
@@ -297,8 +300,13 @@ def lift(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[
     argv: list[str] = []
     payloads: dict[str, dict[str, Any]] = {}
     json_actions: dict[str, argparse.Action] = {}
+    dropped: list[str] = []  # arguments no flag sets (the serve path derives them itself): left out
     for name, source in (spec.get("arguments") or {}).items():
-        value = decode(str(source), module, models)
+        try:
+            value = decode(str(source), module, models)
+        except Unliftable:
+            dropped.append(str(name))
+            continue
         if isinstance(value, Model):
             if name != "model":
                 raise Unliftable(f"{name} takes a model folder")
@@ -314,18 +322,22 @@ def lift(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[
         if inner:  # a field of a config the class holds: that field's JSON flag
             action = table.dests.get(holder)
             if action is None:
-                raise Unliftable(f"no flag sets {holder}")
+                dropped.append(str(name))
+                continue
             json_actions[action.dest] = action
             payloads.setdefault(action.dest, {})[inner] = _jsonable(value)
             continue
         action = action or table.dests.get(holder)
         if action is None:
-            raise Unliftable(f"no flag sets {name}")
+            dropped.append(str(name))
+            continue
         argv += _written(action, value, model_dir=module_dir)
     for dest, payload in payloads.items():
         argv += _written(json_actions[dest], payload, model_dir=module_dir)
-    environment = {str(k): str(_jsonable(decode(str(v), module, models))) for k, v in (spec.get("environment") or {}).items()}
-    return {"argv": argv, "model": model, "env": environment}
+    environment = {
+        str(k): str(_jsonable(decode(str(v), module, models))) for k, v in (spec.get("environment") or {}).items()
+    }
+    return {"argv": argv, "model": model, "env": environment, "dropped": dropped}
 
 
 def _written(action: argparse.Action, value: Any, *, model_dir: str) -> list[str]:
@@ -354,9 +366,9 @@ def switches(spec: dict[str, Any], argv: list[str]) -> list[list[str]]:
 
     def switch(action: argparse.Action) -> None:
         flag = _long(action)
-        if (action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)) and flag not in argv:
-            if [flag] not in found:
-                found.append([flag])
+        switchable = action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction)
+        if switchable and flag not in argv and [flag] not in found:
+            found.append([flag])
 
     for dest, action in table.groups.get(cls, {}).items():
         if dest.startswith(("enable_", "use_")):
@@ -380,6 +392,45 @@ def at_target(result: dict[str, Any], target: list[Any], pattern: str) -> bool:
     return False
 
 
+def _groups(argv: list[str]) -> list[list[str]]:
+    """A line's flags, each with its values."""
+    groups: list[list[str]] = []
+    for token in argv:
+        if token.startswith("--") or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def _combined(
+    trigger: dict[str, Any],
+    task: dict[str, Any],
+    report: Callable[[BaseException], dict[str, Any]],
+    reached: Callable[[dict[str, Any]], bool],
+) -> tuple[int, list[str] | None, dict[str, Any]]:
+    """The search on the serve path where the lift alone does not reach the check: the line with one, two, then
+    three more flag groups (the class's enabling switches, and the flags of the fields the check reads, with the
+    values the class-level run showed), each flag at most once, at most SERVE_TRIES lines."""
+    present = {group[0] for group in _groups(trigger["argv"])}
+    extra = [list(g) for g in task.get("extra") or [] if g and g[0] not in present]
+    groups = [*switches(task["trigger"], trigger["argv"]), *extra]
+    tried = 0
+    for size in (1, 2, 3):
+        for combo in itertools.combinations(groups, size):
+            flags = [group[0] for group in combo]
+            if len(set(flags)) < len(flags):
+                continue
+            if tried >= SERVE_TRIES:
+                return tried, None, {}
+            tried += 1
+            added = [token for group in combo for token in group]
+            result = run_line({**trigger, "argv": [*trigger["argv"], *added]}, report)
+            if reached(result):
+                return tried, added, result
+    return tried, None, {}
+
+
 def search(
     task: dict[str, Any],
     models: dict[str, Any],
@@ -396,26 +447,34 @@ def search(
             return {"outcome": "unliftable", "said": f"the trigger: {why}"}
         except (ImportError, Exception) as error:  # (a serve path this release does not have)
             return {"outcome": "unliftable", "said": f"{type(error).__name__}: {error}"[:300]}
-        tried = 0
+        dropped = trigger.pop("dropped")
+        enabling = switches(task["trigger"], trigger["argv"])
         result = run_line(trigger, report)
-        chosen: list[str] = []
+        tried, chosen = 1, []
         if not reached(result):
-            for extra in switches(task["trigger"], trigger["argv"]):
-                tried += 1
-                attempt = {**trigger, "argv": [*extra, *trigger["argv"]]}
-                again = run_line(attempt, report)
-                if reached(again):
-                    trigger, result, chosen = attempt, again, extra
-                    break
-        out: dict[str, Any] = {"outcome": "lifted", "trigger": trigger, "report": result, "tries": tried + 1}
-        fixes = []
+            found = _combined(trigger, task, report, reached)
+            tried += found[0]
+            if found[1] is not None:
+                chosen, trigger, result = found[1], {**trigger, "argv": [*trigger["argv"], *found[1]]}, found[2]
+        if not reached(result):
+            said = result.get("message") or result.get("reason") or result.get("outcome")
+            unset = f" (no flag sets {', '.join(dropped)})" if dropped else ""
+            return {"outcome": "not reached", "tries": tried, "said": f"{str(said)[:200]}{unset}"}
+        out: dict[str, Any] = {
+            "outcome": "lifted", "trigger": trigger, "report": result, "tries": tried,
+            "switches": [g[0] for g in _groups(chosen) if [g[0]] in enabling],
+        }  # fmt: skip
+        fixes: list[dict[str, Any]] = []
         for fix in task.get("fixes") or []:
             try:
                 line = lift(fix, folder, models)
             except Unliftable as why:
                 fixes.append({"outcome": "unliftable", "said": f"the fix: {why}"})
                 continue
-            line = {**line, "argv": [*chosen, *line["argv"]]}
+            line.pop("dropped")
+            own = {group[0] for group in _groups(line["argv"])}  # (the fix's own value of a flag wins)
+            kept = [token for group in _groups(chosen) if group[0] not in own for token in group]
+            line = {**line, "argv": [*line["argv"], *kept]}
             fixes.append({"outcome": "lifted", "line": line, "report": run_line(line, report)})
         out["fixes"] = fixes
         return out

@@ -79,7 +79,7 @@ class _Context:
 
 def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, Any]:
     """One record's reproduction: its conditions solved on paper and run first; else the runtime's search."""
-    known, by_site, timeout, verified_with = context.known, context.by_site, context.timeout, context.verified_with
+    known, timeout, verified_with = context.known, context.timeout, context.verified_with
     record = line.record
     head = {"id": record.id, "filePath": record.filePath, "lineNumber": record.lineNumber}
     base: dict[str, Any] = {}
@@ -107,7 +107,7 @@ def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, An
             if attempt.fix:
                 changed = {**attempt.arguments, **attempt.fix}
                 fixes.append({"python": attempt.fixed(), "arguments": changed, "change": attempt.change})
-            made = _reproduction(line, session, program, attempt.arguments, result, fixes, by_site, timeout)
+            made = _reproduction(line, session, program, attempt.arguments, result, fixes, context)
             kept = {**head, "reproduction": {**made, "verifiedWith": verified_with}}
             if "fix" in made:
                 return kept
@@ -121,9 +121,7 @@ def _one(line: CatalogLine, session: Session, context: _Context) -> dict[str, An
         if alone is None and not context.answered(str(result["message"]), record.id):
             alone = "match answers another"
         if alone is None:
-            made = _reproduction(
-                line, session, program, _values(found["arguments"]), result, found["fixes"], by_site, timeout
-            )
+            made = _reproduction(line, session, program, _values(found["arguments"]), result, found["fixes"], context)
             if kept is None or "fix" in made:  # (the search's, when the one made on paper has no fix)
                 return {**head, "reproduction": {**made, "verifiedWith": verified_with}}
         searched = f"found arguments, but run alone: {alone}"
@@ -171,6 +169,10 @@ def as_reproduction(result: dict[str, Any], verified_with: str) -> Reproduction:
         flags=made.get("flags"),
         message=made["message"],
         fix=ReproductionFix(**fix) if fix else None,
+        level=made.get("level", "config"),
+        serve=made.get("serve"),
+        solutions=made.get("solutions") or None,
+        serveDetail=made.get("serveDetail"),
     )
 
 
@@ -181,11 +183,11 @@ def _reproduction(
     arguments: dict[str, Any],
     result: dict[str, Any],
     fixes: list[dict[str, Any]],
-    by_site: dict[tuple[str, int], str],
-    timeout: float,
+    context: _Context,
 ) -> dict[str, Any]:
     """A verified reproduction: the program, its flags, what vLLM printed, and the first fix that, run, no longer
-    raises here (with the record raised next, if another check fires)."""
+    raises here (with the record raised next, if another check fires); then the same lifted to `vllm serve`."""
+    by_site, timeout = context.by_site, context.timeout
     out: dict[str, Any] = {"python": program, "flags": _flags(line, arguments), "message": str(result["message"])}
     for fix in fixes[:3]:
         after = session.attempt(fix["python"], timeout=timeout, memory=_MEMORY, ident=line.record.id + "-fix")
@@ -200,7 +202,47 @@ def _reproduction(
                 "then": by_site.get(site) if site is not None else None,
             }
             break
+    _served(line, session, out, context)
     return out
+
+
+def _served(line: CatalogLine, session: Session, out: dict[str, Any], context: _Context) -> None:
+    """The reproduction lifted to `vllm serve` lines and run (see lifting.py): `level`, `serve`, the fix's line and
+    the solutions that ran; left at the config level, saying why, when no line reaches the check."""
+    from extractor.reproduce.lifting import candidates, class_level, lift
+
+    out["level"] = "config"
+    trigger = class_level(out["python"])
+    if trigger is None:
+        out["serveDetail"] = "its program calls a function, not a config class: no vllm serve line sets its arguments"
+        return
+    fix_program = out.get("fix", {}).get("python")
+    fixes = [level for level in [class_level(fix_program)] if level is not None] if fix_program else []
+
+    def site_of(report: dict[str, Any]) -> str | None:
+        site = _site(report)
+        return context.by_site.get(site) if site is not None else None
+
+    lifted, why = lift(
+        line,
+        session,
+        trigger,
+        fixes,
+        extra=candidates(line, out["message"]),
+        timeout=context.timeout,
+        raised_here=lambda report: _raised_here(line, report) is None,
+        answered=lambda shown: context.answered(shown, line.record.id),
+        site_of=site_of,
+    )
+    if lifted is None:
+        out["serveDetail"] = why
+        return
+    out.update(level="serve", serve=lifted.line, message=lifted.message)
+    own = next((fix for fix in lifted.fixes if fix.lifted and fix.passed), None)
+    if own is not None and "fix" in out:
+        out["fix"] = {**out["fix"], "serve": own.line}
+    passed = [fix for fix in lifted.fixes if fix.passed]
+    out["solutions"] = [{"change": fix.change, "serve": fix.line, "then": fix.then} for fix in passed]
 
 
 def _values(arguments: dict[str, Any]) -> dict[str, Any]:

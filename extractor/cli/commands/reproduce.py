@@ -24,6 +24,8 @@ from vllm.config import DeviceConfig, ModelConfig, VllmConfig
 for model in (MODEL, EMBEDDING_MODEL, MOE_MODEL, MLA_MODEL):
     VllmConfig(model_config=ModelConfig(model=model), device_config=DeviceConfig(device="cpu"))
 """
+# The platform vLLM builds configs for on a machine without its accelerator (the serve path needs one).
+_PLATFORM = {"VLLM_TARGET_DEVICE": "cpu"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -106,7 +108,8 @@ def _run_missing(args: argparse.Namespace, release: str | None, lines: list[Any]
     made: dict[str, Reproduction] = {}
     with contextlib.ExitStack() as stack:
         sessions = [
-            stack.enter_context(session(python, "vllm", preload=("vllm.config",), warm=_WARM)) for _ in range(jobs)
+            stack.enter_context(session(python, "vllm", preload=("vllm.config",), warm=_WARM, environment=_PLATFORM))
+            for _ in range(jobs)
         ]
         running = sessions[0]
         if release and running.version != release:

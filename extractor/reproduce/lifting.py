@@ -1,0 +1,217 @@
+# Lifting: a reproduction made by building a config class, taken where users stand. Its program is read back
+# (the class it builds, the arguments as source, the environment it sets), the runtime lifts those to a `vllm
+# serve` line and runs it through vLLM's own parser and config path (serving.py), and the fixes are run as lines
+# too: the class's fix lifted, then each flag of the trigger taken away. A line counts only when it raises at
+# the record's own line with a message its pattern matches; a fix only when it no longer does.
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from extractor.model.records import CatalogLine
+    from extractor.reproduce.runtime import Session
+
+__all__ = ["ClassLevel", "Lifted", "ServeFix", "candidates", "change_words", "class_level", "flag_groups", "lift"]
+
+_MEMORY = 4 << 30
+_DROPS = 8  # flags of a trigger taken away, one at a time, as fixes
+_EXTRA = 12  # flag groups the serve path's search may add
+
+
+@dataclass(frozen=True)
+class ClassLevel:
+    """What a class-level program does, read back from its own text: the class it builds, with which arguments
+    (their source), after setting which environment variables. Methods called with arguments are not liftable."""
+
+    module: str
+    cls: str
+    arguments: dict[str, str]
+    environment: dict[str, str] = field(default_factory=dict)
+
+    def spec(self) -> dict[str, Any]:
+        return {"module": self.module, "cls": self.cls, "arguments": self.arguments, "environment": self.environment}
+
+
+def class_level(program: str) -> ClassLevel | None:
+    """The class-level reading of a program `reproduce` wrote (`from M import C` ... `config = C(...)`, an
+    optional `config.method()` with no arguments); None for any other shape (a function called directly)."""
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        return None
+    imported: dict[str, str] = {}
+    environment: dict[str, str] = {}
+    built: tuple[str, dict[str, str]] | None = None
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.update({alias.asname or alias.name: node.module for alias in node.names})
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name) and target.id == "config" and isinstance(value, ast.Call):
+                if not isinstance(value.func, ast.Name) or value.args:
+                    return None
+                keywords = {k.arg: ast.unparse(k.value) for k in value.keywords if k.arg is not None}
+                built = (value.func.id, keywords)
+            elif (
+                isinstance(target, ast.Subscript)
+                and ast.unparse(target.value) == "os.environ"
+                and isinstance(target.slice, ast.Constant)
+            ):
+                environment[str(target.slice.value)] = ast.unparse(value)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            if call.args or call.keywords or ast.unparse(call.func).partition(".")[0] != "config":
+                return None  # (a function of the module called, or a method given arguments)
+    if built is None or built[0] not in imported:
+        return None
+    return ClassLevel(imported[built[0]], built[0], built[1], environment)
+
+
+@dataclass(frozen=True)
+class ServeFix:
+    """A fix run as a `vllm serve` line: the line, the change in words, what it did (passed, or another check)."""
+
+    line: dict[str, Any]
+    change: str
+    passed: bool
+    then: str | None = None  # the record whose check fired next
+    lifted: bool = False  # the class-level fix, lifted (else a flag of the trigger taken away)
+
+
+@dataclass(frozen=True)
+class Lifted:
+    """A trigger lifted and run: the line, what vLLM printed, and the fixes that ran and held (first: the class's
+    own fix, lifted)."""
+
+    line: dict[str, Any]
+    message: str
+    fixes: list[ServeFix]
+
+
+def flag_groups(argv: list[str]) -> list[list[str]]:
+    """A line's flags, each with its values: `--a 1 2 --b` -> [[--a, 1, 2], [--b]]."""
+    groups: list[list[str]] = []
+    for token in argv:
+        if token.startswith("--") or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def change_words(before: list[str], after: list[str]) -> str:
+    """What a fix changes on the line, in the words of its flags: `set --max-cpu-loras 9 (was 8)`,
+    `remove --x`, `add --y 2`."""
+    old = {group[0]: group[1:] for group in flag_groups(before)}
+    new = {group[0]: group[1:] for group in flag_groups(after)}
+    parts: list[str] = []
+    for flag, values in new.items():
+        if flag not in old:
+            parts.append(" ".join(["add", flag, *values]))
+        elif old[flag] != values:
+            parts.append(" ".join(["set", flag, *values]) + f" (was {' '.join(old[flag])})")
+    parts += [f"remove {flag}" for flag in old if flag not in new]
+    return "; ".join(parts) or "no change"
+
+
+def candidates(line: CatalogLine, shown: str) -> list[list[str]]:
+    """Flag groups the serve path's search may add to a lifted line: for each field the check reads that a flag
+    sets, the value the class-level run printed for it (its placeholder's capture in the message), and both
+    settings of a switch."""
+    import re
+
+    record, extraction = line.record, line.extraction
+    by_expression = {ref.expression: ref for ref in extraction.fields if ref.flags and ref.field}
+    found: list[list[str]] = []
+    try:
+        captured = re.search(record.messagePattern.removeprefix("^").removesuffix("$"), shown, re.S)
+    except re.error:
+        captured = None
+    for placeholder in extraction.placeholders:
+        ref = by_expression.get(placeholder.expression)
+        if ref is None or captured is None or placeholder.group not in captured.groupdict():
+            continue
+        value = captured.group(placeholder.group)
+        if value is not None and value.strip() and "\n" not in value:
+            found.append(_as_flag(ref.flags, value.strip().strip("'\"")))
+    for ref in by_expression.values():
+        if (ref.annotation or "").startswith("bool"):
+            negative = next((f for f in ref.flags if f.startswith("--no-")), None)
+            found += [[_long(ref.flags)], *([[negative]] if negative else [])]
+    unique: list[list[str]] = []
+    for group in found:
+        if group not in unique:
+            unique.append(group)
+    return unique[:_EXTRA]
+
+
+def _long(flags: list[str]) -> str:
+    return next((f for f in flags if f.startswith("--") and not f.startswith("--no-")), flags[0])
+
+
+def _as_flag(flags: list[str], value: str) -> list[str]:
+    if value in ("True", "False"):
+        negative = next((f for f in flags if f.startswith("--no-")), None)
+        return [_long(flags)] if value == "True" else [negative] if negative else [_long(flags), "False"]
+    return [_long(flags), value]
+
+
+def lift(
+    line: CatalogLine,
+    session: Session,
+    trigger: ClassLevel,
+    fixes: list[ClassLevel],
+    *,
+    extra: list[list[str]],
+    timeout: float,
+    raised_here: Callable[[dict[str, Any]], bool],
+    answered: Callable[[str], bool],
+    site_of: Callable[[dict[str, Any]], str | None],
+) -> tuple[Lifted | None, str]:
+    """The trigger as a `vllm serve` line that raises at the record's line (each line run again alone in a fresh
+    process), and its fixes that ran; or None and why not. `site_of` names the record another check's report
+    comes from (None: no record of the catalog)."""
+    record = line.record
+    spec = {
+        "extra": extra,
+        "trigger": trigger.spec(),
+        "fixes": [fix.spec() for fix in fixes],
+        "target": [record.filePath, record.lineNumber],
+        "pattern": record.messagePattern,
+    }
+    found = session.serve(spec, timeout=timeout * 3, memory=_MEMORY, ident=record.id + "-serve")
+    if found.get("outcome") != "lifted":
+        return None, str(found.get("said") or found.get("reason") or found.get("outcome"))
+    chosen = dict(found["trigger"])
+    again = session.line(chosen, timeout=timeout, memory=_MEMORY, ident=record.id + "-line")
+    if not raised_here(again):
+        said = again.get("message") or again.get("reason") or again.get("outcome")
+        return None, f"the line {' '.join(chosen['argv']) or '(no flags)'} did not raise here: {str(said)[:200]}"
+    message = str(again["message"])
+    if not answered(message):
+        return None, "match does not answer what the line printed with this record"
+    candidates = [(dict(fix["line"]), True) for fix in found.get("fixes") or [] if "line" in fix]
+    groups = flag_groups(list(chosen["argv"]))
+    switches = set(found.get("switches") or [])  # (an enabling flag taken away leaves the check unbuilt: no fix)
+    for index in range(min(len(groups), _DROPS)):  # each flag of the trigger taken away: back to its default
+        if groups[index][0] in switches:
+            continue
+        kept = [token for i, group in enumerate(groups) if i != index for token in group]
+        candidates.append(({**chosen, "argv": kept}, False))
+    made: list[ServeFix] = []
+    seen: list[list[str]] = []
+    for candidate, lifted in candidates:
+        if candidate["argv"] in seen or candidate["argv"] == chosen["argv"]:
+            continue
+        seen.append(candidate["argv"])
+        after = session.line(candidate, timeout=timeout, memory=_MEMORY, ident=record.id + "-fix")
+        passed = after.get("outcome") == "passed"
+        then = site_of(after) if after.get("outcome") == "raised" else None
+        if passed or (then is not None and then != record.id):
+            change = change_words(list(chosen["argv"]), list(candidate["argv"]))
+            made.append(ServeFix(candidate, change, passed, then, lifted))
+    made.sort(key=lambda fix: not fix.passed)  # (those that pass first; the class's own fix first among them)
+    return Lifted(chosen, message, made), ""
