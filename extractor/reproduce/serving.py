@@ -392,6 +392,17 @@ def at_target(result: dict[str, Any], target: list[Any], pattern: str) -> bool:
     return False
 
 
+def _roomier(model: dict[str, Any], result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model's config.json with each number key a refusal names made larger (`max_position_embeddings`, when
+    a flag asks for more than the tiny model has)."""
+    said = " ".join(str(error.get("message", "")) for error in [result, *result.get("wrapped", [])])
+    return [
+        {**model, key: value * 64}
+        for key, value in model.items()
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0 and re.search(rf"\b{key}\b", said)
+    ]
+
+
 def _groups(argv: list[str]) -> list[list[str]]:
     """A line's flags, each with its values."""
     groups: list[list[str]] = []
@@ -448,14 +459,24 @@ def search(
         except (ImportError, Exception) as error:  # (a serve path this release does not have)
             return {"outcome": "unliftable", "said": f"{type(error).__name__}: {error}"[:300]}
         dropped = trigger.pop("dropped")
+        lifted_model = trigger["model"]
         enabling = switches(task["trigger"], trigger["argv"])
         result = run_line(trigger, report)
         tried, chosen = 1, []
-        if not reached(result):
-            found = _combined(trigger, task, report, reached)
+        for model in [trigger["model"], *_roomier(trigger["model"], result)]:
+            if reached(result):
+                break
+            if model is not trigger["model"]:  # (the model folder's config.json, a key the refusal named raised)
+                tried += 1
+                again = run_line({**trigger, "model": model}, report)
+                if reached(again):
+                    trigger, result = {**trigger, "model": model}, again
+                    break
+            found = _combined({**trigger, "model": model}, task, report, reached)
             tried += found[0]
             if found[1] is not None:
-                chosen, trigger, result = found[1], {**trigger, "argv": [*trigger["argv"], *found[1]]}, found[2]
+                chosen, result = found[1], found[2]
+                trigger = {**trigger, "model": model, "argv": [*trigger["argv"], *found[1]]}
         if not reached(result):
             said = result.get("message") or result.get("reason") or result.get("outcome")
             unset = f" (no flag sets {', '.join(dropped)})" if dropped else ""
@@ -472,6 +493,8 @@ def search(
                 fixes.append({"outcome": "unliftable", "said": f"the fix: {why}"})
                 continue
             line.pop("dropped")
+            if line["model"] == lifted_model:  # (the model the trigger's search made roomier, unless the fix sets one)
+                line["model"] = trigger["model"]
             own = {group[0] for group in _groups(line["argv"])}  # (the fix's own value of a flag wins)
             kept = [token for group in _groups(chosen) if group[0] not in own for token in group]
             line = {**line, "argv": [*line["argv"], *kept]}
