@@ -568,8 +568,8 @@ def test_builtins_are_no_fields_and_explain_does_not_list_them(raises: GitRepo, 
     assert [f["expression"] for f in line["extraction"]["fields"]] == ["n"]
     explained = run("explain", "--catalog", "v1", "--repo", str(raises.path), line["record"]["id"], cwd=tmp_path)
     assert explained.returncode == 0, explained.stderr
-    (also,) = [row for row in explained.stdout.splitlines() if row.startswith("Also read")]
-    assert also == "Also read  n (a name starting at a local, parameter or global, not self)"
+    also = explained.stdout.split("\nAlso read\n")[1]
+    assert also == "  n: a value vLLM passes in or works out here, not a setting\n"
 
 
 LISTED = """

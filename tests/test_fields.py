@@ -127,7 +127,11 @@ def test_field_facts_flags_and_unresolved_parameters(lines: list[CatalogLine]) -
     assert batched["constraints"] == ["ge=1"] and batched["doc"] == "Maximum number of tokens per step.\n\nMore text."
     assert batched["flags"] == ["--max-num-batched-tokens"] and batched["resolved"]
     assert fields["self.async_scheduling"]["flags"] == ["--async-scheduling", "--no-async-scheduling"]
-    assert fields["max_model_len"]["resolved"] is False and "local, parameter" in str(fields["max_model_len"]["reason"])
+    assert (fields["max_model_len"]["resolved"], fields["max_model_len"]["reason"]) == (
+        False,
+        "a value vLLM passes in or works out here, not a setting; the setting of that name, "
+        "ModelConfig.max_model_len, is set with --max-model-len",
+    )
 
 
 def test_field_without_a_flag_is_set_through_its_parents_json(lines: list[CatalogLine]) -> None:
@@ -314,7 +318,7 @@ def test_a_renamed_flag_shows_in_diff_as_modified_fields(tmp_path_factory: pytes
     assert changed == [("modified", ("fields",))]
 
 
-OWN_FLAGS_CONFIG = '''
+OWN_FLAGS_CONFIG = """
 class ParallelConfig:
     data_parallel_size: int = 1
     data_parallel_size_local: int = 1
@@ -336,7 +340,7 @@ class ParallelConfig:
 
 class VllmConfig:
     parallel_config: ParallelConfig | None = None
-'''
+"""
 
 OWN_FLAGS_ARGS = """
 class EngineArgs:
@@ -381,3 +385,106 @@ def test_a_flag_added_with_its_own_add_argument_sets_the_field_it_is_passed_to(t
         "self.prefill_backend": ["--prefill"],
         "self.not_a_flag": [],
     }
+
+
+def test_a_default_written_as_a_constant_is_shown_as_its_value() -> None:
+    """explain showed `max_num_batched_tokens: int = DEFAULT_MAX_NUM_BATCHED_TOKENS` (issue 56, 14): a name
+    the module or the class binds to a literal is shown as the value a user would pass, in a default and in
+    a constraint alike; a name bound to anything else stays as written."""
+    from extractor.scanning.scan import _scan_text
+    from extractor.scanning.source import ScanOptions, split_lines
+
+    source = """
+BLOCK = 16 * 1024 * 1024
+MODE = "auto"
+LATER = 1
+LATER = compute()
+
+
+class LoadConfig:
+    DEFAULT_MAX_NUM_BATCHED_TOKENS: ClassVar[int] = 2048
+    tokens: int = Field(default=DEFAULT_MAX_NUM_BATCHED_TOKENS, ge=1, le=BLOCK)
+    block: int = BLOCK
+    mode: str = MODE
+    later: int = LATER
+    elsewhere: int = IMPORTED
+    huge: int = 2**4096
+    negative: int = Field(default=-BLOCK)
+"""
+    result = _scan_text(source, split_lines(source), ScanOptions(), facts=True)
+    ((config,),) = [result.classes]
+    assert [(f.name, f.default, f.constraints) for f in config.fields] == [
+        ("tokens", "2048", ["ge=1", "le=16777216"]),
+        ("block", "16777216", []),
+        ("mode", '"auto"', []),
+        ("later", "LATER", []),
+        ("elsewhere", "IMPORTED", []),
+        ("huge", "2**4096", []),
+        ("negative", "-BLOCK", []),
+    ]
+
+
+USER_CONFIG = '''
+class ModelConfig:
+    max_model_len: int = 4096
+    """The context length."""
+
+
+class SchedulerConfig:
+    max_num_batched_tokens: int = 2048
+    """Maximum number of tokens per step."""
+    enable_chunked_prefill: bool = True
+    """Chunk prefills."""
+
+    def __post_init__(self, is_encoder_decoder):
+        if is_encoder_decoder:
+            self.enable_chunked_prefill = False
+
+    def verify(self, max_model_len):
+        if self.max_num_batched_tokens < max_model_len and not self.enable_chunked_prefill:
+            raise ValueError(f"batched ({self.max_num_batched_tokens}) < {max_model_len}")
+
+
+class VllmConfig:
+    model_config: ModelConfig | None = None
+    scheduler_config: SchedulerConfig | None = None
+'''
+
+USER_ARGS = """
+class EngineArgs:
+    def add_cli_args(parser):
+        scheduler_kwargs = get_kwargs(SchedulerConfig)
+        parser.add_argument("--max-num-batched-tokens", **scheduler_kwargs["max_num_batched_tokens"])
+        parser.add_argument("--enable-chunked-prefill", **scheduler_kwargs["enable_chunked_prefill"])
+        model_kwargs = get_kwargs(ModelConfig)
+        parser.add_argument("--max-model-len", **model_kwargs["max_model_len"])
+"""
+
+
+def test_explain_says_what_a_check_reads_as_a_user_of_the_command_line_reads_it(tmp_path: Path) -> None:
+    """explain said "Also read max_model_len (a name starting at a local, parameter or global, not self)",
+    and offered --enable-chunked-prefill as a way out where vLLM's own __post_init__ sets the field
+    (issue 56, 14): a value passed in names the setting of its name, and a flag vLLM may override says so."""
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"vllm/config/all.py": USER_CONFIG, "vllm/engine/arg_utils.py": USER_ARGS}, tag="v1")
+    result = cli("explain", "--catalog", "v1", "--repo", str(repo.path), "batched", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    fields = result.stdout.split("\nFields\n")[1]
+    assert fields == (
+        "  SchedulerConfig.max_num_batched_tokens: int = 2048\n"
+        "      set with: --max-num-batched-tokens\n"
+        "      Maximum number of tokens per step.\n"
+        "  SchedulerConfig.enable_chunked_prefill: bool = True\n"
+        "      set with: --enable-chunked-prefill, --no-enable-chunked-prefill; but vLLM may set it itself, in "
+        "SchedulerConfig.__post_init__, whatever the flag says\n"
+        "      Chunk prefills.\n"
+        "\n"
+        "Also read\n"
+        "  max_model_len: a value vLLM passes in or works out here, not a setting; the setting of that name, "
+        "ModelConfig.max_model_len, is set with --max-model-len\n"
+    )
+    markdown = cli("explain", "--catalog", "v1", "--repo", str(repo.path), "batched", "--format", "markdown")
+    assert (
+        "Also read:\n\n- `max_model_len`: a value vLLM passes in or works out here, not a setting; the setting of "
+        "that name, ModelConfig.max\\_model\\_len, is set with --max-model-len\n"
+    ) in markdown.stdout

@@ -365,6 +365,6 @@ def test_explain_the_rendered_scheduler_message(vllm_repo: Path) -> None:
     assert "Related errors" in plain.stdout and "must be greater than or equal to" in plain.stdout
     markdown = cli(*command, "--format", "markdown").stdout
     assert "| field | set with | default | constraints | meaning |" in markdown
-    row = "| `SchedulerConfig.max_num_batched_tokens` | --max-num-batched-tokens | `DEFAULT_MAX_NUM_BATCHED_TOKENS` |"
+    row = "| `SchedulerConfig.max_num_batched_tokens` | --max-num-batched-tokens | `2048` |"
     assert row + " `ge=1` |" in markdown
     assert "## Related errors" in markdown and markdown.count("```") == 2

@@ -59,11 +59,11 @@ def _unresolved(chain: str, reason: str) -> FieldRefData:
 
 def _outside_self(chain: str) -> str | None:
     """Why a chain reaches no config field whatever the class it is read in (it does not start at
-    self); None if it starts at self."""
+    self: a parameter, a local or a global), as a user of the command line reads it; None if it starts
+    at self."""
     if _at_self(chain):
         return None
-    what = "an attribute chain" if "." in chain else "a name"
-    return f"{what} starting at a local, parameter or global, not self"
+    return "a value vLLM passes in or works out here, not a setting"
 
 
 def _at_self(chain: str) -> bool:
@@ -91,6 +91,7 @@ class FieldIndex:
         self.overwritten = overwritten
         self.root = self._root()
         self._data: dict[tuple[str, str], dict[str, Any]] = {}
+        self._settings: dict[str, list[tuple[str, str]]] | None = None  # a field's name -> the flagged ones
         # The field of the root config through which the command line sets each config class.
         self.cli_parent: dict[str, tuple[str, str]] = {}
         if self.root is not None:
@@ -162,19 +163,22 @@ class FieldIndex:
             return _unresolved(chain, unreachable)
         parts = chain.split(".")
         if len(parts) == 1:
-            return _unresolved(chain, "the whole object, not one of its fields")
+            return _unresolved(chain, "the whole config, not one of its settings")
         current = owner
         cli = current == self.root or current in self.cli_parent
         parent = self.cli_parent.get(current) if current != self.root else None
         for position, attribute in enumerate(parts[1:], start=1):
             facts = self.classes[current].fields.get(attribute)
             if facts is None:
-                return _unresolved(chain, f"{current} has no field {attribute} (a property or method?)")
+                said = f"worked out by vLLM: {current}.{attribute} is no setting (a property or method)"
+                return _unresolved(chain, said)
             if position == len(parts) - 1:
                 return self._reference(chain, current, facts, cli=cli, parent=parent)
             target = self.class_of(facts.annotation)
             if target is None:
-                return _unresolved(chain, f"{current}.{attribute} is {facts.annotation}, not a config class")
+                return _unresolved(
+                    chain, f"a part of {current}.{attribute} ({facts.annotation}), which is not set part by part"
+                )
             cli = cli and current == self.root and self.cli_parent.get(target) == (current, attribute)
             parent = (current, attribute)
             current = target
@@ -186,7 +190,9 @@ class FieldIndex:
         flags = self.options_of(owner, facts.name, facts) if cli else []
         via = key = reason = None
         if not cli:
-            reason = "reached through another instance than the one the command line sets"
+            reason = "a setting of a config vLLM builds itself, not of the one the command line sets"
+        elif flags and facts.name in self.classes[owner].facts.postInit:
+            reason = f"vLLM may set it itself, in {owner}.__post_init__, whatever the flag says"
         elif not flags and parent is not None:
             parent_flags = [o for o in self.flags.get(parent, []) if o.startswith("--")]
             derived = self._derived(owner, facts, parent)
@@ -233,8 +239,26 @@ class FieldIndex:
         not start at self, or self is no config class; None if it may reach one."""
         outside = _outside_self(chain)
         if outside is None and owner not in self.classes:
-            return f"self is a {owner}, not a config class"
-        return outside
+            return f"read in {owner}, which is no config: not a setting"
+        if outside is not None:
+            return outside + self._namesake(chain)
+        return None
+
+    def _namesake(self, chain: str) -> str:
+        """The one setting the command line sets whose name a value not read from self bears (a
+        parameter `max_model_len` is, most often, ModelConfig.max_model_len), as a clause; or nothing."""
+        if self._settings is None:
+            self._settings = {}
+            for owner, field in self.flags:
+                known = owner in self.classes and field in self.classes[owner].fields
+                if known and (owner == self.root or owner in self.cli_parent):
+                    self._settings.setdefault(field, []).append((owner, field))
+        found = self._settings.get(chain.rpartition(".")[2], [])
+        if len(found) != 1:
+            return ""
+        ((owner, field),) = found
+        options = self.options_of(owner, field, self.classes[owner].fields[field])
+        return f"; the setting of that name, {owner}.{field}, is set with {', '.join(options)}"
 
     def annotate(self, lines: Sequence[LineData], reads: Sequence[Sequence[str]]) -> list[LineData]:
         """Set `fields` and `related` in every line's extraction (lines sorted by file and line; `reads`

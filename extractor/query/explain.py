@@ -229,8 +229,8 @@ def condition_in_words(line: CatalogLine, *, code: Callable[[str], str] = "`{}`"
 def _how_set(field: FieldRef, *, cell: Callable[[str], str] = str, code: Callable[[str], str] = "`{}`".format) -> str:
     """How a field is set, in words: its flags, the JSON key of the flag that takes it, or why it cannot be;
     `cell` and `code` set its words and its key into a page (a Markdown table's cell, a code span)."""
-    if field.flags:
-        return cell(", ".join(field.flags))
+    if field.flags:  # (and what may undo them: vLLM setting the field itself)
+        return cell(", ".join(field.flags) + (f"; but {field.reason}" if field.reason else ""))
     if field.via:
         return f"{cell(field.via)} (JSON key {code(field.key or '')})"
     return cell(field.reason or "")
@@ -387,8 +387,8 @@ def _page(explanation: Explanation, format: str) -> str:
                 ]
                 out.append("| " + " | ".join(cells) + " |")
         if unresolved:
-            reads = (f"{markdown.inline_code(f.expression)} ({markdown.text(f.reason or '')})" for f in unresolved)
-            out += ["", "Also read: " + ", ".join(reads)]
+            out += ["", "Also read:", ""]
+            out += [f"- {markdown.inline_code(f.expression)}: {markdown.text(f.reason or '')}" for f in unresolved]
         out += _reproduction_markdown(line)
         if explanation.related:
             out += ["", "## Related errors", ""]
@@ -420,7 +420,7 @@ def _page(explanation: Explanation, format: str) -> str:
             if f.doc:
                 out.append(f"      {_first_sentence(f.doc)}")
     if unresolved:
-        out += ["", "Also read  " + ", ".join(f"{f.expression} ({f.reason})" for f in unresolved)]
+        out += ["", "Also read"] + [f"  {f.expression}: {f.reason}" for f in unresolved]
     out += _reproduction_text(line)
     if explanation.related:
         out += ["", "Related errors"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import operator
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
@@ -21,7 +22,8 @@ def file_facts(
     body: Sequence[ast.stmt], segment: Segment, source: str
 ) -> tuple[list[ScannedClassFacts], ScannedFlagFacts | None]:
     """Read a parsed module's top-level classes and, if it defines CLI flags from configs, those."""
-    classes = [_class_facts(node, segment) for node in body if isinstance(node, ast.ClassDef)]
+    constants = _constants(body, segment)
+    classes = [_class_facts(node, segment, constants) for node in body if isinstance(node, ast.ClassDef)]
     flags = None
     if may_define_flags(source):
         flags = _flag_facts(ast.Module(body=list(body), type_ignores=[]), segment)
@@ -41,15 +43,89 @@ def reads_facts_from(lines: Sequence[str]) -> bool:
     return any("__post_init__" in line for line in lines)
 
 
-def _class_facts(node: ast.ClassDef, segment: Segment) -> ScannedClassFacts:
+def _constants(body: Sequence[ast.stmt], segment: Segment) -> dict[str, str]:
+    """The names a module binds to a literal, as their values read (see _bind)."""
+    constants: dict[str, str] = {}
+    for statement in body:
+        _bind(statement, segment, constants)
+    return constants
+
+
+def _bind(statement: ast.stmt, segment: Segment, constants: dict[str, str]) -> None:
+    """Note the name a statement binds to a literal, as its value reads: `DEFAULT_MAX_NUM_BATCHED_TOKENS:
+    ClassVar[int] = 2048` is 2048, `16 * 1024 * 1024` is 16777216. A default written as such a name is
+    shown as its value: what a user passes on the command line."""
+    target, value = None, None
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, value = statement.targets[0], statement.value
+    elif isinstance(statement, ast.AnnAssign):
+        target, value = statement.target, statement.value
+    if isinstance(target, ast.Name) and value is not None:
+        shown = _literal(value, segment, constants)
+        if shown is None:
+            constants.pop(target.id, None)  # (bound again to something else: no longer that value)
+        else:
+            constants[target.id] = shown
+
+
+_ARITHMETIC: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+}
+
+
+def _literal(value: ast.expr, segment: Segment, constants: dict[str, str]) -> str | None:
+    """A literal's source, a name of one's value, or the value of whole-number arithmetic on them (kept
+    small: nothing past 128 bits is worked out); None for anything else."""
+    if isinstance(value, ast.Name):
+        return constants.get(value.id)
+    number = _whole_number(value, constants)
+    if number is not None:
+        return str(number)
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return " ".join(segment(value).split())
+
+
+def _whole_number(value: ast.expr, constants: dict[str, str]) -> int | None:
+    if isinstance(value, ast.Constant) and type(value.value) is int:
+        return value.value
+    if isinstance(value, ast.Name) and constants.get(value.id, "").lstrip("-").isdigit():
+        return int(constants[value.id])
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+        inner = _whole_number(value.operand, constants)
+        return None if inner is None else -inner
+    if not (isinstance(value, ast.BinOp) and type(value.op) in _ARITHMETIC):
+        return None
+    left, right = _whole_number(value.left, constants), _whole_number(value.right, constants)
+    if left is None or right is None or (isinstance(value.op, ast.Pow | ast.LShift) and not 0 <= right <= 128):
+        return None
+    if isinstance(value.op, ast.FloorDiv) and right == 0:
+        return None
+    if isinstance(value.op, ast.Pow) and abs(left).bit_length() * right > 128:
+        return None
+    result = _ARITHMETIC[type(value.op)](left, right)
+    return result if result.bit_length() <= 128 else None
+
+
+def _class_facts(node: ast.ClassDef, segment: Segment, module_constants: dict[str, str]) -> ScannedClassFacts:
     fields: list[ScannedFieldFacts] = []
     body = node.body
+    constants = dict(module_constants)  # and the class's own, as they are bound
     for index, statement in enumerate(body):
         if not (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)):
+            _bind(statement, segment, constants)
             continue
         if _is_classvar(statement.annotation, segment):
+            _bind(statement, segment, constants)
             continue
-        default, constraints, init = _default(statement.value, segment)
+        default, constraints, init = _default(statement.value, segment, constants)
         doc = None
         following = body[index + 1] if index + 1 < len(body) else None
         if (
@@ -88,27 +164,32 @@ def _is_classvar(annotation: ast.expr, segment: Segment) -> bool:
     return bool(segment(annotation).replace("typing.", "").startswith("ClassVar"))
 
 
-def _default(value: ast.expr | None, segment: Segment) -> tuple[str | None, list[str], bool]:
-    """Return a field's default as source, its constraints as `name=value` sources, and whether init sets it."""
+def _default(value: ast.expr | None, segment: Segment, constants: dict[str, str]) -> tuple[str | None, list[str], bool]:
+    """Return a field's default as source, its constraints as `name=value` sources (a name bound to a
+    literal, in either, as its value), and whether init sets it."""
     if value is None:
         return None, [], True
+
+    def shown(default: ast.expr) -> str:
+        return constants[default.id] if isinstance(default, ast.Name) and default.id in constants else segment(default)
+
     if isinstance(value, ast.Call) and _called(value) in ("Field", "field"):
         default = None
         constraints = []
         init = True
         if value.args:
-            default = segment(value.args[0])
+            default = shown(value.args[0])
         for keyword in value.keywords:
             if keyword.arg == "default":
-                default = segment(keyword.value)
+                default = shown(keyword.value)
             elif keyword.arg == "default_factory":
                 default = f"{segment(keyword.value)}()"
             elif keyword.arg == "init" and isinstance(keyword.value, ast.Constant):
                 init = bool(keyword.value.value)
             elif keyword.arg in CONSTRAINTS:
-                constraints.append(f"{keyword.arg}={segment(keyword.value)}")
+                constraints.append(f"{keyword.arg}={shown(keyword.value)}")
         return default, constraints, init
-    return segment(value), [], True
+    return shown(value), [], True
 
 
 def _called(call: ast.Call) -> str | None:
