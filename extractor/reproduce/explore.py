@@ -31,6 +31,11 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
+if __package__:  # imported as part of the extractor
+    from extractor.reproduce import programs
+else:  # run beside child.py in a runtime, from its folder
+    programs = importlib.import_module("programs")
+
 MODEL = "MODEL"  # the name of the (plain) tiny model folder in a program: written by the program's first lines
 _LAYERS = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
            "vocab_size": 1000}  # fmt: skip
@@ -74,7 +79,7 @@ class Call:
     arguments: dict[str, Any]
 
     def source(self) -> str:
-        return f"{self.name}({', '.join(f'{k}={_source(v)}' for k, v in self.arguments.items())})"
+        return ast.unparse(_node(self))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +91,14 @@ class Src:
 
 def _source(value: Any) -> str:
     return value.source() if isinstance(value, Call) else value.text
+
+
+def _node(value: Any) -> ast.expr:
+    """A value as the node a program writes: a call of a class the search imports, or a value's allowed text
+    (a literal, a name, an attribute: programs.expression)."""
+    if isinstance(value, Call):
+        return programs.call(programs.dotted(value.name), {k: _node(v) for k, v in value.arguments.items()})
+    return programs.expression(value.text)
 
 
 class Explorer:
@@ -119,7 +132,9 @@ class Explorer:
         self.built = 0
         self.limit = int(spec.get("tries") or _TRIES)
         self.roots = roots
-        self.parsed = {line: _operands(test) for line, test, _ in self.path}
+        # The path's tests as the runtime's own source writes them at those lines (the catalog's text only where
+        # the source has none, evaluated as data: see _helpful).
+        self.parsed = {line: _operands(self.target_file, line, test) for line, test, _ in self.path}
         self.setups: dict[type, dict[str, Any]] = {}
         self.said = ""  # what the last try raised
         self.spans = _spans(self.target_file, [line for line, _, _ in self.path] + [self.target_line])
@@ -201,7 +216,7 @@ class Explorer:
     def value(self, value: Any) -> Any:
         if isinstance(value, Call):
             return self.namespace[value.name](**{k: self.value(v) for k, v in value.arguments.items()})
-        return eval(value.text, self.namespace)  # (values the explorer wrote itself)
+        return programs.evaluate(value.text, self.namespace)  # (a literal, a name of the module: no call)
 
     # -- the search
     def over(self, deadline: float) -> bool:
@@ -347,47 +362,53 @@ class Explorer:
         the build alone does not raise)."""
         given = {k: v for k, v in call.items() if not k.startswith("env.")}
         environment = {k.removeprefix("env."): v for k, v in call.items() if k.startswith("env.")}
-        passed = ", ".join(f"{k}={_source(v)}" for k, v in given.items())
+        passed = {k: _node(v) for k, v in given.items()}
+        body: list[ast.stmt]
         if self.holder is None:  # the module's function, or the class's static or class method, called
-            called_as = self.function if self.cls is None else f"{self.cls.__name__}.{self.method}"
-            body = [f"{called_as}({passed})"]
-            values = [called_as, *(_source(v) for v in given.values())]
+            called_as = programs.dotted(self.function if self.cls is None else f"{self.cls.__name__}.{self.method}")
+            body = [ast.Expr(programs.call(called_as, passed))]
+            values = [called_as, *passed.values()]
         else:
-            body = [f"config = {Call(self.holder.__name__, arguments).source()}"]
+            built = _node(Call(self.holder.__name__, arguments))
+            body = [ast.Assign([ast.Name("config", ast.Store())], built)]
             if called and self.method is not None:
-                body.append(f"config.{self.method}({passed})")
-            values = [_source(v) for v in [Call(self.holder.__name__, arguments), *given.values()]]
+                body.append(ast.Expr(programs.call(programs.dotted(f"config.{self.method}"), passed)))
+            values = [built, *passed.values()]
         by_module: dict[str, list[str]] = {}
-        plain: list[str] = []
-        for name in sorted(set(re.findall(r"(?<![.\w'\"])[A-Za-z_]\w*(?!\w*\s*=[^=])", " ".join(values)))):
+        plain: list[ast.stmt] = []
+        used = {n.id for value in values for n in ast.walk(value) if isinstance(n, ast.Name)}
+        for name in sorted(used):
             module = self.names.get(name) or (self.module.__name__ if name in vars(self.module) else None)
             if isinstance(vars(self.module).get(name), types.ModuleType):  # (`torch` of `torch.float16`)
                 imported = vars(self.module)[name].__name__
-                plain.append(f"import {imported}" if imported == name else f"import {imported} as {name}")
+                alias = ast.alias(programs.module_path(imported), None if imported == name else name)
+                plain.append(ast.Import([alias]))
             elif module is not None and name not in TINY_MODELS:
                 by_module.setdefault(module, []).append(name)
-        head = [*plain, *(f"from {module} import {', '.join(names)}" for module, names in sorted(by_module.items()))]
-        models = [name for name in TINY_MODELS if re.search(rf"\b{name}\b", " ".join(body))]
+        head = [*plain, *(programs.imported(module, names) for module, names in sorted(by_module.items()))]
+        models = [name for name in TINY_MODELS if name in used]
+        setup: list[ast.stmt] = []
         if models:  # (`os` imported once, when the environment is set too)
-            head = ["import json, tempfile" if environment else "import json, os, tempfile", *head, ""]
-            for name in models:
-                head += [
-                    f"{name} = tempfile.mkdtemp()  # a tiny model: its config.json only",
-                    f"with open(os.path.join({name}, 'config.json'), 'w') as file:",
-                    f"    json.dump({TINY_MODELS[name]!r}, file)",
-                ]
+            head.insert(
+                0, ast.Import([ast.alias(m) for m in ("json", "os", "tempfile") if m != "os" or not environment])
+            )
+            for name in models:  # a tiny model: its config.json only
+                setup += _model_written(name)
+        blocks: list[list[ast.stmt]] = []
         if environment:  # set before vLLM is imported, as a shell would
-            head = [
-                "import os",
-                "",
-                *(f"os.environ[{name!r}] = {_source(v)}" for name, v in sorted(environment.items())),
-                "",
-                *head,
+            target = ast.Attribute(ast.Name("os", ast.Load()), "environ", ast.Load())
+            blocks += [
+                [ast.Import([ast.alias("os")])],
+                [
+                    ast.Assign([ast.Subscript(target, ast.Constant(name), ast.Store())], _node(v))
+                    for name, v in sorted(environment.items())
+                ],
             ]
+        blocks += [head, setup, body]
         flat = {k: _source(v) for k, v in [*arguments.items(), *environment.items()]}
         if self.holder is None:  # (a function's parameters are no config's fields: no flags stand for them)
             flat.update({f"call.{k}": _source(v) for k, v in given.items()})
-        return {"python": "\n".join([*head, "", *body]) + "\n", "arguments": flat}
+        return {"python": programs.unparsed(blocks), "arguments": flat}
 
     def with_(
         self, arguments: dict[str, Any], call: dict[str, Any], slot: str, choice: Any
@@ -628,7 +649,7 @@ class Explorer:
 
     def in_path(self, kind: type[_Node]) -> Iterator[_Node]:
         """The nodes of a kind in the tests of the raise's path (`ast.Compare`: its comparisons)."""
-        for operands in self.parsed.values():
+        for operands, _ in self.parsed.values():
             for operand in operands:
                 yield from (node for node in ast.walk(operand) if isinstance(node, kind))
 
@@ -644,8 +665,8 @@ class Explorer:
             if name is None or len(node.ops) != 1 or isinstance(node.comparators[0], ast.Constant):
                 continue
             text = ast.unparse(node.comparators[0])
-            try:
-                value = eval(text, dict(self.namespace))  # (the module's names: no local, no call runs here)
+            try:  # (the module's names, attributes, literals: no call runs here)
+                value = programs.evaluate(node.comparators[0], self.namespace)
             except Exception:
                 continue
             containers = (dict, list, tuple, set, frozenset)
@@ -778,6 +799,23 @@ def _watched(tracer: Any) -> Iterator[None]:
     finally:
         sys.settrace(None)
         signal.alarm(0)
+
+
+def _model_written(name: str) -> list[ast.stmt]:
+    """The statements that write a tiny model's folder (its config.json only) into a temporary folder named `name`."""
+    folder = ast.Name(name, ast.Load())
+    opened = ast.Call(
+        ast.Name("open", ast.Load()),
+        [ast.Call(programs.dotted("os.path.join"), [folder, ast.Constant("config.json")], []), ast.Constant("w")],
+        [],
+    )
+    dumped = ast.Call(
+        programs.dotted("json.dump"), [programs.literal(TINY_MODELS[name]), ast.Name("file", ast.Load())], []
+    )
+    return [
+        ast.Assign([ast.Name(name, ast.Store())], ast.Call(programs.dotted("tempfile.mkdtemp"), [], [])),
+        ast.With([ast.withitem(opened, ast.Name("file", ast.Store()))], [ast.Expr(dumped)]),
+    ]
 
 
 def _get(arguments: dict[str, Any], call: dict[str, Any], slot: str) -> Any:
@@ -1019,25 +1057,48 @@ def _constants_in(path: str, line: int) -> list[str]:
     return out[:30]
 
 
-def _operands(test: str) -> list[ast.expr]:
-    """The operands of a condition's test joined by `and`/`or` (the test itself when it is not joined)."""
-    try:
-        node = ast.parse(test, mode="eval").body
-    except SyntaxError:
+def _operands(path: str, line: int, test: str) -> tuple[list[ast.expr], bool]:
+    """The operands of the test at a line of the path joined by `and`/`or` (the test itself when it is not
+    joined), as the runtime's own source writes it (True: code of the package, run as such); where the source
+    has no test at that line, the catalog's text (False: data, evaluated only as programs.evaluate allows)."""
+    node = _test_at(path, line)
+    own = node is not None
+    if node is None:
         try:
-            node = ast.parse(f"({test})", mode="eval").body
-        except SyntaxError:
-            return []
-    return list(node.values) if isinstance(node, ast.BoolOp) else [node]
+            node = programs.expression(test, tests=True)
+        except programs.Refused:
+            try:
+                node = programs.expression(f"({test})", tests=True)
+            except programs.Refused:
+                return [], False
+    return (list(node.values) if isinstance(node, ast.BoolOp) else [node]), own
 
 
-def _helpful(frame: types.FrameType, operands: list[ast.expr], want: bool) -> int:
-    """How many of a condition's operands come out as the raise needs, read in the frame about to test them."""
+def _test_at(path: str, line: int) -> ast.expr | None:
+    """What the statement at a line of the source tests: an `if`'s or `while`'s test, `target in iter` of a `for`."""
+    tree = _tree(path)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.If, ast.While)) and node.lineno == line:
+            return node.test
+        if isinstance(node, ast.For) and node.lineno == line and isinstance(node.target, ast.Name):
+            name = ast.Name(node.target.id, ast.Load())
+            return ast.fix_missing_locations(ast.copy_location(ast.Compare(name, [ast.In()], [node.iter]), node))
+    return None
+
+
+def _helpful(frame: types.FrameType, operands: tuple[list[ast.expr], bool], want: bool) -> int:
+    """How many of a condition's operands come out as the raise needs, read in the frame about to test them: the
+    package's own test run as its code, a catalog's text only as data (names, attributes, literals, comparisons)."""
     count = 0
+    tests, own = operands
     scope = dict(frame.f_locals)
-    for operand in operands:
+    names = {**frame.f_globals, **scope}
+    for operand in tests:
         try:
-            value = eval(compile(ast.Expression(operand), "<test>", "eval"), frame.f_globals, scope)
+            if own:
+                value = eval(compile(ast.Expression(operand), "<test>", "eval"), frame.f_globals, scope)
+            else:
+                value = programs.evaluate(operand, names, tests=True)
         except BaseException:
             continue
         count += bool(value) == want
@@ -1086,8 +1147,9 @@ def _alarm(signum: int, frame: Any) -> None:
 def explore(spec: dict[str, Any], roots: list[str], model_dir: str) -> dict[str, Any]:
     """Run one search (in a forked process): what it found, as JSON-ready data."""
     started = time.monotonic()
-    budget = float(spec.get("budget") or 5)
     try:
+        spec = _as_data(spec, roots)
+        budget = float(spec.get("budget") or 5)
         # A function of the module, not a method: built through each class of the module that calls it, then
         # called directly (None), as the other code that calls it would.
         owners = [spec["cls"]] if spec.get("cls") else [*_callers(spec["module"], spec["function"]), None]
@@ -1107,6 +1169,42 @@ def explore(spec: dict[str, Any], roots: list[str], model_dir: str) -> dict[str,
         return found
     except BaseException as error:  # the search itself failed: say how, as a result
         return {"outcome": "not found", "said": f"{type(error).__name__}: {str(error)[:200]}", "tries": 0}
+
+
+def _as_data(spec: dict[str, Any], roots: list[str]) -> dict[str, Any]:
+    """A search's spec as data the search may act on: its module one of the package's (a dotted path), its class,
+    method and function names, its target a path inside the package, its texts values programs.expression
+    allows (the others left out); programs.Refused otherwise."""
+    module = programs.module_path(str(spec["module"]))
+    if module.partition(".")[0] not in {os.path.basename(root) for root in roots}:
+        raise programs.Refused(f"{module} is not a module of the package")
+    for key in ("cls", "method", "function"):
+        if spec.get(key) is not None and not programs.is_name(spec[key]):
+            raise programs.Refused(f"the {key} {spec[key]!r} is not a Python name")
+    target = str(spec["target"][0])
+    if os.path.isabs(target) or ".." in target.split("/"):
+        raise programs.Refused(f"{target!r} is not a path inside the package")
+
+    def allowed(text: object) -> bool:
+        try:
+            programs.expression(str(text))
+        except programs.Refused:
+            return False
+        return isinstance(text, str)
+
+    def named(name: object) -> bool:
+        return isinstance(name, str) and all(programs.is_name(part) for part in name.split("."))
+
+    return {
+        **spec,
+        "target": [target, int(spec["target"][1])],
+        "names": [name for name in spec.get("names") or [] if named(name)],
+        "constants": [text for text in spec.get("constants") or [] if allowed(text)],
+        "base": {name: text for name, text in (spec.get("base") or {}).items() if named(name) and allowed(text)},
+        "vocabulary": {
+            key: [text for text in values if allowed(text)] for key, values in (spec.get("vocabulary") or {}).items()
+        },
+    }
 
 
 def _callers(module_name: str, function: str) -> list[str]:

@@ -8,6 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from extractor.model.records import ReproductionReason
+from extractor.reproduce import programs
+
 if TYPE_CHECKING:
     from extractor.model.records import CatalogLine, FieldRef
 
@@ -41,28 +44,38 @@ class Attempt:
     held: dict[str, str] = field(default_factory=dict)  # a field holding a config -> that config's class
 
     def program(self, arguments: dict[str, Any] | None = None) -> str:
-        """A short self-contained program: import the class, build it (and call the check)."""
+        """A short self-contained program: import the class, build it (and call the check). Built as nodes, each
+        name checked (`trigger` refuses a record whose names are not Python's)."""
         given = self.arguments if arguments is None else arguments
-        flat: dict[str, Any] = {}
+        flat: dict[str, ast.expr] = {}
         held: dict[str, dict[str, Any]] = {}  # a config a field holds: built with its own arguments
+        names: list[str] = []  # what the program imports beside the class
         for name, value in given.items():
             holder, _, inner = name.partition(".")
             if inner:
                 held.setdefault(holder, {})[inner] = value
             else:
-                flat[name] = value
+                flat[name] = _written(value)
+                names += [value.name] if isinstance(value, Code) else []
         for holder, inner_arguments in held.items():
-            inner_call = ", ".join(f"{name}={value!r}" for name, value in inner_arguments.items())
-            flat[holder] = Code(f"{self.held[holder]}({inner_call})")
-        call = ", ".join(f"{name}={value!r}" for name, value in flat.items())
-        names = sorted({value.name for value in flat.values() if isinstance(value, Code)} - {self.cls})
-        lines = [f"from {self.module} import {', '.join([self.cls, *names])}", "", f"config = {self.cls}({call})"]
+            written = {name: _written(value) for name, value in inner_arguments.items()}
+            flat[holder] = programs.call(programs.dotted(self.held[holder]), written)
+            names.append(self.held[holder])
+        head = [programs.imported(self.module, [self.cls, *sorted(set(names) - {self.cls})])]
+        body: list[ast.stmt] = [
+            ast.Assign([ast.Name("config", ast.Store())], programs.call(programs.dotted(self.cls), flat))
+        ]
         if self.method is not None:
-            lines.append(f"config.{self.method}()")
-        return "\n".join(lines) + "\n"
+            body.append(ast.Expr(programs.call(programs.dotted(f"config.{self.method}"), {})))
+        return programs.unparsed([head, body])
 
     def fixed(self) -> str:
         return self.program({**self.arguments, **self.fix})
+
+
+def _written(value: Any) -> ast.expr:
+    """An argument's value as the node that writes it: a literal, or a constant the module names (`Mode.FAST`)."""
+    return programs.dotted(value.text) if isinstance(value, Code) else programs.literal(value)
 
 
 def trigger(
@@ -76,6 +89,12 @@ def trigger(
     if not owner or "." in owner:
         raise Unsolvable("not solvable from its conditions", f"raised in {extraction.function}, not a config's method")
     module = record.filePath.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+    try:  # (what the program names: a catalog's text, never code)
+        programs.module_path(module)
+        for name in (owner, *([method] if method not in ("__post_init__", "__init__") else [])):
+            programs.dotted(name)
+    except programs.Refused as refused:
+        raise Unsolvable(ReproductionReason.NOT_SOLVABLE, str(refused)) from None
     fields = _fields_of(line, owner)
     words = {name: values for (cls, name), values in (known or {}).items() if cls == owner}
     learned = learned or {}
@@ -158,7 +177,12 @@ def _fields_of(line: CatalogLine, owner: str) -> dict[str, FieldRef]:
     for ref in line.extraction.fields:
         if not (ref.resolved and ref.field and ref.class_):
             continue
-        if (ref.class_ == owner and ref.expression == f"self.{ref.field}") or _NESTED.fullmatch(ref.expression):
+        nested = _NESTED.fullmatch(ref.expression)
+        if not (programs.is_name(ref.field) and all(programs.is_name(part) for part in str(ref.class_).split("."))):
+            continue  # (a name a program could not write: never one that is code)
+        if nested and not programs.is_name(nested[1]):
+            continue
+        if (ref.class_ == owner and ref.expression == f"self.{ref.field}") or nested:
             out[ref.expression] = ref
     return out
 

@@ -6,7 +6,6 @@ import ast
 import queue
 import re
 import threading
-import typing
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -27,7 +26,7 @@ _MEMORY = 4 << 30  # bytes an attempt's process may take
 _BUDGET = 20.0  # seconds the runtime's search may take for one record (a guard: it stops at a count of tries)
 
 # The named classes of a record not reproduced (the record model's, which the triggers' and the search's use).
-REASONS: tuple[str, ...] = typing.get_args(ReproductionReason)
+REASONS: tuple[str, ...] = tuple(ReproductionReason)
 
 
 def reproduce(
