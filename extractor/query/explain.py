@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from extractor.catalog.load import LoadedCatalog
     from extractor.pipeline.extract import ExtractOptions
     from extractor.query.match.index import MatchIndex
+    from extractor.query.user_fix import UserFix
 
 __all__ = ["Explanation", "condition_in_words", "explain_in", "find", "find_in", "history", "render"]
 
@@ -31,6 +33,7 @@ class Explanation:
     values: dict[str, str]
     related: tuple[CatalogLine, ...]
     history: str = ""  # in which releases, where, and what became of it (several catalogs given)
+    fixes: tuple[UserFix, ...] = ()  # the user's own line fixed, for the values the text showed
 
 
 def _by_name(keys: dict[str, list[str]], query: str) -> list[str]:
@@ -312,15 +315,46 @@ def _reproduction_text(line: CatalogLine) -> list[str]:
         return ["", f"Reproduce  not reproduced against {made.verifiedWith}: {made.reason}"]
     out = ["", f"Reproduce  (run against {made.verifiedWith}: it raises this error)"]
     out += _indented(made.python)
-    if made.flags is not None:
+    if made.serve is not None:
+        out.append(f"  vllm serve line (run: it raises this error):  vllm serve MODEL {shlex.join(made.serve.argv)}")
+    elif made.flags is not None:
         out.append(f"  flags:  vllm serve {made.flags}")
     out += ["  printed:", *_indented(made.message or "")]
     if made.fix is not None:
         then = f" (then: record {made.fix.then})" if made.fix.then else ""
         out += ["", f"Fix        {made.fix.change}{then}, run against {made.verifiedWith}:"]
         out += _indented(made.fix.python)
-        if made.fix.flags is not None:
+        if made.fix.serve is not None:
+            out.append(f"  vllm serve line (run: it passes):  vllm serve MODEL {shlex.join(made.fix.serve.argv)}")
+        elif made.fix.flags is not None:
             out.append(f"  flags:  vllm serve {made.fix.flags}")
+    return out
+
+
+def _fixes_text(fixes: Sequence[UserFix]) -> list[str]:
+    """The user's fixes: each change, its line, and whether it was run."""
+    from extractor.reproduce.filled import serve_command
+
+    if not fixes:
+        return []
+    out = ["", "Your fix   for the values above (your other flags stay as they are):"]
+    for fix in fixes:
+        said = f"run against {fix.ran}: the check passes" if fix.ran else "derived from the check's condition, not run"
+        out += [f"  {fix.change} ({said})", *_indented(serve_command(fix.after))]
+    return out
+
+
+def _fixes_markdown(fixes: Sequence[UserFix]) -> list[str]:
+    from extractor.reproduce.filled import serve_command
+
+    if not fixes:
+        return []
+    out = ["", "## Your fix", "", "For the values above (your other flags stay as they are):"]
+    for fix in fixes:
+        ran = f"run against {markdown.inline_code(fix.ran)}: the check passes" if fix.ran else ""
+        said = ran or "derived from the check's condition, not run"
+        out += ["", f"- {markdown.inline_code(fix.change)}: {said}", ""]
+        out += markdown.fence(serve_command(fix.after), "sh")
     return out
 
 
@@ -390,6 +424,7 @@ def _page(explanation: Explanation, format: str) -> str:
             out += ["", "Also read:", ""]
             out += [f"- {markdown.inline_code(f.expression)}: {markdown.text(f.reason or '')}" for f in unresolved]
         out += _reproduction_markdown(line)
+        out += _fixes_markdown(explanation.fixes)
         if explanation.related:
             out += ["", "## Related errors", ""]
             out += [
@@ -422,6 +457,7 @@ def _page(explanation: Explanation, format: str) -> str:
     if unresolved:
         out += ["", "Also read"] + [f"  {f.expression}: {f.reason}" for f in unresolved]
     out += _reproduction_text(line)
+    out += _fixes_text(explanation.fixes)
     if explanation.related:
         out += ["", "Related errors"]
         out += [

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import queue
 import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from extractor.model.records import ReproductionReason
@@ -27,6 +29,30 @@ _BUDGET = 20.0  # seconds the runtime's search may take for one record (a guard:
 
 # The named classes of a record not reproduced (the record model's, which the triggers' and the search's use).
 REASONS: tuple[str, ...] = tuple(ReproductionReason)
+
+
+# What vLLM does the first time a config is built (imports, caches), done once per runtime before its attempts
+# fork: each tiny model (explore.TINY_MODELS) built into a whole configuration.
+WARM = """
+from vllm.config import DeviceConfig, ModelConfig, VllmConfig
+for model in (MODEL, EMBEDDING_MODEL, MOE_MODEL, MLA_MODEL):
+    VllmConfig(model_config=ModelConfig(model=model), device_config=DeviceConfig(device="cpu"))
+"""
+# The platform vLLM builds configs for on a machine without its accelerator (the serve path needs one); what the
+# user set wins.
+PLATFORM = {"VLLM_TARGET_DEVICE": "cpu"}
+
+
+def vllm_session(python: str | Path) -> contextlib.AbstractContextManager[Session]:
+    """A session of a vLLM runtime: `vllm.config` imported, a whole config built once, the CPU platform."""
+    from extractor.reproduce.runtime import session
+
+    return session(python, "vllm", preload=("vllm.config",), warm=WARM, environment=PLATFORM)
+
+
+def raised_here(line: CatalogLine, result: dict[str, Any]) -> bool:
+    """Whether an attempt raised at the record's own raise with a message its pattern matches."""
+    return _raised_here(line, result) is None
 
 
 def reproduce(

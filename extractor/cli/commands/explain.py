@@ -10,7 +10,7 @@ from extractor.errors import ExitCode
 from extractor.util.progress import one_line, shown
 
 if TYPE_CHECKING:
-    pass
+    from extractor.query.explain import Explanation
 
 from extractor.cli.options import (
     PROG,
@@ -43,6 +43,13 @@ def parser() -> argparse.ArgumentParser:
         "(default: text)",
     )
     add_history(parser)
+    parser.add_argument(
+        "--runtime",
+        metavar="PYTHON",
+        help="an interpreter where vLLM is installed, to run the fix of your own values before it is shown as working "
+        "(default: the release's runtime in the user cache, when `reproduce` made one; else the fix is shown as "
+        "derived, not run)",
+    )
     return parser
 
 
@@ -58,8 +65,34 @@ def run(argv: Sequence[str]) -> int:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
         print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}{missing.hint}", file=sys.stderr)
         return ExitCode.NOT_FOUND
+    if explanation.values:
+        explanation = _with_fixes(explanation, args)
     lineage = lineage_note(lineages_of(args), explanation.line.record.id)
     page = render(explanation, format=args.format, lineage=lineage)
     sys.stdout.write(page if args.format == "json" else shown(page))
     sys.stdout.flush()
     return ExitCode.OK
+
+
+def _with_fixes(explanation: Explanation, args: argparse.Namespace) -> Explanation:
+    """The explanation with the fixes of the user's own line (the values the text showed), run when a runtime is
+    at hand: --runtime, or the runtime `reproduce` made for the release the reproduction was run against."""
+    import dataclasses
+
+    from extractor.cli.options import step_log
+    from extractor.query.user_fix import run_fixes, user_fixes
+    from extractor.reproduce.runtime import runtime_dir
+
+    line = explanation.line
+    fixes = user_fixes(line, explanation.values)
+    made = line.extraction.reproduction
+    if not fixes or made is None:
+        return explanation
+    python = args.runtime
+    if python is None and made.verifiedWith.startswith("vllm=="):
+        folder = runtime_dir("vllm", made.verifiedWith.removeprefix("vllm=="))
+        if (folder / "runtime.json").is_file():
+            python = str(folder / "bin" / "python")
+    if python is not None:
+        fixes = run_fixes(line, fixes, python, say=step_log("explain", args))
+    return dataclasses.replace(explanation, fixes=tuple(fixes))

@@ -17,17 +17,6 @@ from extractor.pipeline.write import RELEASE_PREFIX
 if TYPE_CHECKING:
     from extractor.model.records import Reproduction
 
-# What vLLM does the first time a config is built (imports, caches), done once per runtime before its attempts
-# fork: each tiny model (explore.TINY_MODELS) built into a whole configuration.
-_WARM = """
-from vllm.config import DeviceConfig, ModelConfig, VllmConfig
-for model in (MODEL, EMBEDDING_MODEL, MOE_MODEL, MLA_MODEL):
-    VllmConfig(model_config=ModelConfig(model=model), device_config=DeviceConfig(device="cpu"))
-"""
-# The platform vLLM builds configs for on a machine without its accelerator (the serve path needs one).
-_PLATFORM = {"VLLM_TARGET_DEVICE": "cpu"}
-
-
 def parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog=f"{PROG} reproduce",
@@ -45,6 +34,18 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout", type=float, default=20.0, metavar="SECONDS", help="time one attempt may take (default: 20)"
+    )
+    parser.add_argument(
+        "--record",
+        metavar="SLUG_OR_ID",
+        action="append",
+        help="run only this record (its slug, id, or words of its message, as explain finds it); repeatable",
+    )
+    parser.add_argument(
+        "--output",
+        metavar="DIR",
+        help="also write the catalog to DIR (records.jsonl and manifest.json, the records in the catalog's order), "
+        "each reproduced record's second half (exampleFix, solutions, validationCode, ...) filled from what ran",
     )
     return parser
 
@@ -64,7 +65,14 @@ def run(argv: Sequence[str]) -> int:
     elif args.runtime is None:
         raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
     catalog = open_catalog(spec, repo=args.repo, options=options)
-    lines = list(catalog.lines)
+    every = list(catalog.lines)
+    lines = _chosen(every, args.record) if args.record else every
+    if args.output:
+        from pathlib import Path
+
+        from extractor.pipeline.write import check_folder
+
+        check_folder(Path(args.output))
     # What was run before for this release, this record as it is and this extractor: not run again.
     kept = store.load("vllm", release) if release and options.cache else {}
     keys = {line.record.id: store.key(line) for line in lines}
@@ -87,20 +95,60 @@ def run(argv: Sequence[str]) -> int:
     sys.stdout.flush()
     results = [found[line.record.id] for line in lines]
     counts = Counter("reproduced" if r.python else str(r.reason) for r in results)
-    fixed = sum(1 for r in results if r.fix is not None)
+    fixed = sum(1 for r in results if r.fix is not None or r.solutions)
+    served = sum(1 for r in results if r.level == "serve")
+    served_fixed = sum(1 for r in results if r.level == "serve" and r.solutions)
     say(
-        f"{counts.pop('reproduced', 0)} of {len(results)} reproduced ({fixed} with a fix verified); "
+        f"{counts.pop('reproduced', 0)} of {len(results)} reproduced ({fixed} with a fix verified), {served} at the "
+        f"vllm serve level ({served_fixed} with a serve fix); "
         + ", ".join(f"{count} {reason}" for reason, count in counts.most_common())
     )
+    if args.output:
+        _write(catalog, every, found, args.output, say)
     return ExitCode.OK
+
+
+def _chosen(lines: list[Any], wanted: list[str]) -> list[Any]:
+    """The records --record names, found as explain finds one (slug, id, words of its message)."""
+    from extractor.query.explain import find
+
+    chosen: set[str] = set()
+    for text in wanted:
+        found = find(lines, text)
+        if found is None:
+            raise ExtractorError(f"--record {text}: no record of the catalog answers it")
+        chosen.add(found.line.record.id)
+    return [line for line in lines if line.record.id in chosen]
+
+
+def _write(catalog: Any, lines: list[Any], found: dict[str, Reproduction], output: str, say: Any) -> None:
+    """The catalog, in its order, each record with its reproduction and the second half filled from it."""
+    from pathlib import Path
+
+    from extractor.pipeline.write import encode_lines, write_catalog
+    from extractor.reproduce.filled import fill
+
+    filled = []
+    for line in lines:
+        reproduction = found.get(line.record.id)
+        if reproduction is not None:
+            extraction = line.extraction.model_copy(update={"reproduction": reproduction})
+            line = fill(line.model_copy(update={"extraction": extraction}), reproduction)
+        filled.append(line)
+    manifest = catalog.manifest
+    if manifest is None:
+        raise ExtractorError("the catalog has no manifest to write beside its records")
+    folder = write_catalog(encode_lines(filled), manifest, Path(output))
+    said = sum(1 for line in filled if line.record.exampleFix)
+    say(f"wrote {len(filled)} records ({said} with a fix that ran) to {folder}")
 
 
 def _run_missing(args: argparse.Namespace, release: str | None, lines: list[Any], say: Any) -> dict[str, Reproduction]:
     """Run the records not kept: in the runtime (made first, when needed: `release` is set without --runtime),
     two side by side."""
     from extractor.query.match.matcher import Matcher
-    from extractor.reproduce.runtime import ensure_runtime, session
-    from extractor.reproduce.verify import as_reproduction, reproduce
+    from extractor.reproduce.runtime import ensure_runtime
+    from extractor.reproduce.verify import as_reproduction, reproduce, vllm_session
     from extractor.util.progress import bar
 
     python = args.runtime or ensure_runtime("vllm", str(release), progress=say)
@@ -108,7 +156,7 @@ def _run_missing(args: argparse.Namespace, release: str | None, lines: list[Any]
     made: dict[str, Reproduction] = {}
     with contextlib.ExitStack() as stack:
         sessions = [
-            stack.enter_context(session(python, "vllm", preload=("vllm.config",), warm=_WARM, environment=_PLATFORM))
+            stack.enter_context(vllm_session(python))
             for _ in range(jobs)
         ]
         running = sessions[0]
