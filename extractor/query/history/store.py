@@ -51,7 +51,7 @@ def history_folder(options: ExtractOptions) -> str:
 @dataclass(frozen=True)
 class WrittenHistory:
     """Where a history's folder was written, and what a run prints of it: history.jsonl, or the Markdown page
-    with its chart named by its path."""
+    (history.md, its chart named relative to the folder)."""
 
     folder: Path
     printed: bytes
@@ -77,10 +77,11 @@ def write_history(history: History, *, folder: Path | None = None, markdown: boo
         (root / f"history{suffix}", data) for suffix, data in render_chart(history.revisions, title=title).items()
     ]
     lineages = history.lineages
-    page = render_changelog(lineages, history.revisions, title=title, chart="history.svg")
-    atomic_write_all([*files, (root / "history.md", page_bytes(page))])
-    shown = render_changelog(lineages, history.revisions, title=title, chart=str(root / "history.svg"))
-    return WrittenHistory(root, page_bytes(shown))
+    # The page printed is history.md's bytes: its chart named from the folder, where the two stay together
+    # (a path from where the command ran would break wherever the page is opened from).
+    page = page_bytes(render_changelog(lineages, history.revisions, title=title, chart="history.svg"))
+    atomic_write_all([*files, (root / "history.md", page)])
+    return WrittenHistory(root, page)
 
 
 def roll(
