@@ -408,14 +408,16 @@ def test_a_site_that_cannot_go_where_asked_is_refused_before_the_night_publishes
     (mine / "notes.txt").write_text("mine")
     readonly = tmp_path / "readonly"
     if target == "a folder of the user's":
-        site, message = mine, f"{mine} exists and is not a site built by extractor: not replacing it"
+        site, message = mine, f"{mine} exists and is not a site built by extractor: not replacing it (name another "
+        message += "folder with --site)"
     elif target == "a link to a folder of the user's":
         site = tmp_path / "link"
         site.symlink_to(mine)
-        message = f"{site} points at {mine.resolve()}, which is not a site built by extractor"
+        message = f"{site} points at {mine.resolve()}, which is not a site built by extractor (name another "
+        message += "folder with --site)"
     else:
         site = readonly / "site"
-        message = f"cannot write {site}: {readonly} is not writable (name one that can be written with --output)"
+        message = f"cannot write {site}: {readonly} is not writable (name one that can be written with --site)"
     move(bare, "v2")
     before = snapshot(out)
     with read_only(readonly) if target == "a read-only folder" else contextlib.nullcontext():

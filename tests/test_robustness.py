@@ -445,16 +445,16 @@ def test_stdout_full_after_history_wrote_its_files_says_where_they_are(
 
 
 def test_a_folder_whose_name_is_not_utf8_is_linked_byte_for_byte(git_repo: GitRepo, tmp_path: Path) -> None:
-    """history's Markdown links its chart by the folder's path: a name that is not UTF-8 (given as bytes) is
-    percent-encoded as it is on disk, on stdout and in the page, never an encoding error after the files."""
+    """history's Markdown, on stdout as in the page, links its chart from the folder (`history.svg`): a folder
+    whose name is not UTF-8 (given as bytes) is never an encoding error after the files."""
     git_repo.commit({"vllm/config/a.py": 'raise ValueError("x")\n'}, tag="v1")
     folder = os.fsdecode(b"h\xff")
     result = cli(
         "history", "v1", "--repo", str(git_repo.path), "--format", "markdown", "--output", folder, "-q", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
-    assert "](h%FF/history.svg)" in result.stdout
-    assert "](history.svg)" in (tmp_path / folder / "history.md").read_text()
+    assert "](history.svg)" in result.stdout
+    assert result.stdout == (tmp_path / folder / "history.md").read_text()
 
 
 def test_stderr_closed_or_broken_never_reaches_stdout(git_repo: GitRepo, tmp_path: Path) -> None:
@@ -810,6 +810,37 @@ def test_a_file_where_a_folder_goes_is_named(git_repo: GitRepo, tmp_path: Path, 
     assert (result.returncode, result.stderr.count("\n")) == (2, 1), result.stderr
     assert result.stderr.startswith("extractor: error: cannot write ") and where in result.stderr
     assert sorted(p.name for p in work.iterdir()) == ["afile", "dangling", "stale.json"]
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--sha", "v1"], "--output"),
+        (["history", "v1"], "--output"),
+        (["site", "--catalog", "v1", "--output", "output/site"], "--output"),
+        (["diff", "v1", "v1", "--output", "output/changes.json"], "--output"),
+        (["nightly", "--branch", "main"], "--output"),
+        (["nightly", "--branch", "main", "--output", "elsewhere", "--site", "output/site"], "--site"),
+    ],
+    ids=["extraction", "history", "site", "diff", "nightly", "nightly site"],
+)
+def test_a_folder_that_cannot_be_written_names_the_option_that_moves_it(
+    git_repo: GitRepo, tmp_path: Path, args: list[str], option: str
+) -> None:
+    """ "cannot write output: output is a file, where a folder goes" left a newcomer to guess how to write
+    elsewhere (issue 56, 16): every command that writes names the option that moves what it writes, by
+    default or as given."""
+    git_repo.commit({"vllm/config/a.py": "raise ValueError('x')\n"}, tag="v1")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "output").write_text("mine")
+    result = cli(*args, "--repo", str(git_repo.path), "--quiet", cwd=work)
+    assert (result.returncode, result.stderr.count("\n")) == (2, 1), result.stderr
+    assert result.stderr.startswith("extractor: error: cannot write ")
+    assert result.stderr.endswith(
+        f"output is a file, where a folder goes (name one that can be written with {option})\n"
+    )
+    assert sorted(p.name for p in work.iterdir()) == ["output"]
 
 
 def test_match_with_standard_input_closed_says_so(git_repo: GitRepo, tmp_path: Path) -> None:

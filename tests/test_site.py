@@ -306,7 +306,8 @@ def test_an_output_that_is_not_a_site_is_never_replaced(published: dict[str, Any
     result = cli("site", "--catalog", str(published["v1"]), "--output", str(precious))
     assert result.returncode == 2
     assert (
-        result.stderr == f"extractor: error: {precious} exists and is not a site built by extractor: not replacing it\n"
+        result.stderr == f"extractor: error: {precious} exists and is not a site built by extractor: not replacing it "
+        "(name another folder with --output)\n"
     )
     assert [p.name for p in precious.iterdir()] == ["notes.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["home"]  # no staging directory left behind

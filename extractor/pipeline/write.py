@@ -30,6 +30,7 @@ __all__ = [
     "check_folder",
     "default_root",
     "dumps_line",
+    "elsewhere",
     "encode_lines",
     "folder_name",
     "is_repo_name",
@@ -199,18 +200,24 @@ def scope_label(scope: Mapping[str, Any], *, default: Mapping[str, Any]) -> str:
     return label
 
 
-def check_folder(path: Path, *, writing: Path | None = None, writable: bool = True) -> None:
+def check_folder(path: Path, *, writing: Path | None = None, writable: bool = True, option: str = "--output") -> None:
     """Refuse a folder to write into that cannot be one, before any work, as a write would (see why_not): a
     file, or a symlink that leads nowhere, at its path or at a path above it; a folder that cannot be written
     (where it is, or the nearest one above it that is there: a read-only file system, no permission). Where
     nothing is, the folder is made when written. `writing`: the file the folder is for, named in what is said;
-    `writable=False`: a folder that may need no write (checked when it does)."""
+    `writable=False`: a folder that may need no write (checked when it does); `option`: the option that
+    moves it, named in what is said (see elsewhere)."""
     found = _in_the_way((*reversed(path.parents), path))
     if found is not None:
-        raise OutputError(f"cannot write {path}: {found}")
+        raise OutputError(f"cannot write {writing or path}: {found}{elsewhere(option)}")
     there = next((folder for folder in (path, *path.parents) if folder.is_dir()), None)
     if writable and there is not None and not os.access(there, os.W_OK | os.X_OK):
         read_only = bool(os.statvfs(there).f_flag & os.ST_RDONLY)
         named = "the current folder" if there == Path(".") else str(there)
         why = f"{named} is on a read-only file system" if read_only else f"{named} is not writable"
-        raise OutputError(f"cannot write {writing or path}: {why} (name one that can be written with --output)")
+        raise OutputError(f"cannot write {writing or path}: {why}{elsewhere(option)}")
+
+
+def elsewhere(option: str) -> str:
+    """What a refusal of where a command writes ends with: the option that names another place."""
+    return f" (name one that can be written with {option})"

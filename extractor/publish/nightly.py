@@ -90,7 +90,7 @@ def _check_inputs(root: PublishedRoot, site: Path | None, analysis: Path | None)
     if site is not None:
         from extractor.publish.site.build import check_output
 
-        check_output(site)
+        check_output(site, option="--site")
     if analysis is not None:
         read_analysis(analysis)
 
@@ -302,6 +302,12 @@ def publish_site(root: PublishedRoot, site: Path, log: Callable[[str], None]) ->
     step = time.monotonic()
     inputs = open_root_inputs(root)
     summary = build_site(
-        inputs.catalog, output=site, analysis=inputs.analysis, diffs=inputs.diffs, history=inputs.history, link=True
+        inputs.catalog,
+        output=site,
+        analysis=inputs.analysis,
+        diffs=inputs.diffs,
+        history=inputs.history,
+        link=True,
+        option="--site",
     )
     log(f"site of {summary.records} records rebuilt in {site} ({time.monotonic() - step:.2f}s)")

@@ -17,7 +17,7 @@ from typing import TypeVar, cast
 from extractor.catalog.load import LoadedCatalog, present
 from extractor.errors import ExtractorError
 from extractor.model.records import CatalogLine
-from extractor.pipeline.write import check_folder, why_not
+from extractor.pipeline.write import check_folder, elsewhere, why_not
 from extractor.publish.site.highlight import window_numbers
 from extractor.publish.site.inputs import HistoryEvent, PublishedDiff
 from extractor.publish.site.pages import BUILT, MARKER, Pages, other_pages, pages_of, record_pages
@@ -62,7 +62,7 @@ def _made_for(old: Path, output: Path, staging: Path) -> bool:
     return old != here and old.parent == here.parent and old.name.startswith(f".{output.name}.")
 
 
-def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
+def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool, option: str = "--output") -> _T:
     """Have `fill` write a site into a new directory beside `output`, then swap it in; return what it returned.
 
     `output` may be missing, empty, a site built here (it holds MARKER), or a symlink to one (see
@@ -72,7 +72,7 @@ def _swap_in(output: Path, fill: Callable[[Path], _T], *, link: bool) -> _T:
     """
     parent = output.absolute().parent
     _restore_moved_aside(output, parent)
-    check_output(output)
+    check_output(output, option=option)
     # A build killed midway left its folder: named after its process, it goes once that process is gone
     # (never the one the site's link names).
     remove_orphans(parent, f".{output.name}.", keep=output.resolve() if output.is_symlink() else None)
@@ -157,18 +157,25 @@ def _restore_moved_aside(output: Path, parent: Path) -> None:
             return
 
 
-def check_output(output: Path) -> None:
+def check_output(output: Path, *, option: str = "--output") -> None:
     """Refuse, before any work, an `output` a site cannot be swapped into: a file or a symlink that leads
     nowhere at its path or above it (see `check_folder`); a folder with something in it, or a symlink to a
     folder, that is not a site built here; a folder the new site cannot be written beside (the nearest one
-    there is, where what is missing of the way would be made), or a site there that cannot be moved away."""
-    check_folder(output)
+    there is, where what is missing of the way would be made), or a site there that cannot be moved away.
+    What is said names `option`, the option that moves the site elsewhere."""
+    check_folder(output, option=option)
     if output.is_symlink():
         target = output.resolve()
         if not (target / MARKER).exists():
-            raise ExtractorError(f"{output} points at {target}, which is not a site built by extractor")
+            raise ExtractorError(
+                f"{output} points at {target}, which is not a site built by extractor (name another folder with "
+                f"{option})"
+            )
     elif output.exists() and (not output.is_dir() or (any(output.iterdir()) and not (output / MARKER).exists())):
-        raise ExtractorError(f"{output} exists and is not a site built by extractor: not replacing it")
+        raise ExtractorError(
+            f"{output} exists and is not a site built by extractor: not replacing it (name another folder with "
+            f"{option})"
+        )
     beside = next(folder for folder in output.absolute().parents if folder.exists())
     # A folder moved into another one gets its `..` entry rewritten: the old site is written too.
     moved = output.is_dir() and not output.is_symlink()
@@ -176,7 +183,7 @@ def check_output(output: Path) -> None:
         if not os.access(folder, os.W_OK | os.X_OK):
             readonly = os.statvfs(folder).f_flag & os.ST_RDONLY
             why = os.strerror(errno.EROFS if readonly else errno.EACCES)
-            raise ExtractorError(f"cannot write {output}: {folder}: {why}")
+            raise ExtractorError(f"cannot write {output}: {folder}: {why}{elsewhere(option)}")
 
 
 def _carry_over(old: Path, staging: Path) -> None:
@@ -310,11 +317,13 @@ def build_site(
     history: Mapping[str, Sequence[HistoryEvent]] | None = None,
     link: bool = False,
     workers: int | None = None,
+    option: str = "--output",
 ) -> SiteSummary:
     """Render a catalog's site straight into a new directory and swap it into `output` (see `_swap_in` for
-    `link`). `workers`: processes that render record pages (default: up to 2, on large catalogs)."""
+    `link`; `option` names the option that gave it). `workers`: processes that render record pages (default:
+    up to 2, on large catalogs)."""
     pages = pages_of(catalog, analysis, diffs, history)
     workers = _workers(len(pages.lines)) if workers is None else workers
     with collector_paused():  # rendering makes strings by the million, few cycles: the collector only slows it
-        files, size = _swap_in(output, lambda staging: _fill(pages, staging, workers), link=link)
+        files, size = _swap_in(output, lambda staging: _fill(pages, staging, workers), link=link, option=option)
     return SiteSummary(records=len(pages.lines), diffs=len(diffs), files=files, bytes=size)
