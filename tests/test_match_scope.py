@@ -90,7 +90,11 @@ def test_the_text_answer_ends_with_the_catalog_and_scope_it_came_from(releases: 
     result = cli("match", "--catalog", "release:9.9.0", "--format", "text", ENGINE_PASTE)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{ENGINE_PASTE}\n  -> vllm/engine/core.py:2  ")
-    assert result.stdout.endswith("\n  in release 9.9.0, scope vllm (every class)\n")
+    assert result.stdout.endswith(
+        "\n  in release 9.9.0, scope vllm (every class)\n"
+        "  next: extractor explain --catalog release:9.9.0 --path vllm --exception '*' "
+        "engine-core-initialization-failed-after-attempts\n"
+    )
     missed = cli("match", "--catalog", "release:9.9.0", "--format", "text", "--path", "vllm/config", ENGINE_PASTE)
     assert (missed.returncode, missed.stdout) == (
         1,
@@ -134,7 +138,7 @@ def test_a_range_of_releases_is_read_whole_too(releases: Index) -> None:
         {"labels": ["9.8.0", "9.9.0"], "scope": {"paths": ["vllm", "vllm.py"], "exceptions": ["*"]}}
     ]
     text = cli("match", "--catalog", "release:9.8.0..9.9.0", "--format", "text", ENGINE_PASTE)
-    assert text.stdout.endswith("\n  in releases 9.8.0, 9.9.0, scope vllm (every class)\n")
+    assert "\n  in releases 9.8.0, 9.9.0, scope vllm (every class)\n  next: " in text.stdout
 
 
 def test_a_catalog_on_disk_is_read_in_its_own_scope_and_says_it(releases: Index, tmp_path: Path) -> None:
@@ -148,14 +152,17 @@ def test_a_catalog_on_disk_is_read_in_its_own_scope_and_says_it(releases: Index,
     own = {"paths": ["vllm/config"], "exceptions": ["ValueError"]}
     assert [d["catalogs"] for d in documents] == [[{"labels": ["9.9.0"], "scope": own}]] * 2
     text = cli("match", "--catalog", str(folder), "--format", "text", CONFIG_PASTE)
-    assert text.stdout.endswith(f"\n  in {folder}, scope vllm/config (ValueError)\n")
+    assert text.stdout.endswith(
+        f"\n  in {folder}, scope vllm/config (ValueError)\n"
+        f"  next: extractor explain --catalog {folder} max-model-len-must-not-exceed-the-model-s-limit-of\n"
+    )
 
     alone = tmp_path / "alone.jsonl"
     alone.write_bytes((folder / RECORDS).read_bytes())
     code, (document,) = answers("--catalog", str(alone), CONFIG_PASTE)
     assert code == 0 and document["catalogs"][0]["scope"] is None
     text = cli("match", "--catalog", str(alone), "--format", "text", CONFIG_PASTE)
-    assert text.stdout.endswith(f"\n  in {alone}, scope not recorded\n")
+    assert f"\n  in {alone}, scope not recorded\n  next: " in text.stdout
 
 
 def test_a_nightly_roots_latest_catalog_is_still_the_default_scopes(git_repo: GitRepo, tmp_path: Path) -> None:
@@ -222,3 +229,24 @@ def test_render_adds_the_source_to_json_and_as_the_last_line_of_text() -> None:
     assert many.to_text() == (
         "in 4 releases 0.9.0 .. 0.28.0, scope vllm (every class); out/v1, scope vllm/config (TypeError, ValueError)"
     )
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [[], ["--path", "vllm/v1", "--exception", "ValueError"], ["--context", "3"]],
+    ids=["whole package", "narrowed", "other options"],
+)
+def test_a_text_answer_ends_with_the_explain_command_that_runs_next(releases: Index, scope: list[str]) -> None:
+    """`match --format text` ended without saying what to run next (issue 56, 17): its last line is the
+    explain command of the record found, over the same catalogs in the same scope, and it runs as shown."""
+    import shlex
+
+    result = cli("match", "--catalog", "release:9.8.0..9.9.0", *scope, "--format", "text", KV_PASTE)
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert last.startswith("  next: extractor explain --catalog release:9.8.0..9.9.0 ")
+    argv = shlex.split(last.removeprefix("  next: "))
+    explained = cli(*argv[1:])
+    assert explained.returncode == 0, explained.stderr
+    assert explained.stdout.startswith("ValueError: To serve at least one request with the model's max seq len")
+    assert "vllm/v1/core/kv_cache_utils.py:3" in explained.stdout

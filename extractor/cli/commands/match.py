@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -104,6 +105,33 @@ class _Prefixed(io.RawIOBase):
         return len(taken)
 
 
+# The options that choose which catalogs are read: repeated in the explain command a text answer ends with.
+_CATALOG_OPTIONS = ("repo", "context", "config_from", "flags_from", "repo_name")
+
+
+def _explain_argv(args: argparse.Namespace) -> list[str]:
+    """The command line that explains a record this match found (but its slug): the same catalogs, read in
+    the same scope; the whole package and every class where the user narrowed neither, as match did, unless
+    every catalog is one on disk (read as written: a nightly root's latest in the scope given, as match's)."""
+    from extractor.catalog.load import looks_like_path
+
+    argv = [PROG, "explain"]
+    for spec in args.catalog:
+        argv += ["--catalog", spec]
+    extracted = not all(looks_like_path(spec) or os.path.lexists(spec) for spec in args.catalog)
+    for option, given, default in (("--path", args.path, PACKAGE), ("--exception", args.exception, "*")):
+        for value in given or ([default] if extracted else []):
+            argv += [option, value]
+    defaults = parser()
+    for dest in _CATALOG_OPTIONS:
+        value = getattr(args, dest)
+        if value != defaults.get_default(dest):
+            option = "--" + dest.replace("_", "-")
+            for each in value if isinstance(value, list) else [value]:
+                argv += [option, str(each)]
+    return argv
+
+
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.query.match.answer import log_summary
@@ -139,13 +167,14 @@ def run(argv: Sequence[str]) -> int:
     out = sys.stdout
     seen = matched = weakly = 0
     source = index.provenance
+    follow = _explain_argv(args) if args.format == "text" and not log else []
     for result in match_lines(index.matcher, inputs, log=log):
         seen += 1
         matched += bool(result.matches)
         weakly += bool(not result.matches and result.weak)
         if quiet_misses and not result.answered:
             continue
-        page = result.render(format=args.format, notes=notes, source=source)
+        page = result.render(format=args.format, notes=notes, source=source, explain=follow)
         out.write(page if args.format == "json" else shown(page))
         if log:
             out.flush()  # answer as the log is read

@@ -9,7 +9,7 @@ from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
 from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 __all__ = ["MIN_SCORE", "How", "Match", "MatchResult", "Searched"]
 
@@ -135,17 +135,28 @@ class MatchResult:
         return self.is_error or bool(self.matches)
 
     def render(
-        self, *, format: str, notes: Callable[[str], str | None] | None = None, source: Searched | None = None
+        self,
+        *,
+        format: str,
+        notes: Callable[[str], str | None] | None = None,
+        source: Searched | None = None,
+        explain: Sequence[str] = (),
     ) -> str:
         """Render the answers as a line of JSON or as text; `notes` gives a record's history note by its id
         (when a history was given); `source` says which catalogs and scope were searched (JSON `catalogs`,
-        the text's last line)."""
+        the text's last line but one); `explain`, the command line that explains a record, but its last word:
+        the text ends with it, for the first record found."""
         if format == "json":
             import orjson  # (matching alone never needs it)
 
             document = self.to_json(notes) | ({} if source is None else {"catalogs": source.to_json()})
             return orjson.dumps(document).decode() + "\n"
-        return self.to_text(notes) + ("" if source is None else f"  {source.to_text()}\n")
+        text = self.to_text(notes) + ("" if source is None else f"  {source.to_text()}\n")
+        if explain and self.matches:
+            import shlex
+
+            text += f"  next: {shlex.join([*explain, self.matches[0].site.slug])}\n"
+        return text
 
     def to_json(self, notes: Callable[[str], str | None] | None = None) -> dict[str, Any]:
         matches = [m.to_json() for m in self.matches]
