@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+import typing
 
 if __package__:  # imported as part of the extractor (its tests)
     from extractor.reproduce import explore, serving
@@ -31,6 +32,10 @@ else:  # run as a script in a runtime: its neighbour, then this folder off the p
     sys.path.pop(0)
 PACKAGE_ROOTS: list[str] = []
 MODEL_DIR: list[str] = []  # the tiny model folder attempts name (`MODEL`), made when the child starts
+CHANNEL: list[int] = []  # the descriptor the answers go on: closed in every attempt (none of its processes holds it)
+RUNNING: list[int] = []  # the attempt under way (its pid), while one is
+KEPT: set[int] = set()  # processes of this child's that no attempt started (the package's own, at import)
+_PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36  # prctl(2)
 
 
 def _where(frames: traceback.StackSummary) -> list[list[object]]:
@@ -88,13 +93,12 @@ def _attempt(program: str, memory: int) -> dict[str, object]:
 
 def _serve(task: dict[str, object]) -> dict[str, object]:
     target, pattern = list(task["target"]), str(task["pattern"])  # type: ignore[call-overload]
-    return serving.search(  # type: ignore[no-any-return]
-        task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern)
-    )
+    return serving.search(task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern))
 
 
 def _run(task: dict[str, object]) -> dict[str, object]:
-    """Fork; the child runs the attempt and writes its report on a pipe; past the time limit it is killed."""
+    """Fork; the attempt runs in its own process (and process group), writes its report on a pipe and exits; past
+    the time limit it is killed. Whatever it started is killed after it, wherever it went (see _sweep)."""
     timeout = float(task.get("timeout") or 60)  # type: ignore[arg-type]
     memory = int(task.get("memory") or 0)  # type: ignore[call-overload]
     read, write = os.pipe()
@@ -102,8 +106,7 @@ def _run(task: dict[str, object]) -> dict[str, object]:
     if pid == 0:  # the attempt's own process: whatever it does, it ends here
         os.close(read)
         try:
-            os.setpgid(0, 0)
-            sys.stdin.close()
+            _contained()
             if "explore" in task:
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -125,26 +128,69 @@ def _run(task: dict[str, object]) -> dict[str, object]:
             pipe.write(data)
         os._exit(0)
     os.close(write)
+    RUNNING.append(pid)
+    try:
+        return _collected(pid, read, timeout)
+    finally:
+        RUNNING.remove(pid)
+        _sweep(pid)
+
+
+def _contained() -> None:
+    """In an attempt's process: a process group of its own (killed as one), killed when this child dies, and none
+    of the child's pipes (the answers, the tasks) held: a process it leaves behind can neither answer nor read."""
+    os.setpgid(0, 0)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    for fd in CHANNEL:
+        os.close(fd)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+
+
+def _collected(pid: int, read: int, timeout: float) -> dict[str, object]:
+    """The report of the attempt `pid` from the pipe `read`: read until the attempt has ended (not until the pipe
+    is closed: a process it started may hold it open), or a timeout once it is past its time."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
+    status: int | None = None
+    closed = False  # every writer closed the pipe: the attempt is about to end
     with os.fdopen(read, "rb", buffering=0) as pipe:
-        while True:
+        os.set_blocking(read, False)
+        while status is None:
             left = deadline - time.monotonic()
             if left <= 0:
-                with_group = _kill(pid)
-                return {"outcome": "timeout", "seconds": timeout, "killed": with_group}
-            ready, _, _ = select.select([pipe], [], [], min(left, 0.5))
-            if ready:
-                chunk = pipe.read(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
+                return {"outcome": "timeout", "seconds": timeout, "killed": _kill(pid)}
+            if closed:
+                time.sleep(0.001)
+            elif select.select([pipe], [], [], min(left, 0.05))[0]:
+                closed = _drained(pipe, chunks)
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = code
+        _drained(pipe, chunks)  # (what it wrote before it ended is all in the pipe by now)
     if not chunks:
         reason = f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else "no report"
         return {"outcome": "crashed", "reason": reason}
-    result: dict[str, object] = json.loads(b"".join(chunks))
-    return result
+    try:
+        result = json.loads(b"".join(chunks))
+    except ValueError:
+        return {"outcome": "crashed", "reason": "its report was cut short"}
+    return result if isinstance(result, dict) else {"outcome": "crashed", "reason": "its report is not an object"}
+
+
+def _drained(pipe: typing.IO[bytes], chunks: list[bytes]) -> bool:
+    """What a non-blocking pipe holds now, added to `chunks`; whether it is closed at the other end."""
+    while True:
+        try:
+            chunk = pipe.read(65536)
+        except BlockingIOError:
+            return False
+        if chunk is None:
+            return False
+        if not chunk:
+            return True
+        chunks.append(chunk)
 
 
 def _kill(pid: int) -> bool:
@@ -161,11 +207,73 @@ def _kill(pid: int) -> bool:
     return group
 
 
+def _sweep(pid: int) -> None:
+    """Kill what an attempt left: its process group, then every process that is this child's and was not before
+    (a subreaper, the child inherits what an attempt's processes orphan, even those in sessions of their own),
+    until none is left."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    for _ in range(100):
+        left = [child for child in _children() if child not in KEPT]
+        if not left:
+            break
+        for child in left:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
+        for child in left:
+            with contextlib.suppress(OSError):
+                os.waitpid(child, 0)
+
+
+def _children() -> list[int]:
+    """The processes whose parent is this one (from /proc; none where there is no /proc)."""
+    me, out = os.getpid(), []
+    try:  # each thread's children, where the kernel lists them (quick)
+        for task in os.listdir(f"/proc/{me}/task"):
+            with open(f"/proc/{me}/task/{task}/children") as file:
+                out += [int(pid) for pid in file.read().split()]
+        return out
+    except OSError:
+        out = []
+    with contextlib.suppress(OSError):  # else every process's parent
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as file:
+                    stat = file.read()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2 :].split()  # (after the command's name, which may hold spaces)
+            if len(fields) > 1 and int(fields[1]) == me:
+                out.append(int(name))
+    return out
+
+
+def _prctl(option: int, value: int) -> None:
+    """prctl(2), where there is one (Linux): otherwise nothing."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def _stopped(signum: int, frame: object) -> None:
+    """Asked to stop (SIGTERM, by the extractor): the attempt under way and whatever it started killed, then out."""
+    for pid in list(RUNNING):
+        _kill(pid)
+        _sweep(pid)
+    if MODEL_DIR:
+        shutil.rmtree(MODEL_DIR[0], ignore_errors=True)
+    os._exit(0)
+
+
 def serve(argv: list[str]) -> int:
     package = argv[1] if len(argv) > 1 else "vllm"
     preload = argv[2:]  # modules every attempt uses, imported once here rather than in each attempt's process
     # The answers go on a copy of stdout; what the package prints (vLLM logs to stdout) goes where stderr goes.
     channel = os.fdopen(os.dup(1), "w", buffering=1)
+    CHANNEL.append(channel.fileno())
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     started = time.monotonic()
@@ -187,6 +295,10 @@ def serve(argv: list[str]) -> int:
             exec(compile(warm, "<warm>", "exec"), {"__name__": "__warm__", **explore._folders(MODEL_DIR[0])})
     serving.prepare(explore.TINY_MODELS[explore.MODEL])  # (the serve parser built once, before forks)
     seconds = round(time.monotonic() - started, 2)
+    # What an attempt leaves is this child's to kill (a subreaper: its orphans come here), and a stop kills it.
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    KEPT.update(_children())
+    signal.signal(signal.SIGTERM, _stopped)
     print(json.dumps({"ready": True, "version": version, "seconds": seconds}), file=channel, flush=True)
     for line in sys.stdin:
         if not line.strip():

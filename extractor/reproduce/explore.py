@@ -405,7 +405,8 @@ class Explorer:
                 ],
             ]
         blocks += [head, setup, body]
-        flat = {k: _source(v) for k, v in [*arguments.items(), *environment.items()]}
+        flat = {k: _source(v) for k, v in arguments.items()}
+        flat.update({f"env.{k}": _source(v) for k, v in environment.items()})
         if self.holder is None:  # (a function's parameters are no config's fields: no flags stand for them)
             flat.update({f"call.{k}": _source(v) for k, v in given.items()})
         return {"python": programs.unparsed(blocks), "arguments": flat}

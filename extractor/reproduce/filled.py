@@ -108,7 +108,14 @@ def _solution(change: str, ran: str) -> str:
     words: list[str] = []
     for part in change.split("; "):
         found = re.fullmatch(r"set (--\S+) (.+) \(was (.+)\)", part)
-        if found:
+        keyed = re.fullmatch(r"set (--\S+) key (\S+) to (.+?)(?: \(was (.+)\))?", part)
+        taken = re.fullmatch(r"remove key (\S+) from (--\S+)", part)
+        if keyed:
+            flag, key, new, old = keyed.groups()
+            words.append(f"Set `{key}` to `{new}` in `{flag}`" + (f" (from `{old}`)" if old else ""))
+        elif taken:
+            words.append(f"Leave `{taken[1]}` out of `{taken[2]}` (its default)")
+        elif found:
             flag, new, old = found.groups()
             try:
                 direction = "Raise" if float(new) > float(old) else "Lower"

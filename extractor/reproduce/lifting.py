@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["ClassLevel", "Lifted", "ServeFix", "candidates", "change_words", "class_level", "flag_groups", "lift"]
 
 _MEMORY = 4 << 30
+_MISSING = object()
 _DROPS = 8  # flags of a trigger taken away, one at a time, as fixes
 _EXTRA = 12  # flag groups the serve path's search may add
 
@@ -102,6 +104,17 @@ def flag_groups(argv: list[str]) -> list[list[str]]:
     return groups
 
 
+def _keys(group: list[str]) -> dict[str, Any]:
+    """The keys of a JSON flag's object (`--x '{"a": 1}'`); empty for any other flag."""
+    if len(group) != 2 or not group[1].startswith("{"):
+        return {}
+    try:
+        value = json.loads(group[1])
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def change_words(before: list[str], after: list[str]) -> str:
     """What a fix changes on the line, in the words of its flags: `set --max-cpu-loras 9 (was 8)`,
     `remove --x`, `add --y 2`."""
@@ -112,7 +125,15 @@ def change_words(before: list[str], after: list[str]) -> str:
         if flag not in old:
             parts.append(" ".join(["add", flag, *values]))
         elif old[flag] != values:
-            parts.append(" ".join(["set", flag, *values]) + f" (was {' '.join(old[flag])})")
+            was, now = _keys([flag, *old[flag]]), _keys([flag, *values])
+            if was and now:  # (a JSON flag: said key by key)
+                for k, v in now.items():
+                    if was.get(k, _MISSING) != v:
+                        prior = f" (was {json.dumps(was[k])})" if k in was else ""
+                        parts.append(f"set {flag} key {k} to {json.dumps(v)}{prior}")
+                parts += [f"remove key {k} from {flag}" for k in was if k not in now]
+            else:
+                parts.append(" ".join(["set", flag, *values]) + f" (was {' '.join(old[flag])})")
     parts += [f"remove {flag}" for flag in old if flag not in new]
     return "; ".join(parts) or "no change"
 
@@ -201,6 +222,11 @@ def lift(
             continue
         kept = [token for i, group in enumerate(groups) if i != index for token in group]
         candidates.append(({**chosen, "argv": kept}, False))
+        for key in _keys(groups[index]):  # a JSON flag: each key taken away (the rest of the flag kept)
+            fewer = {k: v for k, v in _keys(groups[index]).items() if k != key}
+            if fewer:
+                changed = [t for i, g in enumerate(groups) for t in (g if i != index else [g[0], json.dumps(fewer)])]
+                candidates.append(({**chosen, "argv": changed}, False))
     made: list[ServeFix] = []
     seen: list[list[str]] = []
     for candidate, lifted in candidates:

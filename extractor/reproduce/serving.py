@@ -112,13 +112,29 @@ def run_line(line: dict[str, Any], report: Callable[[BaseException], dict[str, A
         try:
             _build(folder, [str(token) for token in line.get("argv") or []])
         except _Refused as refused:
+            inner = _refused_by(refused)
+            if inner is not None:  # (a JSON flag's config refused while argparse read it: the check raised there)
+                return {**report(inner), "usage": str(refused)}
             return {"outcome": "raised", "class": "ArgumentError", "message": str(refused), "sites": [],
-                    "wrapped": [], "usage": True}  # fmt: skip
+                    "wrapped": [], "usage": str(refused)}  # fmt: skip
         except MemoryError:
             return {"outcome": "crashed", "reason": "out of memory"}
         except BaseException as error:
             return report(error)
     return {"outcome": "passed"}
+
+
+def _refused_by(refused: BaseException) -> BaseException | None:
+    """The error a flag's type raised while argparse read it (a JSON flag's config validated, its checks run): the
+    first of the usage error's context and causes that is not argparse's own."""
+    seen: set[int] = set()
+    error: BaseException | None = refused
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if not isinstance(error, (_Refused, argparse.ArgumentError, argparse.ArgumentTypeError)):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def prepare(model: dict[str, Any]) -> None:
@@ -264,7 +280,7 @@ def _renderings(action: argparse.Action, value: Any) -> list[list[str]]:
         items = [str(_jsonable(item)) for item in value]
         spread = [[flag, *items]] if items else []
         return [*spread, [flag, json.dumps(_jsonable(value))], [flag, ",".join(items)]]
-    if isinstance(value, (dict, Config)):
+    if isinstance(value, (dict, Config)):  # (JSON is the syntax; argparse may run the config's checks reading it)
         return [[flag, json.dumps(_jsonable(value))]]
     if isinstance(value, enum.Enum):
         return [[flag, value.name.lower()], [flag, value.name], [flag, str(value.value)]]
@@ -289,62 +305,83 @@ def _parses(tokens: list[str], action: argparse.Action, wanted: Any, folder: str
     return True, _same(getattr(args, action.dest, None), wanted)
 
 
+@dataclasses.dataclass
+class _Line:
+    """A line being lifted: its flags, the JSON flags' payloads, the model, what no flag sets."""
+
+    model: dict[str, Any]
+    argv: list[str] = dataclasses.field(default_factory=list)
+    payloads: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    json_actions: dict[str, argparse.Action] = dataclasses.field(default_factory=dict)
+    dropped: list[str] = dataclasses.field(default_factory=list)
+
+    def to_json(self, action: argparse.Action, key: str, value: Any) -> None:
+        self.json_actions[action.dest] = action
+        self.payloads.setdefault(action.dest, {})[key] = _jsonable(value)
+
+
 def lift(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[str, Any]:
     """The `vllm serve` line that sets a config class's arguments: each to its flag in the class's group, or as a
-    key of the JSON flag that takes the class, or to the engine argument of its name; the model argument as the
-    model folder's config.json; the environment as is. Raises Unliftable naming the argument that has none."""
+    key of the JSON flag that takes the class, or to the engine argument of its name; a config it holds, through
+    that config's own flags; the model argument as the model folder's config.json; the environment as is. An
+    argument no flag sets is left out and named (`dropped`): the serve path derives it itself, or the line
+    does not reach the check, which the run tells."""
     module = importlib.import_module(str(spec["module"]))
-    cls = str(spec.get("cls") or "")
-    table = _table()
-    model = models[str(spec.get("model") or "MODEL")]
-    argv: list[str] = []
-    payloads: dict[str, dict[str, Any]] = {}
-    json_actions: dict[str, argparse.Action] = {}
-    dropped: list[str] = []  # arguments no flag sets (the serve path derives them itself): left out
+    line = _Line(model=models[str(spec.get("model") or "MODEL")])
+    decoded: dict[str, Any] = {}
     for name, source in (spec.get("arguments") or {}).items():
         try:
-            value = decode(str(source), module, models)
+            decoded[str(name)] = decode(str(source), module, models)
         except Unliftable:
-            dropped.append(str(name))
-            continue
-        if isinstance(value, Model):
-            if name != "model":
-                raise Unliftable(f"{name} takes a model folder")
-            model = models[value.name]
-            continue
-        holder, _, inner = str(name).partition(".")
-        action = table.groups.get(cls, {}).get(holder) if not inner else None
-        if action is None and not inner and cls in table.json_flags:
-            json_action = table.json_flags[cls]
-            json_actions[json_action.dest] = json_action
-            payloads.setdefault(json_action.dest, {})[holder] = _jsonable(value)
-            continue
-        if inner:  # a field of a config the class holds: that field's JSON flag
-            action = table.dests.get(holder)
-            if action is None:
-                dropped.append(str(name))
-                continue
-            json_actions[action.dest] = action
-            payloads.setdefault(action.dest, {})[inner] = _jsonable(value)
-            continue
-        action = action or table.dests.get(holder)
-        if action is None:
-            dropped.append(str(name))
-            continue
-        argv += _written(action, value, model_dir=module_dir)
-    for dest, payload in payloads.items():
-        argv += _written(json_actions[dest], payload, model_dir=module_dir)
+            line.dropped.append(str(name))
+    _lift_into(str(spec.get("cls") or ""), decoded, line, models, module_dir)
+    for dest, payload in line.payloads.items():
+        line.argv += _written(line.json_actions[dest], payload, model_dir=module_dir)
     environment = {
         str(k): str(_jsonable(decode(str(v), module, models))) for k, v in (spec.get("environment") or {}).items()
     }
-    return {"argv": argv, "model": model, "env": environment, "dropped": dropped}
+    return {"argv": line.argv, "model": line.model, "env": environment, "dropped": line.dropped}
+
+
+def _lift_into(cls: str, arguments: dict[str, Any], line: _Line, models: dict[str, Any], module_dir: str) -> None:
+    table = _table()
+    for name, value in arguments.items():
+        if isinstance(value, Model):
+            if name != "model":
+                raise Unliftable(f"{name} takes a model folder")
+            line.model = models[value.name]
+            continue
+        holder, _, inner = name.partition(".")
+        if inner:  # a field of a config the class holds: that field's JSON flag
+            action = table.dests.get(holder)
+            if action is None:
+                line.dropped.append(name)
+            else:
+                line.to_json(action, inner, value)
+            continue
+        action = table.groups.get(cls, {}).get(name)
+        held = isinstance(value, Config) and (value.name in table.groups or value.name in table.json_flags)
+        if action is None and held and table.dests.get(name) is None:  # (a config held: its own flags)
+            _lift_into(value.name, dict(value.keywords), line, models, module_dir)
+            continue
+        if action is None and cls in table.json_flags:
+            line.to_json(table.json_flags[cls], name, value)
+            continue
+        action = action or table.dests.get(name)
+        if action is None:
+            line.dropped.append(name)
+            continue
+        line.argv += _written(action, value, model_dir=module_dir)
 
 
 def _written(action: argparse.Action, value: Any, *, model_dir: str) -> list[str]:
     """The tokens that set a flag to `value`, as argparse reads them back; the first that parses at all when
     none reads it back exactly (a type vLLM converts later)."""
     parsed_any: list[str] | None = None
-    for tokens in _renderings(action, value):
+    renderings = _renderings(action, value)
+    if isinstance(value, (dict, Config)):
+        return renderings[0]
+    for tokens in renderings:
         parses, same = _parses(tokens, action, value, model_dir)
         if parses and same:
             return tokens
