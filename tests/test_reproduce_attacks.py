@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +59,16 @@ class OffloadConfig:
 """
 
 
-def catalog(git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: str = SCHEDULER) -> Path:
-    """A catalog folder of a package of our own (`vllm/config/scheduler.py`), its work tree importable as `vllm`."""
+def catalog(
+    git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, source: str = SCHEDULER, init: str = ""
+) -> Path:
+    """A catalog folder of a package of our own (`vllm/config/scheduler.py`), its work tree importable as `vllm`
+    (its `__init__.py` running `init` first)."""
     from tests.conftest import cli
 
     git_repo.commit(
         {
-            "vllm/__init__.py": '__version__ = "0.1"\n',
+            "vllm/__init__.py": init + '__version__ = "0.1"\n',
             "vllm/config/__init__.py": "",
             "vllm/config/scheduler.py": source,
         },
@@ -415,3 +419,222 @@ def test_two_runs_on_a_fresh_cache_make_the_runtime_once_and_the_second_uses_it(
     python = runtime.runtime_dir("pkg", "1.0") / "bin" / "python"
     assert results == [python, python] and len(made) == 1
     assert "waiting for another run that is making the runtime for pkg==1.0" in said
+
+
+# --- the run: options checked once, runtimes started together, progress, a stop, what is kept
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "-1", "0", "1e9", "soon"])
+def test_a_timeout_that_no_attempt_can_keep_is_a_one_line_usage_error(value: str, tmp_path: Path) -> None:
+    from tests.conftest import cli
+
+    result = cli("reproduce", "--catalog", str(tmp_path), "--runtime", str(tmp_path / "python"), f"--timeout={value}")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1].startswith("extractor: error: reproduce: argument --timeout: expected a")
+
+
+# The package's __init__ notes when the runtime's child imports it (its pid and the time), and takes a second.
+STARTS = """\
+import os, sys, time
+if sys.argv[0].endswith("child.py"):
+    with open(os.environ["EXTRACTOR_TEST_STARTS"], "a") as file:
+        file.write(f"{os.getpid()} {time.time()}\\n")
+    time.sleep(1)
+"""
+
+
+def test_runtimes_start_together_never_more_than_the_records_nor_the_cores(
+    git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.conftest import cli
+
+    folder = catalog(git_repo, monkeypatch, tmp_path, init=STARTS)
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("EXTRACTOR_TEST_STARTS", str(starts))
+    cores = len(os.sched_getaffinity(0))
+    for jobs, records, runtimes in (("2", [], min(2, cores)), ("64", [], min(3, cores)), ("2", ["Offloading"], 1)):
+        starts.unlink(missing_ok=True)
+        picked = [option for text in records for option in ("--record", text)]
+        result = cli("reproduce", "--catalog", str(folder), "--runtime", sys.executable, "--jobs", jobs, *picked)
+        assert result.returncode == 0, result.stderr
+        times = sorted(float(line.split()[1]) for line in starts.read_text().splitlines())
+        assert len(times) == runtimes, (jobs, records, times)
+        assert times[-1] - times[0] < 0.8  # (each import takes a second: one after another would be >= 1 s apart)
+
+
+def test_progress_on_a_terminal_says_the_records_done_those_reproduced_and_the_record_under_way(
+    git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.conftest import cli
+    from tests.test_cli import run_on_terminal
+
+    folder = catalog(git_repo, monkeypatch, tmp_path)
+    args = ("reproduce", "--catalog", str(folder), "--runtime", sys.executable, "--jobs", "1")
+    code, shown = run_on_terminal(*args, cwd=tmp_path, env={"PYTHONPATH": str(git_repo.path)}, columns=160)
+    assert code == 0, shown
+    assert re.search(r"reproduce: +0%\|.*\| 0/3 .*0 reproduced, at max-num-batched-tokens-", shown), shown
+    assert re.search(r"reproduce: .*\| [12]/3 .*[12] reproduced, at ", shown), shown
+    assert "reproduced, at" not in cli(*args).stderr  # (a pipe: no bar)
+
+
+# A release of a package of our own, served by an index on loopback: its third check hangs (and says so).
+HANGS = """\
+import os
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class SchedulerConfig:
+    max_num_batched_tokens: int = 2048
+    max_model_len: int = 1024
+    slow: bool = False
+
+    def __post_init__(self):
+        if self.max_model_len > 4096:
+            raise ValueError(f"max_model_len ({self.max_model_len}) is too long.")
+        if self.max_num_batched_tokens < self.max_model_len:
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) is smaller than the length.")
+        if self.slow:
+            _hang()
+            raise ValueError("Slow schedulers are not supported.")
+
+
+def _hang():
+    marker = os.environ.get("EXTRACTOR_TEST_HANGING")
+    if marker:
+        with open(marker, "a") as file:
+            file.write(f"{os.getpid()}\\n")
+    time.sleep(600)
+"""
+
+
+@pytest.fixture
+def release(isolated_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """release:9.9.0 of a package of our own (HANGS): its sdist on a loopback index, the package importable."""
+    import io
+    import tarfile
+
+    from tests.test_release import Index
+
+    files = {
+        "vllm/_version.py": "__commit_id__ = commit_id = 'gabcdef1234'\n",
+        "vllm/__init__.py": '__version__ = "9.9.0"\n',
+        "vllm/config/__init__.py": "",
+        "vllm/config/scheduler.py": HANGS,
+    }
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in {**files, "setup.py": ""}.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"vllm-9.9.0/{name}")
+            info.size, info.mtime = len(data), 1_700_000_000
+            archive.addfile(info, io.BytesIO(data))
+    for name, text in files.items():
+        (tmp_path / "runtime" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "runtime" / name).write_text(text)
+    served = Index({"vllm-9.9.0.tar.gz": buffer.getvalue()})
+    monkeypatch.setenv("PIP_INDEX_URL", served.url)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "runtime"))
+    yield "release:9.9.0"
+    served.server.shutdown()
+
+
+def _kept() -> list[str]:
+    from extractor.query import reproductions as store
+
+    path = store.store_path("vllm", "9.9.0")
+    return [json.loads(line)["reproduction"].get("reason", "reproduced") for line in path.read_text().splitlines()]
+
+
+def _stopped_while_hanging(release: str, tmp_path: Path, signum: int) -> tuple[int | None, float, int]:
+    """Run reproduce of the release in a process of its own, one record at a time; once the third record's attempt
+    hangs, send it `signum`: its exit status (None: still running 10 s later), the seconds that took, the pid of
+    the attempt that hung."""
+    import signal
+    import subprocess
+    import time
+
+    marker = tmp_path / "hanging"
+    command = [sys.executable, "-m", "extractor", "reproduce", "--catalog", release, "--runtime", sys.executable]
+    env = {**os.environ, "EXTRACTOR_TEST_HANGING": str(marker)}
+    process = subprocess.Popen([*command, "--jobs", "1", "--timeout", "60"], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert marker.exists(), process.communicate()[1]
+    time.sleep(0.2)
+    process.send_signal(signum)
+    sent = time.monotonic()
+    try:
+        code: int | None = process.wait(10)
+    except subprocess.TimeoutExpired:
+        code = None
+        process.kill()
+        process.wait()
+    attempt = int(marker.read_text().split()[0])
+    if signum == signal.SIGKILL:  # (nothing stops the runtime of a killed run: the test does)
+        with contextlib.suppress(OSError):
+            parent = int(Path(f"/proc/{attempt}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+            os.kill(parent, signal.SIGKILL)
+    return code, time.monotonic() - sent, attempt
+
+
+def test_a_killed_run_keeps_every_record_it_finished(release: str, tmp_path: Path) -> None:
+    import signal
+
+    code, _, attempt = _stopped_while_hanging(release, tmp_path, signal.SIGKILL)
+    assert code == -signal.SIGKILL
+    assert _kept() == ["reproduced", "reproduced"]  # (the two records before the one under way)
+    _gone(attempt)
+
+
+def test_ctrl_c_stops_the_attempt_under_way_at_once_and_exits_130(release: str, tmp_path: Path) -> None:
+    import signal
+
+    code, seconds, attempt = _stopped_while_hanging(release, tmp_path, signal.SIGINT)
+    assert (code, seconds < 5) == (130, True)
+    assert _gone(attempt, within=1)
+    assert _kept() == ["reproduced", "reproduced"]
+
+
+def test_a_timeout_is_not_kept_as_the_records_answer_and_the_next_run_tries_again(
+    release: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from extractor.reproduce import verify
+    from tests.conftest import cli
+
+    monkeypatch.setattr(verify, "_BUDGET", 0.5)  # (the search of the record that hangs: short)
+    first = cli("reproduce", "--catalog", release, "--runtime", sys.executable, "--timeout", "1")
+    assert first.returncode == 0, first.stderr
+    answers = [json.loads(line)["reproduction"] for line in first.stdout.splitlines()]
+    assert [answer.get("reason") for answer in answers] == [None, None, "hung or crashed"]
+    assert _kept() == ["reproduced", "reproduced"]
+    again = cli("reproduce", "--catalog", release, "--runtime", sys.executable, "--timeout", "1")
+    assert "1 records to run" in again.stderr
+
+
+def test_the_runtime_named_is_checked_before_results_kept_are_shown(
+    release: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import cli
+
+    chosen = ("--record", "too long", "--record", "smaller")
+    first = cli("reproduce", "--catalog", release, "--runtime", sys.executable, *chosen)
+    assert first.returncode == 0, first.stderr
+    kept = cli("reproduce", "--catalog", release, "--runtime", sys.executable, *chosen)
+    assert (kept.returncode, kept.stdout) == (0, first.stdout)
+    assert "nothing was run: all 2 records were run before" in kept.stderr
+    missing = cli("reproduce", "--catalog", release, "--runtime", str(tmp_path / "no-python"), *chosen)
+    assert missing.returncode == 2 and "extractor: error: cannot run the runtime" in missing.stderr
+    (tmp_path / "other" / "vllm").mkdir(parents=True)
+    (tmp_path / "other" / "vllm" / "__init__.py").write_text('__version__ = "1.0"\n')
+    other = cli(
+        "reproduce", "--catalog", release, "--runtime", sys.executable, *chosen,
+        env={"PYTHONPATH": str(tmp_path / "other")},
+    )  # fmt: skip
+    assert other.returncode == 2 and "has vllm 1.0, not 9.9.0" in other.stderr
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "nothing"))
+    without = cli("reproduce", "--catalog", release, "--runtime", sys.executable, *chosen)
+    assert without.returncode == 2 and "has no vllm installed" in without.stderr

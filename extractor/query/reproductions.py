@@ -1,6 +1,7 @@
 # Reproductions: what `reproduce` ran, kept in the user cache per runtime (vllm-0.28.0.jsonl), each under a
 # key made of the record's id, what its check rests on (`analysis.basis`) and the extractor's version: a record
-# that changes, or a new extractor, is run again; explain and the site show only what was run.
+# that changes, or a new extractor, is run again; explain and the site show only what was run. Each is added as
+# it is made (a killed run loses only what was in flight); a time limit's answer (hung or crashed) is never kept.
 from __future__ import annotations
 
 import hashlib
@@ -11,13 +12,13 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__, code_digest
-from extractor.model.records import CatalogLine, Reproduction
+from extractor.model.records import CatalogLine, Reproduction, ReproductionReason
 from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.query.analysis import basis
 from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import read_whole, replace_bytes
 
-__all__ = ["attach", "attach_line", "key", "load", "release_of", "save", "store_path"]
+__all__ = ["add", "attach", "attach_line", "key", "load", "release_of", "save", "store_path"]
 
 
 def store_path(package: str, version: str) -> Path:
@@ -32,7 +33,8 @@ def key(line: CatalogLine) -> str:
 
 
 def load(package: str, version: str) -> dict[str, Reproduction]:
-    """The reproductions kept for a runtime, by key; a line that does not read is left out (run again)."""
+    """The reproductions kept for a runtime, by key (the last line of a key wins); a line that does not read, or
+    that says an attempt hung or crashed (a time limit's answer, not the record's), is left out: run again."""
     path = store_path(package, version)
     try:
         data = read_whole(path)
@@ -42,25 +44,51 @@ def load(package: str, version: str) -> dict[str, Reproduction]:
     for raw in data.splitlines():
         try:
             item = orjson.loads(raw)
-            out[str(item["key"])] = Reproduction.model_validate(item["reproduction"])
+            reproduction = Reproduction.model_validate(item["reproduction"])
         except (orjson.JSONDecodeError, KeyError, TypeError, ValidationError):
             continue
+        if _kept(reproduction):
+            out[str(item["key"])] = reproduction
     return out
 
 
+def _kept(reproduction: Reproduction) -> bool:
+    """Whether a reproduction is an answer to keep: not a time limit's (a loaded machine's, a smaller limit's)."""
+    return reproduction.reason != ReproductionReason.HUNG
+
+
+def _line(key: str, reproduction: Reproduction) -> bytes:
+    return orjson.dumps({"key": key, "reproduction": reproduction.model_dump(mode="json", exclude_none=True)}) + b"\n"
+
+
+def add(package: str, version: str, key: str, reproduction: Reproduction) -> None:
+    """Keep one reproduction as soon as it is made: a line appended to the store (under its lock), after a line
+    break when a killed write left the last line without one."""
+    from filelock import FileLock
+
+    if not _kept(reproduction):
+        return
+    path = store_path(package, version)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"), path.open("ab+") as file:
+        file.seek(0, 2)
+        torn = False
+        if file.tell():
+            file.seek(-1, 2)
+            torn = file.read(1) != b"\n"
+        file.write((b"\n" if torn else b"") + _line(key, reproduction))
+
+
 def save(package: str, version: str, made: Mapping[str, Reproduction]) -> Path:
-    """Keep reproductions (merged with those kept), sorted by key, written whole at once."""
+    """Keep reproductions (merged with those kept), sorted by key, written whole at once: the store made whole
+    again (one line a key, in order) after a run's lines were added one by one."""
     from filelock import FileLock
 
     path = store_path(package, version)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):  # (two runs at once: each keeps the other's)
-        kept = {**load(package, version), **made}
-        lines = [
-            orjson.dumps({"key": k, "reproduction": kept[k].model_dump(mode="json", exclude_none=True)})
-            for k in sorted(kept)
-        ]
-        replace_bytes(path, b"".join(line + b"\n" for line in lines))
+        kept = {**load(package, version), **{k: made[k] for k in made if _kept(made[k])}}
+        replace_bytes(path, b"".join(_line(k, kept[k]) for k in sorted(kept)))
     return path
 
 

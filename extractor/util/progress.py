@@ -64,17 +64,30 @@ def _shape() -> dict[str, int]:
     return {"ncols": size.columns or fallback.columns or 80, "nrows": size.lines or fallback.lines or 24}
 
 
-def bar(items: Iterable[T], total: int, label: str, *, size: Callable[[T], int], unit: str = "file") -> Iterator[T]:
+def bar(
+    items: Iterable[T],
+    total: int,
+    label: str,
+    *,
+    size: Callable[[T], int],
+    unit: str = "file",
+    status: Callable[[], str] | None = None,
+) -> Iterator[T]:
     """Show a progress bar over `items`, each counting `size(item)` of `total` units, on a terminal; stay
-    quiet in pipes and CI."""
+    quiet in pipes and CI. `status`: what the bar says after its count (asked again after each item, once the
+    caller has taken it: `12 reproduced, at max-model-len-too-long`)."""
     if not _on_terminal():
         yield from items
         return
     from tqdm import tqdm
 
     with tqdm(total=total, desc=label, unit=unit, leave=False, file=sys.stderr, **_shape()) as shown:
+        if status is not None:
+            shown.set_postfix_str(one_line(status(), limit=80))
         for item in items:
             yield item
+            if status is not None:
+                shown.set_postfix_str(one_line(status(), limit=80), refresh=False)
             shown.update(size(item))
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments, step_log
@@ -16,6 +14,22 @@ from extractor.pipeline.write import RELEASE_PREFIX
 
 if TYPE_CHECKING:
     from extractor.model.records import Reproduction
+
+_LONGEST = 3600.0  # seconds: an attempt's limit past which a run of 200 records would take days
+
+
+def _seconds(text: str) -> float:
+    """A time limit: a finite number of seconds, more than 0 (nan, inf and 0 are no limit an attempt can keep)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= _LONGEST:  # (false for nan)
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds more than 0 and at most {_LONGEST:.0f}, got {text}"
+        )
+    return value
+
 
 def parser() -> argparse.ArgumentParser:
     parser = Parser(
@@ -33,7 +47,11 @@ def parser() -> argparse.ArgumentParser:
         "vllm==X.Y.Z in the user cache, made by pip the first time: several GB)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=20.0, metavar="SECONDS", help="time one attempt may take (default: 20)"
+        "--timeout",
+        type=_seconds,
+        default=20.0,
+        metavar="SECONDS",
+        help=f"time one attempt may take, more than 0 and at most {_LONGEST:.0f} (default: 20)",
     )
     parser.add_argument(
         "--record",
@@ -64,6 +82,8 @@ def run(argv: Sequence[str]) -> int:
         spec = f"{RELEASE_PREFIX}{release}"
     elif args.runtime is None:
         raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
+    if args.runtime is not None:  # (checked before anything kept is shown as run against it)
+        _check_runtime(args.runtime, release)
     catalog = open_catalog(spec, repo=args.repo, options=options)
     every = list(catalog.lines)
     lines = _chosen(every, args.record) if args.record else every
@@ -79,12 +99,21 @@ def run(argv: Sequence[str]) -> int:
     found = {ident: kept[key] for ident, key in keys.items() if key in kept}
     missing = [line for line in lines if line.record.id not in found]
     if missing:
-        made = _run_missing(args, release, missing, say)
+        cached = release if release and options.cache else None
+
+        def keep(ident: str, reproduction: Reproduction) -> None:  # (as each record finishes: a kill loses none)
+            if cached:
+                store.add("vllm", cached, keys[ident], reproduction)
+
+        made = _run_missing(args, release, missing, say, keep)
         found.update(made)
-        if release and options.cache:
-            store.save("vllm", release, {keys[ident]: reproduction for ident, reproduction in made.items()})
+        if cached:  # (the store made whole again: one line a key, in order)
+            store.save("vllm", cached, {keys[ident]: reproduction for ident, reproduction in made.items()})
     elif lines:
-        say(f"all {len(lines)} records were run before (for this release and this extractor): shown as kept")
+        say(
+            f"nothing was run: all {len(lines)} records were run before (for this release and this extractor) "
+            "and are shown as kept"
+        )
     import orjson
 
     for line in lines:
@@ -143,28 +172,86 @@ def _write(catalog: Any, lines: list[Any], found: dict[str, Reproduction], outpu
     say(f"wrote {len(filled)} records ({said} with a fix that ran) to {folder}")
 
 
-def _run_missing(args: argparse.Namespace, release: str | None, lines: list[Any], say: Any) -> dict[str, Reproduction]:
+def _check_runtime(python: str, release: str | None) -> None:
+    """A one-line error unless `python` runs and has vLLM (of the release, for a release's catalog)."""
+    from extractor.reproduce.runtime import installed
+
+    version = installed(python, "vllm")
+    if release and version is not None and version != release:
+        raise ExtractorError(f"the runtime {python} has vllm {version}, not {release}")
+
+
+def _jobs(asked: int | None, records: int) -> int:
+    """How many runtimes run side by side: --jobs (default 2), never more than the cores this process may run on,
+    nor than the records to run."""
+    from extractor.pipeline.workers import processes
+
+    return max(1, min(processes(asked or 2), records))
+
+
+def _run_missing(
+    args: argparse.Namespace,
+    release: str | None,
+    lines: list[Any],
+    say: Any,
+    keep: Callable[[str, Reproduction], None],
+) -> dict[str, Reproduction]:
     """Run the records not kept: in the runtime (made first, when needed: `release` is set without --runtime),
-    two side by side."""
+    several side by side, started together; each result given to `keep` as it comes. Ctrl-C stops the runtimes
+    and all they started at once."""
     from extractor.query.match.matcher import Matcher
-    from extractor.reproduce.runtime import ensure_runtime
-    from extractor.reproduce.verify import as_reproduction, reproduce, vllm_session
+    from extractor.reproduce.runtime import ensure_runtime, sessions
+    from extractor.reproduce.verify import PLATFORM, WARM, as_reproduction, reproduce
     from extractor.util.progress import bar
 
     python = args.runtime or ensure_runtime("vllm", str(release), progress=say)
-    jobs = args.jobs or min(2, os.cpu_count() or 1)  # runtimes side by side (and the extraction's processes)
+    jobs = _jobs(args.jobs, len(lines))
     made: dict[str, Reproduction] = {}
-    with contextlib.ExitStack() as stack:
-        sessions = [
-            stack.enter_context(vllm_session(python))
-            for _ in range(jobs)
-        ]
-        running = sessions[0]
-        if release and running.version != release:
-            raise ExtractorError(f"the runtime {python} has vllm {running.version}, not {release}")
-        say(f"vllm {running.version} imported in {running.seconds:.1f} s; {len(lines)} records to run")
-        verified_with = f"vllm=={running.version}"
-        results = reproduce(lines, sessions, Matcher.of_lines(lines), verified_with=verified_with, timeout=args.timeout)
-        for result in bar(results, len(lines), "reproduce", size=lambda _: 1, unit="record"):
-            made[result["id"]] = as_reproduction(result, verified_with)
+    options = {"preload": ("vllm.config",), "warm": WARM, "environment": PLATFORM}
+    with sessions(python, "vllm", count=jobs, **options) as running:  # type: ignore[arg-type]
+        first = running[0]
+        if release and first.version != release:
+            raise ExtractorError(f"the runtime {python} has vllm {first.version}, not {release}")
+        runtimes = f" ({jobs} runtimes side by side)" if jobs > 1 else ""
+        say(f"vllm {first.version} imported in {first.seconds:.1f} s; {len(lines)} records to run{runtimes}")
+        verified_with = f"vllm=={first.version}"
+        results = reproduce(lines, running, Matcher.of_lines(lines), verified_with=verified_with, timeout=args.timeout)
+        reproduced = 0
+
+        def status() -> str:  # (the records come back in order: the first not back is under way)
+            at = f", at {lines[len(made)].record.slug}" if len(made) < len(lines) else ""
+            return f"{reproduced} reproduced{at}"
+
+        for result in bar(_taken(results), len(lines), "reproduce", size=lambda _: 1, unit="record", status=status):
+            reproduction = as_reproduction(result, verified_with)
+            made[result["id"]] = reproduction
+            reproduced += reproduction.python is not None
+            keep(result["id"], reproduction)
     return made
+
+
+def _taken(results: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The results, made by a thread of their own and taken here: a stop signal lands in this thread, never inside
+    the runs' pool (which would wait for the attempts under way), and the runtimes are stopped at once."""
+    import queue
+    import threading
+
+    taken: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def make() -> None:
+        try:
+            for result in results:
+                taken.put(("result", result))
+        except BaseException as error:  # (said where it is taken)
+            taken.put(("error", error))
+        else:
+            taken.put(("done", None))
+
+    threading.Thread(target=make, daemon=True, name="reproduce").start()
+    while True:
+        kind, value = taken.get()
+        if kind == "done":
+            return
+        if kind == "error":
+            raise value
+        yield value
