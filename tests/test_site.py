@@ -172,7 +172,7 @@ def test_record_page_marks_placeholders_escapes_text_and_marks_exactly_the_raise
     page = (site / "errors" / f"{smaller.record.id}.html").read_text()
     assert (
         "max_len is smaller than max_num_seqs: "
-        '<mark class="ph">{self.max_len}</mark> &lt; <mark class="ph">{self.max_num_seqs}</mark>.'
+        '<mark class="ph" data-p="0">{self.max_len}</mark> &lt; <mark class="ph" data-p="1">{self.max_num_seqs}</mark>.'
     ) in page
     raise_lines = [int(n) for n in re.findall(r'class="line raise" data-n="(\d+)"', page)]
     assert raise_lines == list(range(smaller.record.lineNumber, smaller.extraction.endLineNumber + 1))
@@ -266,7 +266,7 @@ def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
     rendered = render_site(inputs.catalog, diffs=inputs.diffs)
     assert tree(tmp_path / "three") == tree(tmp_path / "one") == {**rendered, BUILT: _listing(rendered)}
     assert shared == alone
-    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 8)
+    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 9)
     assert alone.bytes == sum(len(data) for name, data in tree(tmp_path / "one").items() if name != BUILT)
 
 
@@ -963,7 +963,7 @@ def test_browser_answers_a_pasted_error_first_with_its_values_as_match_does(
     page.fill("#q", paste)
     assert page.is_visible("#answer")
     first = page.get_attribute("#answers li a", "href")
-    assert first == f"errors/{expected.site.id}.html"
+    assert first == f"errors/{expected.site.id}.html#p0=64&p1=128"  # (the values, for its page: record.js)
     assert page.eval_on_selector_all("#answers mark.ph", "marks => marks.map(m => m.textContent)") == ["64", "128"]
     assert page.get_attribute("#results li a", "href") == first  # listed first too, though its words differ
     assert "q=ERROR" in page.url
@@ -1257,3 +1257,70 @@ def test_two_nightly_catalogs_of_one_branch_are_told_apart_by_their_shas(publish
     explained = cli("explain", *both, "max_num_seqs is over the hard limit of 4096")
     assert explained.returncode == 0, explained.stderr
     assert "over the hard limit" in explained.stdout
+
+
+# Issue 56, 17: the site in a newcomer's third hour.
+
+
+def test_every_count_a_page_says_agrees_with_its_number(git_repo: GitRepo, tmp_path: Path) -> None:
+    """The index said "1 classes": a site of one record says 1 raise site, 1 file, 1 class, 1 error, on
+    every page."""
+    git_repo.commit({"vllm/config/a.py": 'raise ValueError("only one")\n'}, tag="v1")
+    build("--catalog", "v1", "--repo", str(git_repo.path), "--output", str(tmp_path / "site"))
+    pages = {path.name: path.read_text() for path in (tmp_path / "site").rglob("*.html")}
+    assert '<p class="lede">1 raise site in 1 file, 1 class.</p>' in pages["index.html"]
+    for name, text in pages.items():
+        plain = re.sub(r"<[^>]+>", "", text)
+        assert not re.search(r"(?<![\d.,])1 (?:raise sites|files|classes|errors|records|places)\b", plain), name
+
+
+def test_browser_the_paste_box_shows_a_pasted_line_and_its_placeholder_whole(browser: Any, site: Path) -> None:
+    """A pasted one-line error was cut after about a line and a half, and a phone cut the box's placeholder
+    off: the box grows as its text wraps (up to ten lines, then it scrolls), empty as its placeholder does."""
+    hidden = "box => box.scrollHeight - box.clientHeight"
+    placeholder_hidden = """box => {
+      const shown = box.clientHeight;
+      box.value = box.placeholder;
+      const needed = box.scrollHeight;
+      box.value = '';
+      return needed - shown;
+    }"""
+    for width in (390, 1280):
+        page = browser.new_page(viewport={"width": width, "height": 800})
+        page.goto((site / "index.html").as_uri())
+        assert page.eval_on_selector("#q", placeholder_hidden) <= 0, width
+        line = "ValueError: max_len is smaller than max_num_seqs: 64 < 128. " + "And a long tail of words. " * 8
+        page.fill("#q", line)
+        assert "\n" not in line and page.eval_on_selector("#q", hidden) <= 0, width
+        page.fill("#q", "a line\n" * 40)  # past ten lines, it scrolls rather than push the list away
+        assert page.eval_on_selector("#q", hidden) > 0
+        assert page.eval_on_selector("#q", "box => box.clientHeight") < 800 / 2
+        page.close()
+
+
+def test_browser_opening_an_answer_shows_the_pasted_values_in_the_records_page(
+    browser: Any, page: Any, site: Path
+) -> None:
+    """Opening the answer lost the pasted values (the record page showed the template only): they come with
+    the link, in its fragment, and the page shows them in the message, marked as the index marks them, and
+    beside each value it reports; opened plainly, it shows the template as before."""
+    paste = "ValueError: max_len is smaller than max_num_seqs: 64 < 128."
+    page.goto((site / "index.html").as_uri())
+    page.fill("#q", paste)
+    page.click("#answers li a")
+    page.wait_for_load_state()
+    message = "marks => marks.map(m => [m.textContent, m.title])"
+    assert page.eval_on_selector_all("pre.message mark.ph", message) == [
+        ["64", "{self.max_len}"],
+        ["128", "{self.max_num_seqs}"],
+    ]
+    assert page.inner_text("pre.message") == "max_len is smaller than max_num_seqs: 64 < 128."
+    values = page.eval_on_selector_all(".values li", "items => items.map(i => i.textContent)")
+    assert values == ["self.max_len = 64", "self.max_num_seqs = 128"]
+    assert page.is_visible("#pasted-note") and not page.is_visible("#template-note")
+    page.goto(page.url.partition("#")[0])
+    assert (
+        page.inner_text("pre.message") == "max_len is smaller than max_num_seqs: {self.max_len} < {self.max_num_seqs}."
+    )
+    assert page.is_visible("#template-note") and not page.is_visible("#pasted-note")
+    assert page.errors == []

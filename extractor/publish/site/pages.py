@@ -22,6 +22,7 @@ from extractor.query.explain import condition_in_words
 from extractor.query.listing import first_words
 from extractor.query.similarity import word_runs
 from extractor.util.markdown import inline_code, is_web_address
+from extractor.util.progress import counted
 
 MARKER = ".extractor-site"  # names a directory this module built, so that replacing it deletes nothing else
 BUILT = ".extractor-site-files"  # what the build made: the rest of a site's folder is a person's, kept
@@ -67,14 +68,17 @@ def _md_inline(text: str | None) -> Markup:
 
 
 def _message(line: CatalogLine) -> Markup:
-    """The message template with its placeholders marked."""
+    """The message template with its placeholders marked, each by its index (`data-p`: record.js fills in the
+    values a paste showed, carried in the address from the index's answer)."""
     message = line.record.errorMessage
     out, at = [], 0
-    for placeholder in sorted(line.extraction.placeholders, key=lambda p: p.start):
+    placeholders = sorted(enumerate(line.extraction.placeholders), key=lambda pair: pair[1].start)
+    for index, placeholder in placeholders:
         if placeholder.start < at or placeholder.end > len(message):
             continue
         out.append(escape(message[at : placeholder.start], False))
-        out.append(f'<mark class="ph">{escape(message[placeholder.start : placeholder.end], False)}</mark>')
+        shown = escape(message[placeholder.start : placeholder.end], False)
+        out.append(f'<mark class="ph" data-p="{index}">{shown}</mark>')
         at = placeholder.end
     out.append(escape(message[at:], False))
     return Markup("".join(out))
@@ -125,6 +129,7 @@ def _environment() -> Environment:
     environment.filters["md_inline"] = _md_inline
     environment.filters["code"] = _code
     environment.filters["short"] = lambda sha: sha[:10]
+    environment.filters["counted"] = counted  # (`1 class`, `2 classes`: every count the pages say)
     environment.filters["first_words"] = lambda text, limit: first_words(text, limit=limit, more="…")
     environment.globals["word_diff"] = _word_diff
     environment.tests["web_address"] = is_web_address
@@ -267,6 +272,7 @@ def other_pages(pages: Pages) -> dict[str, bytes]:
     files["assets/site.css"] = stylesheet()
     files["assets/search.js"] = static("search.js")
     files["assets/find.js"] = static("find.js")
+    files["assets/record.js"] = static("record.js")
     # A script, not JSON to fetch: a page read from file:// may not fetch; "<" is escaped as in the index.
     paste = orjson.dumps(paste_data(lines)).decode().replace("<", "\\u003c")
     files["assets/paste.js"] = f"window.EXTRACTOR_PASTE = {paste};\n".encode()

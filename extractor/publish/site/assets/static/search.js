@@ -32,13 +32,15 @@
   var rowOf = {};
   rows.forEach(function (row, i) { rowOf[row[0]] = i; });
   var MIN_PASTE = 12; // characters of a query before it is read as a paste too
+  var carried = Object.create(null); // a record's id -> the values the paste showed, as its page's address fragment
 
   function escapeHtml(text) {
     return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   }
 
   function rowHtml(row) {
-    return '<li><a href="errors/' + row[0] + '.html"><span class="cls">' + escapeHtml(data.names["class"][row[3]]) +
+    return '<li><a href="errors/' + row[0] + ".html" + escapeHtml(carried[row[0]] || "") + '"><span class="cls">' +
+      escapeHtml(data.names["class"][row[3]]) +
       '</span> <span class="msg">' + escapeHtml(row[1]) + '</span></a> <span class="where">' +
       escapeHtml(data.names.file[row[2]]) + ":" + row[5] + "</span></li>";
   }
@@ -79,10 +81,22 @@
     return (hit.typo ? "typo, " : "") + (normalized ? "normalized" : "exact");
   }
 
+  // The values a paste showed, by placeholder index, as a record page's fragment (record.js shows them there).
+  function fragment(hit) {
+    var params = new URLSearchParams();
+    hit.values.forEach(function (pair) {
+      pair[0].forEach(function (group) { params.set("p" + group, pair[1]); });
+    });
+    var text = params.toString();
+    return text ? "#" + text : "";
+  }
+
   function answerHtml(hit, paste, weak) {
     var id = pasteData.records[hit.template][0], row = rows[rowOf[id]];
     var others = pasteData.records[hit.template].length - 1;
-    return '<li' + (weak ? ' class="weak"' : "") + '><a href="errors/' + id + '.html"><span class="cls">' +
+    if (!weak && !(id in carried)) carried[id] = fragment(hit);
+    return '<li' + (weak ? ' class="weak"' : "") + '><a href="errors/' + id + ".html" +
+      escapeHtml(weak ? fragment(hit) : carried[id]) + '"><span class="cls">' +
       escapeHtml(data.names["class"][row[3]]) + '</span> <span class="msg">' + filled(hit) + "</span></a>" +
       ' <span class="where">' + escapeHtml(data.names.file[row[2]]) + ":" + row[5] + ' <span class="how">(' +
       (weak ? "weak, " : "") + how(hit, paste) + (others ? ", and " + others + " other place" + (others > 1 ? "s" : "") : "") +
@@ -92,6 +106,7 @@
   // What the paste answers: the records its confident answers name (in order), shown above the list.
   function answerPaste(text) {
     answersList.textContent = "";
+    carried = Object.create(null);
     answerNote.hidden = true;
     if (!pasted || text.replace(/\s+/g, "").length < MIN_PASTE) { answer.hidden = true; return []; }
     var got = pasted.answer(text), html = "", ids = [];
@@ -175,10 +190,21 @@
     else if (shown < matches.length) { showMore(PAGE); step(from, by); }
   }
 
-  function fit() { // the box grows with a pasted traceback, up to ten lines
-    box.rows = Math.min(10, Math.max(1, box.value.split("\n").length));
+  // The box grows with what it holds, up to ten lines: a pasted traceback, and a long line as it wraps; empty,
+  // with its placeholder as it wraps (on a phone, three lines or so).
+  function fit() {
+    var style = getComputedStyle(box), held = box.value;
+    var line = parseFloat(style.lineHeight) || 1.25 * parseFloat(style.fontSize);
+    var edges = parseFloat(style.borderTopWidth) + parseFloat(style.borderBottomWidth);
+    var padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+    if (!held) box.value = box.placeholder; // (measured as the text it shows; no input event is sent)
+    box.style.height = "auto";
+    var needed = box.scrollHeight + edges;
+    if (!held) box.value = "";
+    box.style.height = Math.min(needed, 10 * line + padding + edges) + "px";
   }
   box.addEventListener("input", function () { fit(); apply(); });
+  window.addEventListener("resize", fit);
   Object.keys(selects).forEach(function (key) { selects[key].addEventListener("change", apply); });
   document.getElementById("search").addEventListener("submit", function (event) { event.preventDefault(); apply(); });
   more.addEventListener("click", function () { showMore(500); });
