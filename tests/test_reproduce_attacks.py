@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from extractor.reproduce import programs
+from tests.test_reproduce import PACKAGE
 
 SCHEDULER = """\
 from dataclasses import dataclass, field
@@ -43,20 +44,8 @@ class SchedulerConfig:
             raise ValueError(f"max_model_len ({self.max_model_len}) is too long.")
 
 
-@dataclass
-class PrefetchConfig:
-    group_size: int = 4
-
-
-@dataclass
-class OffloadConfig:
-    prefetch: PrefetchConfig = field(default_factory=PrefetchConfig)
-    enabled: bool = False
-
-    def __post_init__(self):
-        if self.enabled and self.prefetch.group_size < 2:
-            raise ValueError("Offloading needs groups of two layers at least.")
 """
+SCHEDULER += PACKAGE[PACKAGE.index("@dataclass\nclass PrefetchConfig") :]  # (a config another one holds)
 
 
 def catalog(
@@ -638,3 +627,53 @@ def test_the_runtime_named_is_checked_before_results_kept_are_shown(
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "nothing"))
     without = cli("reproduce", "--catalog", release, "--runtime", sys.executable, *chosen)
     assert without.returncode == 2 and "has no vllm installed" in without.stderr
+
+
+def _neighbours(name: str, folder: Path, seen: set[str]) -> set[str]:
+    """child.py and the modules beside it that it loads in a runtime (`importlib.import_module("explore")`),
+    and theirs."""
+    seen.add(name)
+    tree = ast.parse((folder / f"{name}.py").read_text())
+    for node in ast.walk(tree):
+        called = isinstance(node, ast.Call) and ast.unparse(node.func) == "importlib.import_module"
+        named = str(node.args[0].value) if called and isinstance(node.args[0], ast.Constant) else ""  # type: ignore[attr-defined]
+        if named and named not in seen and (folder / f"{named}.py").is_file():  # (not the package's own modules)
+            _neighbours(named, folder, seen)
+    return seen
+
+
+def test_the_child_runs_on_the_standard_library_alone(tmp_path: Path) -> None:
+    """What the runtime's interpreter runs imports nothing but the standard library (the runtime has no extractor,
+    no pydantic): each import of child.py and its neighbours is the standard library's (the extractor's only under
+    `if __package__:`, as a part of the package), and they run with no site-packages at all (`python -S`)."""
+    import subprocess
+
+    folder = Path(programs.__file__).parent
+    modules = _neighbours("child", folder, set())
+    assert {"child", "explore", "programs"} <= modules
+    for name in sorted(modules):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        guarded = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "__package__"
+            for inner in ast.walk(ast.Module(node.body, []))
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops = [alias.name.partition(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module != "__future__":
+                tops = [str(node.module).partition(".")[0]]
+            else:
+                continue
+            for top in tops:
+                assert top in sys.stdlib_module_names or (top == "extractor" and id(node) in guarded), (name, top)
+    for name in modules:
+        (tmp_path / f"{name}.py").write_text((folder / f"{name}.py").read_text())
+    task = {"id": "a", "program": "raise ValueError('x')", "timeout": 5, "memory": 0}
+    ran = subprocess.run(
+        [sys.executable, "-S", "-E", "-s", str(tmp_path / "child.py"), "json"],  # (`json` stands for the package)
+        input=json.dumps(task) + "\n", capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    ready, answer = map(json.loads, ran.stdout.splitlines())
+    assert ready["ready"] and (answer["outcome"], answer["message"], answer["id"]) == ("raised", "x", "a")

@@ -25,7 +25,7 @@ _MODEL = re.compile(r"\b(?:hf_config|hf_text_config|model_config\.|architectures
 class Unsolvable(Exception):
     """Why no arguments can be derived for a record: one of a few named classes."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: ReproductionReason, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
@@ -87,7 +87,7 @@ def trigger(
     record, extraction = line.record, line.extraction
     owner, _, method = extraction.function.rpartition(".")
     if not owner or "." in owner:
-        raise Unsolvable("not solvable from its conditions", f"raised in {extraction.function}, not a config's method")
+        raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"raised in {extraction.function}, not a config's method")
     module = record.filePath.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
     try:  # (what the program names: a catalog's text, never code)
         programs.module_path(module)
@@ -108,12 +108,12 @@ def trigger(
     solver = _Solver(fields, words)
     tests = [c for c in extraction.conditions if c.kind in ("if", "elif") and c.test]
     if len(tests) != len([c for c in extraction.conditions if c.kind != "else"]):
-        raise Unsolvable("not solvable from its conditions", "a loop, a with or an except on the path")
+        raise Unsolvable(ReproductionReason.NOT_SOLVABLE, "a loop, a with or an except on the path")
     for condition in tests:
         if _PLATFORM.search(condition.test):
-            raise Unsolvable("needs a GPU platform", condition.test)
+            raise Unsolvable(ReproductionReason.GPU_PLATFORM, condition.test)
         if _MODEL.search(condition.test):
-            raise Unsolvable("needs a real model", condition.test)
+            raise Unsolvable(ReproductionReason.REAL_MODEL, condition.test)
     atoms: list[tuple[ast.expr, bool]] = []
     for condition in tests:
         atoms += solver.require(_parsed(condition.test), not condition.negated)
@@ -122,9 +122,9 @@ def trigger(
         if lesson[0] == "required" and name not in values:
             values[name] = lesson[1]
         elif lesson[0] == "choices" and name in values and values[name] not in lesson[1] and name not in solver.domains:
-            raise Unsolvable("not solvable from its conditions", f"{name} must be one of {lesson[1]}")
+            raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{name} must be one of {lesson[1]}")
     if not values:
-        raise Unsolvable("not solvable from its conditions", "no field of its own class decides it")
+        raise Unsolvable(ReproductionReason.NOT_SOLVABLE, "no field of its own class decides it")
     attempt = Attempt(module, owner, None if method in ("__post_init__", "__init__") else method, values)
     attempt.held = {m[1]: str(ref.class_) for text, ref in fields.items() if (m := _NESTED.fullmatch(text))}
     fix = _fix(fields, values, atoms, words)
@@ -200,7 +200,7 @@ def _parsed(test: str) -> ast.expr:
             return ast.parse(text, mode="eval").body
         except SyntaxError:
             continue
-    raise Unsolvable("not solvable from its conditions", f"a test that does not parse: {test}")
+    raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"a test that does not parse: {test}")
 
 
 class _Solver:
@@ -230,7 +230,7 @@ class _Solver:
                 candidates = [out[name]]
             chosen = next((c for c in candidates if all(_holds(kind, c, v) for kind, v in constraints)), _UNSET)
             if chosen is _UNSET or (name in out and out[name] != chosen):
-                raise Unsolvable("not solvable from its conditions", f"no value of {name} meets {constraints}")
+                raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"no value of {name} meets {constraints}")
             out[name] = chosen
         return out
 
@@ -248,7 +248,7 @@ class _Solver:
                     return self.require(value, want)
                 except Unsolvable:
                     self.values = saved
-            raise Unsolvable("not solvable from its conditions", ast.unparse(node))
+            raise Unsolvable(ReproductionReason.NOT_SOLVABLE, ast.unparse(node))
         self._atom(node, want)
         return [(node, want)]
 
@@ -274,7 +274,7 @@ class _Solver:
             if left_name is not None and right_name is not None:
                 self._pair(left_name, op, right_name, want)
                 return
-        raise Unsolvable("not solvable from its conditions", ast.unparse(node))
+        raise Unsolvable(ReproductionReason.NOT_SOLVABLE, ast.unparse(node))
 
     def _compare_constant(self, name: str, op: ast.cmpop, constant: Any, want: bool) -> None:
         kind = _KINDS.get(type(op))
@@ -292,14 +292,14 @@ class _Solver:
     def _set(self, name: str, value: Any) -> None:
         if name in self.values and self.values[name] != value:
             both = f"{name} must be both {self.values[name]!r} and {value!r}"
-            raise Unsolvable("not solvable from its conditions", both)
+            raise Unsolvable(ReproductionReason.NOT_SOLVABLE, both)
         self.values[name] = value
 
     def _pair(self, left: str, op: ast.cmpop, right: str, want: bool) -> None:
         """Two fields compared: numbers chosen for them (the one already chosen kept)."""
         if left in self.values and right in self.values:
             if _compare(op, self.values[left], self.values[right]) != want:
-                raise Unsolvable("not solvable from its conditions", f"{left} and {right}")
+                raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{left} and {right}")
             return
         if left in self.values:
             self._set(right, _satisfying(_flipped(op), self.values[left], want, self._ref(right)))
@@ -441,7 +441,7 @@ def _satisfying(op: ast.cmpop, constant: Any, want: bool, ref: FieldRef) -> Any:
             return constant + "-other"
         if isinstance(constant, bool):
             return not constant
-    raise Unsolvable("not solvable from its conditions", f"{ref.expression} {type(op).__name__} {constant!r}")
+    raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{ref.expression} {type(op).__name__} {constant!r}")
 
 
 def _truthy(ref: FieldRef, want: bool) -> Any:
@@ -454,7 +454,7 @@ def _truthy(ref: FieldRef, want: bool) -> Any:
             return yes if want else no
     if not want and re.search(r"\b(?:list|tuple|dict|set)\b", annotation):
         return {"list": [], "tuple": (), "dict": {}, "set": set()}[re.search(r"list|tuple|dict|set", annotation)[0]]  # type: ignore[index]
-    raise Unsolvable("not solvable from its conditions", f"{ref.expression}: {annotation or 'no annotation'}")
+    raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{ref.expression}: {annotation or 'no annotation'}")
 
 
 def _fix(
