@@ -78,7 +78,11 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     # A catalog's text read as data, programs built as nodes; the runtime's search and its child process (standard
     # library only), the runtime; a record's trigger and fix;
     # running them.
-    ("reproduce", [("programs",), ("explore",), ("child", "runtime", "triggers"), ("verify",)]),
+    (
+        "reproduce",
+        [("programs", "filled"), ("explore", "serving"), ("child", "runtime", "triggers"), ("lifting",), ("verify",),
+         ("user_fix",)],
+    ),
     (
         "publish",  # the site's inputs, its highlighting, its pages and build; the nightly job that publishes
         [("site.lexer", "site.inputs"), ("site.highlight",), ("site.pages",), ("site.build",), ("nightly",)],

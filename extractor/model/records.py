@@ -99,6 +99,20 @@ class ServeLine(_Frozen):
     model: dict[str, JsonValue] | None = None
     env: dict[str, str] = {}
 
+    def command(self, model: str = "./model") -> str:
+        """The line as a person types it: its environment first, one flag (with its values) a line; `model` names
+        the folder that holds the `config.json` it ran with."""
+        import shlex
+
+        head = [*(f"{name}={shlex.quote(value)}" for name, value in sorted(self.env.items())), "vllm", "serve", model]
+        groups: list[list[str]] = []
+        for token in self.argv:
+            if token.startswith("--") or not groups:
+                groups.append([token])
+            else:
+                groups[-1].append(token)
+        return " \\\n".join([" ".join(head), *("  " + " ".join(shlex.quote(t) for t in group) for group in groups)])
+
 
 class ServeSolution(_Frozen):
     """A change to a `vllm serve` line that was run and passed: the check no longer fires, and nothing else did."""

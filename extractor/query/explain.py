@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from extractor.errors import ExtractorError
-from extractor.model.records import CatalogLine, ConditionKind, FieldRef
+from extractor.model.records import CatalogLine, ConditionKind, FieldRef, ServeLine
 from extractor.pipeline.write import dumps_document
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import MatchTemplate, templates_of
@@ -20,9 +20,18 @@ if TYPE_CHECKING:
     from extractor.catalog.load import LoadedCatalog
     from extractor.pipeline.extract import ExtractOptions
     from extractor.query.match.index import MatchIndex
-    from extractor.query.user_fix import UserFix
 
-__all__ = ["Explanation", "condition_in_words", "explain_in", "find", "find_in", "history", "render"]
+__all__ = ["Explanation", "UserFix", "condition_in_words", "explain_in", "find", "find_in", "history", "render"]
+
+
+@dataclass(frozen=True)
+class UserFix:
+    """A change of the user's own `vllm serve` line: derived from the check's condition, and run or not."""
+
+    before: ServeLine  # the reproduction's line with the paste's values
+    after: ServeLine
+    change: str  # `set --max-num-batched-tokens 8192 (was 2048)`
+    ran: str | None = None  # `vllm==0.28.0` when both lines were run: before raised here, after did not
 
 
 @dataclass(frozen=True)
@@ -333,20 +342,16 @@ def _reproduction_text(line: CatalogLine) -> list[str]:
 
 def _fixes_text(fixes: Sequence[UserFix]) -> list[str]:
     """The user's fixes: each change, its line, and whether it was run."""
-    from extractor.reproduce.filled import serve_command
-
     if not fixes:
         return []
     out = ["", "Your fix   for the values above (your other flags stay as they are):"]
     for fix in fixes:
         said = f"run against {fix.ran}: the check passes" if fix.ran else "derived from the check's condition, not run"
-        out += [f"  {fix.change} ({said})", *_indented(serve_command(fix.after))]
+        out += [f"  {fix.change} ({said})", *_indented(fix.after.command())]
     return out
 
 
 def _fixes_markdown(fixes: Sequence[UserFix]) -> list[str]:
-    from extractor.reproduce.filled import serve_command
-
     if not fixes:
         return []
     out = ["", "## Your fix", "", "For the values above (your other flags stay as they are):"]
@@ -354,7 +359,7 @@ def _fixes_markdown(fixes: Sequence[UserFix]) -> list[str]:
         ran = f"run against {markdown.inline_code(fix.ran)}: the check passes" if fix.ran else ""
         said = ran or "derived from the check's condition, not run"
         out += ["", f"- {markdown.inline_code(fix.change)}: {said}", ""]
-        out += markdown.fence(serve_command(fix.after), "sh")
+        out += markdown.fence(fix.after.command(), "sh")
     return out
 
 

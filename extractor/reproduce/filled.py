@@ -19,16 +19,8 @@ _MODEL = "./model"  # the model folder a published line names: one holding only 
 
 
 def serve_command(line: ServeLine) -> str:
-    """A `vllm serve` line as a person types it: environment first, one flag (with its values) a line."""
-    head = [*(f"{name}={shlex.quote(value)}" for name, value in sorted(line.env.items())), "vllm", "serve", _MODEL]
-    groups: list[list[str]] = []
-    for token in line.argv:
-        if token.startswith("--") or not groups:
-            groups.append([token])
-        else:
-            groups[-1].append(token)
-    lines = [" ".join(head), *("  " + " ".join(shlex.quote(t) for t in group) for group in groups)]
-    return " \\\n".join(lines)
+    """A `vllm serve` line as a person types it (see ServeLine.command)."""
+    return line.command(_MODEL)
 
 
 def serve_arguments(line: ServeLine) -> dict[str, Any]:

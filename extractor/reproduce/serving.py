@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LIFT_SWITCHES", "SERVE_TRIES", "decode", "lift", "prepare", "run_line", "search"]
+__all__ = ["LIFT_SWITCHES", "SERVE_TRIES", "decode_value", "lift_line", "prepare", "run_line", "search"]
 
 LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
 SERVE_TRIES = 160  # lines the serve path's own search runs for one record (a few milliseconds each)
@@ -161,7 +161,7 @@ class Config:
     keywords: dict[str, Any]
 
 
-def decode(source: str, module: Any, models: dict[str, Any]) -> Any:
+def decode_value(source: str, module: Any, models: dict[str, Any]) -> Any:
     """The value a program's argument source stands for: a literal, a tiny model's name, a name or attribute of
     the module (an enum member), or a sub-config with such keywords. Anything else (a call of another kind, an
     operator, a subscript) is Unliftable: nothing is evaluated."""
@@ -320,7 +320,7 @@ class _Line:
         self.payloads.setdefault(action.dest, {})[key] = _jsonable(value)
 
 
-def lift(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[str, Any]:
+def lift_line(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[str, Any]:
     """The `vllm serve` line that sets a config class's arguments: each to its flag in the class's group, or as a
     key of the JSON flag that takes the class, or to the engine argument of its name; a config it holds, through
     that config's own flags; the model argument as the model folder's config.json; the environment as is. An
@@ -331,14 +331,14 @@ def lift(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> dict[
     decoded: dict[str, Any] = {}
     for name, source in (spec.get("arguments") or {}).items():
         try:
-            decoded[str(name)] = decode(str(source), module, models)
+            decoded[str(name)] = decode_value(str(source), module, models)
         except Unliftable:
             line.dropped.append(str(name))
     _lift_into(str(spec.get("cls") or ""), decoded, line, models, module_dir)
     for dest, payload in line.payloads.items():
         line.argv += _written(line.json_actions[dest], payload, model_dir=module_dir)
     environment = {
-        str(k): str(_jsonable(decode(str(v), module, models))) for k, v in (spec.get("environment") or {}).items()
+        str(k): str(_jsonable(decode_value(str(v), module, models))) for k, v in (spec.get("environment") or {}).items()
     }
     return {"argv": line.argv, "model": line.model, "env": environment, "dropped": line.dropped}
 
@@ -490,7 +490,7 @@ def search(
     folder = tempfile.mkdtemp(prefix="extractor-parse-")
     try:
         try:
-            trigger = lift(task["trigger"], folder, models)
+            trigger = lift_line(task["trigger"], folder, models)
         except Unliftable as why:
             return {"outcome": "unliftable", "said": f"the trigger: {why}"}
         except (ImportError, Exception) as error:  # (a serve path this release does not have)
@@ -525,7 +525,7 @@ def search(
         fixes: list[dict[str, Any]] = []
         for fix in task.get("fixes") or []:
             try:
-                line = lift(fix, folder, models)
+                line = lift_line(fix, folder, models)
             except Unliftable as why:
                 fixes.append({"outcome": "unliftable", "said": f"the fix: {why}"})
                 continue

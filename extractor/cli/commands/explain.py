@@ -80,8 +80,8 @@ def _with_fixes(explanation: Explanation, args: argparse.Namespace) -> Explanati
     import dataclasses
 
     from extractor.cli.options import step_log
-    from extractor.query.user_fix import run_fixes, user_fixes
     from extractor.reproduce.runtime import runtime_dir
+    from extractor.reproduce.user_fix import run_fixes, user_fixes
 
     line = explanation.line
     fixes = user_fixes(line, explanation.values)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from extractor.model.records import ServeLine
+from extractor.query.explain import UserFix
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -20,16 +20,6 @@ if TYPE_CHECKING:
 __all__ = ["UserFix", "run_fixes", "user_fixes"]
 
 _MOST = 3  # fixes said
-
-
-@dataclass(frozen=True)
-class UserFix:
-    """A change of the user's own `vllm serve` line: derived from the check's condition, and run or not."""
-
-    before: ServeLine  # the reproduction's line with the paste's values
-    after: ServeLine
-    change: str  # `set --max-num-batched-tokens 8192 (was 2048)`
-    ran: str | None = None  # `vllm==0.28.0` when both lines were run: before raised here, after did not
 
 
 def _flag_of(line: CatalogLine, expression: str, argv: list[str]) -> str | None:
