@@ -15,7 +15,17 @@ if TYPE_CHECKING:
     from extractor.model.records import CatalogLine
     from extractor.reproduce.runtime import Session
 
-__all__ = ["ClassLevel", "Lifted", "ServeFix", "candidates", "change_words", "class_level", "flag_groups", "lift"]
+__all__ = [
+    "ClassLevel",
+    "Lifted",
+    "ServeFix",
+    "candidates",
+    "change_words",
+    "class_level",
+    "flag_groups",
+    "flag_hints",
+    "lift",
+]
 
 _MEMORY = 4 << 30
 _MISSING = object()
@@ -33,8 +43,9 @@ class ClassLevel:
     arguments: dict[str, str]
     environment: dict[str, str] = field(default_factory=dict)
 
-    def spec(self) -> dict[str, Any]:
-        return {"module": self.module, "cls": self.cls, "arguments": self.arguments, "environment": self.environment}
+    def spec(self, hints: dict[str, str] | None = None) -> dict[str, Any]:
+        spec = {"module": self.module, "cls": self.cls, "arguments": self.arguments, "environment": self.environment}
+        return {**spec, "hints": hints or {}}
 
 
 def class_level(program: str) -> ClassLevel | None:
@@ -180,6 +191,17 @@ def _as_flag(flags: list[str], value: str) -> list[str]:
     return [_long(flags), value]
 
 
+def flag_hints(lines: list[CatalogLine]) -> dict[str, str]:
+    """The catalog's reading of the CLI file, across its records: `Class.field` -> the flag that sets it (one
+    whose name is not the field's too: `MambaConfig.backend` -> `--mamba-backend`)."""
+    return {
+        f"{ref.class_}.{ref.field}": ref.flags[0]
+        for line in lines
+        for ref in line.extraction.fields
+        if ref.class_ and ref.field and ref.flags
+    }
+
+
 def lift(
     line: CatalogLine,
     session: Session,
@@ -187,6 +209,7 @@ def lift(
     fixes: list[ClassLevel],
     *,
     extra: list[list[str]],
+    hints: dict[str, str],
     timeout: float,
     raised_here: Callable[[dict[str, Any]], bool],
     answered: Callable[[str], bool],
@@ -198,8 +221,8 @@ def lift(
     record = line.record
     spec = {
         "extra": extra,
-        "trigger": trigger.spec(),
-        "fixes": [fix.spec() for fix in fixes],
+        "trigger": trigger.spec(hints),
+        "fixes": [fix.spec(hints) for fix in fixes],
         "target": [record.filePath, record.lineNumber],
         "pattern": record.messagePattern,
     }

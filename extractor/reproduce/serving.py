@@ -225,6 +225,7 @@ class _Table:
     groups: dict[str, dict[str, argparse.Action]]
     dests: dict[str, argparse.Action]
     json_flags: dict[str, argparse.Action]  # a config class -> the flag that takes it as JSON (`--compilation-config`)
+    options: dict[str, argparse.Action]  # an option string -> its action
 
 
 _TABLE: list[_Table] = []
@@ -250,7 +251,9 @@ def _table() -> _Table:
             for word in re.findall(r"[A-Z]\w*Config\b", str(annotation)):
                 if action is not None and word not in json_flags:
                     json_flags[word] = action
-    _TABLE.append(_Table(groups, dests, json_flags))
+    options = {option: action for action in dests.values() for option in action.option_strings}
+    options.update({o: a for group in groups.values() for a in group.values() for o in a.option_strings})
+    _TABLE.append(_Table(groups, dests, json_flags, options))
     return _TABLE[0]
 
 
@@ -334,7 +337,8 @@ def lift_line(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> 
             decoded[str(name)] = decode_value(str(source), module, models)
         except Unliftable:
             line.dropped.append(str(name))
-    _lift_into(str(spec.get("cls") or ""), decoded, line, models, module_dir)
+    hints = {str(k): str(v) for k, v in (spec.get("hints") or {}).items()}
+    _lift_into(str(spec.get("cls") or ""), decoded, line, models, module_dir, hints)
     for dest, payload in line.payloads.items():
         line.argv += _written(line.json_actions[dest], payload, model_dir=module_dir)
     environment = {
@@ -343,7 +347,11 @@ def lift_line(spec: dict[str, Any], module_dir: str, models: dict[str, Any]) -> 
     return {"argv": line.argv, "model": line.model, "env": environment, "dropped": line.dropped}
 
 
-def _lift_into(cls: str, arguments: dict[str, Any], line: _Line, models: dict[str, Any], module_dir: str) -> None:
+def _lift_into(
+    cls: str, arguments: dict[str, Any], line: _Line, models: dict[str, Any], module_dir: str, hints: dict[str, str]
+) -> None:
+    """Each argument of `cls` to its flag: the class's group's (or, named by the catalog's reading of the CLI file
+    in `hints`, `Class.field` -> `--flag`, one whose name differs: `--mamba-backend`), a held config's own."""
     table = _table()
     for name, value in arguments.items():
         if isinstance(value, Model):
@@ -359,10 +367,17 @@ def _lift_into(cls: str, arguments: dict[str, Any], line: _Line, models: dict[st
             else:
                 line.to_json(action, inner, value)
             continue
-        action = table.groups.get(cls, {}).get(name)
-        held = isinstance(value, Config) and (value.name in table.groups or value.name in table.json_flags)
+        own = table.groups.get(cls, {})
+        prefixed = [a for dest, a in own.items() if dest.endswith(f"_{name}")]  # (`--mamba-ssu-algorithm`)
+        action = own.get(name) or table.options.get(hints.get(f"{cls}.{name}", ""))
+        action = action or (prefixed[0] if len(prefixed) == 1 else None)
+        held = isinstance(value, Config) and (
+            value.name in table.groups
+            or value.name in table.json_flags
+            or any(h.startswith(f"{value.name}.") for h in hints)
+        )
         if action is None and held and table.dests.get(name) is None:  # (a config held: its own flags)
-            _lift_into(value.name, dict(value.keywords), line, models, module_dir)
+            _lift_into(value.name, dict(value.keywords), line, models, module_dir, hints)
             continue
         if action is None and cls in table.json_flags:
             line.to_json(table.json_flags[cls], name, value)
@@ -451,9 +466,26 @@ def _groups(argv: list[str]) -> list[list[str]]:
     return groups
 
 
+def _named(result: dict[str, Any]) -> list[list[str]]:
+    """The flags a refusal tells the user to set (`by specifying --mamba-ssm-cache-dtype float16`), with their
+    value when it names one: only flags the parser has."""
+    said = " ".join(str(error.get("message", "")) for error in [result, *result.get("wrapped", [])])
+    options = _table().options
+    found: list[list[str]] = []
+    for flag, value in re.findall(r"(--[a-z0-9][a-z0-9-]*)(?:[ =]([\w.:/-]+))?", said):
+        action = options.get(flag)
+        if action is None:
+            continue
+        group = [flag] if action.nargs == 0 or not value or value.startswith("-") else [flag, value]
+        if group not in found:
+            found.append(group)
+    return found
+
+
 def _combined(
     trigger: dict[str, Any],
     task: dict[str, Any],
+    said: list[list[str]],
     report: Callable[[BaseException], dict[str, Any]],
     reached: Callable[[dict[str, Any]], bool],
 ) -> tuple[int, list[str] | None, dict[str, Any]]:
@@ -461,7 +493,7 @@ def _combined(
     three more flag groups (the class's enabling switches, and the flags of the fields the check reads, with the
     values the class-level run showed), each flag at most once, at most SERVE_TRIES lines."""
     present = {group[0] for group in _groups(trigger["argv"])}
-    extra = [list(g) for g in task.get("extra") or [] if g and g[0] not in present]
+    extra = [list(g) for g in [*said, *(task.get("extra") or [])] if g and g[0] not in present]
     groups = [*switches(task["trigger"], trigger["argv"]), *extra]
     tried = 0
     for size in (1, 2, 3):
@@ -509,7 +541,7 @@ def search(
                 if reached(again):
                     trigger, result = {**trigger, "model": model}, again
                     break
-            found = _combined({**trigger, "model": model}, task, report, reached)
+            found = _combined({**trigger, "model": model}, task, _named(result), report, reached)
             tried += found[0]
             if found[1] is not None:
                 chosen, result = found[1], found[2]

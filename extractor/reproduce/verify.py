@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from extractor.model.records import ReproductionReason
+from extractor.reproduce.lifting import flag_hints
 from extractor.reproduce.triggers import Attempt, Code, Unsolvable, lessons, trigger, vocabulary
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def reproduce(
     context = _Context(
         by_site={(line.record.filePath, line.record.lineNumber): line.record.id for line in lines},
         known=vocabulary(lines),
+        hints=flag_hints(lines),
         matcher=matcher,
         verified_with=verified_with,
         timeout=timeout,
@@ -92,6 +94,7 @@ def reproduce(
 class _Context:
     by_site: dict[tuple[str, int], str]
     known: dict[tuple[str, str], list[Any]]
+    hints: dict[str, str]  # `Class.field` -> its flag, as the catalog read the CLI file
     matcher: Matcher
     verified_with: str
     timeout: float
@@ -254,6 +257,7 @@ def _served(line: CatalogLine, session: Session, out: dict[str, Any], context: _
         trigger,
         fixes,
         extra=candidates(line, out["message"]),
+        hints=context.hints,
         timeout=context.timeout,
         raised_here=lambda report: _raised_here(line, report) is None,
         answered=lambda shown: context.answered(shown, line.record.id),
