@@ -221,12 +221,21 @@ def _translated(text: str, names: dict[str, str], defaults: dict[str, Any]) -> a
     return ast.fix_missing_locations(Swap().visit(tree)).body  # type: ignore[no-any-return]
 
 
+_KEY = "\0"  # between a JSON flag's argument and its key, in a name `check` looks up
+
+
 def _lookup(name: str, defaults: dict[str, Any]) -> ast.expr:
-    """`args.get("x", DEFAULT)` for a field whose source default is a literal; `args["x"]` (the line names it)."""
-    args = ast.Name("args", ast.Load())
-    if name in defaults:
-        return ast.Call(ast.Attribute(args, "get", ast.Load()), [ast.Constant(name), ast.Constant(defaults[name])], [])
-    return ast.Subscript(args, ast.Constant(name), ast.Load())
+    """`args.get("x", DEFAULT)` for a field whose source default is a literal; `args["x"]` (the line names it);
+    a key of a JSON flag's object through its argument (`args.get("profiler_config", {}).get("profiler", ...)`)."""
+    args: ast.expr = ast.Name("args", ast.Load())
+    holder, _, key = name.partition(_KEY)
+    if key:
+        args = ast.Call(ast.Attribute(args, "get", ast.Load()), [ast.Constant(holder), ast.Dict([], [])], [])
+    looked = key or name
+    if name in defaults or key:  # (a key a JSON flag leaves out is the config's default: None when none is known)
+        default = ast.Constant(defaults.get(name))
+        return ast.Call(ast.Attribute(args, "get", ast.Load()), [ast.Constant(looked), default], [])
+    return ast.Subscript(args, ast.Constant(looked), ast.Load())
 
 
 def validation_code(
@@ -240,9 +249,12 @@ def validation_code(
     names: dict[str, str] = {}
     defaults: dict[str, Any] = {}
     for ref in extraction.fields:
-        if not (ref.resolved and ref.field and ref.flags):
+        if not (ref.resolved and ref.field and (ref.flags or (ref.via and ref.key))):
             continue
-        dest = ref.flags[0].removeprefix("--").replace("-", "_")
+        flag = ref.flags[0] if ref.flags else str(ref.via)
+        dest = flag.removeprefix("--").replace("-", "_")
+        if not ref.flags:  # (a key of a JSON flag: `--profiler-config '{"profiler": ...}'`)
+            dest = f"{dest}{_KEY}{ref.key}"
         names[ref.expression] = dest
         if ref.default is not None:
             with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -253,6 +265,8 @@ def validation_code(
     try:
         tests: list[ast.expr] = []
         for condition in extraction.conditions:
+            if condition.kind == "else":  # (the branches before it are listed, negated)
+                continue
             if condition.kind not in ("if", "elif"):
                 return None
             test = _translated(condition.test, names, defaults)
