@@ -325,7 +325,7 @@ def _reproduction_text(line: CatalogLine) -> list[str]:
     out = ["", f"Reproduce  (run against {made.verifiedWith}: it raises this error)"]
     out += _indented(made.python)
     if made.serve is not None:
-        out.append(f"  vllm serve line (run: it raises this error):  vllm serve MODEL {shlex.join(made.serve.argv)}")
+        out.append(f"  vllm serve line (run: it raises this error):  vllm serve ./model {shlex.join(made.serve.argv)}")
     elif made.flags is not None:
         out.append(f"  flags:  vllm serve {made.flags}")
     out += ["  printed:", *_indented(made.message or "")]
@@ -334,7 +334,7 @@ def _reproduction_text(line: CatalogLine) -> list[str]:
         out += ["", f"Fix        {made.fix.change}{then}, run against {made.verifiedWith}:"]
         out += _indented(made.fix.python)
         if made.fix.serve is not None:
-            out.append(f"  vllm serve line (run: it passes):  vllm serve MODEL {shlex.join(made.fix.serve.argv)}")
+            out.append(f"  vllm serve line (run: it passes):  vllm serve ./model {shlex.join(made.fix.serve.argv)}")
         elif made.fix.flags is not None:
             out.append(f"  flags:  vllm serve {made.fix.flags}")
     return out
