@@ -322,6 +322,10 @@ class Session:
             raise self._fault(f"answered what the extractor's child never writes: {_shown(line)}", ident)
         if answer["outcome"] in _BROKE:  # what it printed meanwhile says why (a fatal error, a segfault's trace)
             said = self.said.last(mark)
+            settle = time.monotonic() + 0.5  # (written before the answer, maybe not drained yet: a moment for it)
+            while not said and time.monotonic() < settle:
+                time.sleep(0.02)
+                said = self.said.last(mark)
             if said:
                 answer["reason"] = f"{answer.get('reason') or answer['outcome']}; it printed: {said}"
         return answer
