@@ -15,7 +15,8 @@ import pytest
 
 from extractor.model.records import ServeLine
 from extractor.reproduce.filled import serve_arguments, serve_command
-from extractor.reproduce.lifting import change_words, class_level, flag_groups
+from extractor.reproduce.lifting import change_words, class_level
+from extractor.reproduce.serving import flag_groups
 
 LORA = """\
 from dataclasses import dataclass

@@ -99,18 +99,23 @@ class ServeLine(_Frozen):
     model: dict[str, JsonValue] | None = None
     env: dict[str, str] = {}
 
-    def command(self, model: str = "./model") -> str:
-        """The line as a person types it: its environment first, one flag (with its values) a line; `model` names
-        the folder that holds the `config.json` it ran with."""
-        import shlex
-
-        head = [*(f"{name}={shlex.quote(value)}" for name, value in sorted(self.env.items())), "vllm", "serve", model]
+    def groups(self) -> list[list[str]]:
+        """Its flags, each with its values: `--a 1 2 --b` -> [[--a, 1, 2], [--b]]."""
         groups: list[list[str]] = []
         for token in self.argv:
             if token.startswith("--") or not groups:
                 groups.append([token])
             else:
                 groups[-1].append(token)
+        return groups
+
+    def command(self, model: str = "./model") -> str:
+        """The line as a person types it: its environment first, one flag (with its values) a line; `model` names
+        the folder that holds the `config.json` it ran with."""
+        import shlex
+
+        head = [*(f"{name}={shlex.quote(value)}" for name, value in sorted(self.env.items())), "vllm", "serve", model]
+        groups = self.groups()
         return " \\\n".join([" ".join(head), *("  " + " ".join(shlex.quote(t) for t in group) for group in groups)])
 
 

@@ -27,13 +27,7 @@ def serve_arguments(line: ServeLine) -> dict[str, Any]:
     """The engine arguments a line sets, as `check` takes them: `--max-model-len 8192` -> {"max_model_len": 8192},
     JSON for JSON flags, True/False for switches, a list for several values."""
     out: dict[str, Any] = {}
-    groups: list[list[str]] = []
-    for token in line.argv:
-        if token.startswith("--") or not groups:
-            groups.append([token])
-        else:
-            groups[-1].append(token)
-    for flag, *values in groups:
+    for flag, *values in line.groups():
         name = flag.removeprefix("--")
         if not values:
             negative = name.startswith("no-")

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from extractor.reproduce.serving import flag_groups
+
 if TYPE_CHECKING:
     from extractor.model.records import CatalogLine
     from extractor.reproduce.runtime import Session
@@ -22,7 +24,6 @@ __all__ = [
     "candidates",
     "change_words",
     "class_level",
-    "flag_groups",
     "flag_hints",
     "lift",
 ]
@@ -102,17 +103,6 @@ class Lifted:
     line: dict[str, Any]
     message: str
     fixes: list[ServeFix]
-
-
-def flag_groups(argv: list[str]) -> list[list[str]]:
-    """A line's flags, each with its values: `--a 1 2 --b` -> [[--a, 1, 2], [--b]]."""
-    groups: list[list[str]] = []
-    for token in argv:
-        if token.startswith("--") or not groups:
-            groups.append([token])
-        else:
-            groups[-1].append(token)
-    return groups
 
 
 def _keys(group: list[str]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LIFT_SWITCHES", "SERVE_TRIES", "decode_value", "lift_line", "prepare", "run_line", "search"]
+__all__ = ["LIFT_SWITCHES", "SERVE_TRIES", "decode_value", "flag_groups", "lift_line", "prepare", "run_line", "search"]
 
 LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
 SERVE_TRIES = 160  # lines the serve path's own search runs for one record (a few milliseconds each)
@@ -455,7 +455,7 @@ def _roomier(model: dict[str, Any], result: dict[str, Any]) -> list[dict[str, An
     ]
 
 
-def _groups(argv: list[str]) -> list[list[str]]:
+def flag_groups(argv: list[str]) -> list[list[str]]:
     """A line's flags, each with its values."""
     groups: list[list[str]] = []
     for token in argv:
@@ -492,7 +492,7 @@ def _combined(
     """The search on the serve path where the lift alone does not reach the check: the line with one, two, then
     three more flag groups (the class's enabling switches, and the flags of the fields the check reads, with the
     values the class-level run showed), each flag at most once, at most SERVE_TRIES lines."""
-    present = {group[0] for group in _groups(trigger["argv"])}
+    present = {group[0] for group in flag_groups(trigger["argv"])}
     extra = [list(g) for g in [*said, *(task.get("extra") or [])] if g and g[0] not in present]
     groups = [*switches(task["trigger"], trigger["argv"]), *extra]
     tried = 0
@@ -552,7 +552,7 @@ def search(
             return {"outcome": "not reached", "tries": tried, "said": f"{str(said)[:200]}{unset}"}
         out: dict[str, Any] = {
             "outcome": "lifted", "trigger": trigger, "report": result, "tries": tried,
-            "switches": [g[0] for g in _groups(chosen) if [g[0]] in enabling],
+            "switches": [g[0] for g in flag_groups(chosen) if [g[0]] in enabling],
         }  # fmt: skip
         fixes: list[dict[str, Any]] = []
         for fix in task.get("fixes") or []:
@@ -564,8 +564,8 @@ def search(
             line.pop("dropped")
             if line["model"] == lifted_model:  # (the model the trigger's search made roomier, unless the fix sets one)
                 line["model"] = trigger["model"]
-            own = {group[0] for group in _groups(line["argv"])}  # (the fix's own value of a flag wins)
-            kept = [token for group in _groups(chosen) if group[0] not in own for token in group]
+            own = {group[0] for group in flag_groups(line["argv"])}  # (the fix's own value of a flag wins)
+            kept = [token for group in flag_groups(chosen) if group[0] not in own for token in group]
             line = {**line, "argv": [*line["argv"], *kept]}
             fixes.append({"outcome": "lifted", "line": line, "report": run_line(line, report)})
         out["fixes"] = fixes
