@@ -291,3 +291,15 @@ def test_a_class_level_program_is_read_back_and_a_change_said_in_flags() -> None
     line = ServeLine(argv=["--x", '{"k": 1}', "--no-y", "--z"], env={"E": "1"})
     assert serve_arguments(line) == {"x": {"k": 1}, "y": False, "z": True}
     assert serve_command(line) == "E=1 vllm serve ./model \\\n  --x '{\"k\": 1}' \\\n  --no-y \\\n  --z"
+
+
+def test_match_as_text_shows_the_fix_of_the_pastes_values_said_not_run(reproduced: dict[str, Any]) -> None:
+    from tests.conftest import cli
+
+    paste = "ValueError: max_cpu_loras (3) must be >= max_loras (40)."
+    ran = cli("match", "--catalog", str(reproduced["output"]), "--format", "text", paste)
+    assert ran.returncode == 0, ran.stderr
+    assert "your fix (derived from the check's condition, not run; explain runs it):" in ran.stdout
+    assert "set --max-cpu-loras 40 (was 3):  vllm serve ./model --max-loras 40 --max-cpu-loras 40" in ran.stdout
+    as_json = cli("match", "--catalog", str(reproduced["output"]), "--format", "json", paste)
+    assert "your fix" not in as_json.stdout  # (JSON answers stay as they were)

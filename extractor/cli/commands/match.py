@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -175,6 +176,8 @@ def run(argv: Sequence[str]) -> int:
         if quiet_misses and not result.answered:
             continue
         page = result.render(format=args.format, notes=notes, source=source, explain=follow)
+        if follow and result.matches:
+            page += _fixes(specs, result.matches[0].site.slug, result.matches[0].values, args, options)
         out.write(page if args.format == "json" else shown(page))
         if log:
             out.flush()  # answer as the log is read
@@ -184,3 +187,23 @@ def run(argv: Sequence[str]) -> int:
     if log:
         return ExitCode.OK if matched else ExitCode.NOT_FOUND
     return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
+
+
+def _fixes(specs: Sequence[str], slug: str, values: dict[str, str], args: argparse.Namespace, options: Any) -> str:
+    """The fixes of the user's own `vllm serve` line for the values the paste showed, derived from the record's
+    reproduction and not run here (`explain` runs them): lines of text, or nothing."""
+    from extractor.query.explain import NoRecord, explain_in
+    from extractor.reproduce.user_fix import user_fixes
+
+    if not values:
+        return ""
+    try:
+        found = explain_in(specs, slug, repo=args.repo, options=options)
+    except (NoRecord, ExtractorError):
+        return ""
+    fixes = user_fixes(found.line, values)
+    if not fixes:
+        return ""
+    lines = ["  your fix (derived from the check's condition, not run; explain runs it):"]
+    lines += [f"    {fix.change}:  {shlex.join(['vllm', 'serve', './model', *fix.after.argv])}" for fix in fixes]
+    return "\n".join(lines) + "\n"
