@@ -601,7 +601,7 @@ def test_a_timeout_is_not_kept_as_the_records_answer_and_the_next_run_tries_agai
     assert [answer.get("reason") for answer in answers] == [None, None, "hung or crashed"]
     assert _kept() == ["reproduced", "reproduced"]
     again = cli("reproduce", "--catalog", release, "--runtime", sys.executable, "--timeout", "1")
-    assert "1 records to run" in again.stderr
+    assert "1 record to run" in again.stderr
 
 
 def test_the_runtime_named_is_checked_before_results_kept_are_shown(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments, step_log
 from extractor.errors import ExitCode, ExtractorError
 from extractor.pipeline.write import RELEASE_PREFIX
+from extractor.util.progress import counted
 
 if TYPE_CHECKING:
     from extractor.model.records import Reproduction
@@ -127,10 +128,10 @@ def run(argv: Sequence[str]) -> int:
     fixed = sum(1 for r in results if r.fix is not None or r.solutions)
     served = sum(1 for r in results if r.level == "serve")
     served_fixed = sum(1 for r in results if r.level == "serve" and r.solutions)
+    missed = ", ".join(f"{count} {reason}" for reason, count in counts.most_common() if reason != "reproduced")
     say(
-        f"{counts.pop('reproduced', 0)} of {len(results)} reproduced ({fixed} with a fix verified), {served} at the "
-        f"vllm serve level ({served_fixed} with a serve fix); "
-        + ", ".join(f"{count} {reason}" for reason, count in counts.most_common())
+        f"{counts['reproduced']} of {len(results)} reproduced ({fixed} with a fix verified), {served} at the "
+        f"vllm serve level ({served_fixed} with a serve fix)" + (f"; {missed}" if missed else "")
     )
     if args.output:
         _write(catalog, every, found, args.output, say)
@@ -213,7 +214,8 @@ def _run_missing(
         if release and first.version != release:
             raise ExtractorError(f"the runtime {python} has vllm {first.version}, not {release}")
         runtimes = f" ({jobs} runtimes side by side)" if jobs > 1 else ""
-        say(f"vllm {first.version} imported in {first.seconds:.1f} s; {len(lines)} records to run{runtimes}")
+        to_run = counted(len(lines), "record")
+        say(f"vllm {first.version} imported in {first.seconds:.1f} s; {to_run} to run{runtimes}")
         verified_with = f"vllm=={first.version}"
         results = reproduce(lines, running, Matcher.of_lines(lines), verified_with=verified_with, timeout=args.timeout)
         reproduced = 0
