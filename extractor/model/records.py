@@ -124,7 +124,6 @@ class ServeSolution(_Frozen):
 
     change: str  # in the words of the flags: `set --max-cpu-loras 9 (was 8)`, `remove --x`
     serve: ServeLine
-    then: Hex16 | None = None
 
 
 class ReproductionFix(_Frozen):

@@ -86,18 +86,16 @@ def class_level(program: str) -> ClassLevel | None:
 
 @dataclass(frozen=True)
 class ServeFix:
-    """A fix run as a `vllm serve` line: the line, the change in words, what it did (passed, or another check)."""
+    """A fix run as a `vllm serve` line that passed: the line, and the change in words."""
 
     line: dict[str, Any]
     change: str
-    passed: bool
-    then: str | None = None  # the record whose check fired next
     lifted: bool = False  # the class-level fix, lifted (else a flag of the trigger taken away)
 
 
 @dataclass(frozen=True)
 class Lifted:
-    """A trigger lifted and run: the line, what vLLM printed, and the fixes that ran and held (first: the class's
+    """A trigger lifted and run: the line, what vLLM printed, and the fixes that ran and passed (first: the class's
     own fix, lifted)."""
 
     line: dict[str, Any]
@@ -203,11 +201,9 @@ def lift(
     timeout: float,
     raised_here: Callable[[dict[str, Any]], bool],
     answered: Callable[[str], bool],
-    site_of: Callable[[dict[str, Any]], str | None],
 ) -> tuple[Lifted | None, str]:
-    """The trigger as a `vllm serve` line that raises at the record's line (each line run again alone in a fresh
-    process), and its fixes that ran; or None and why not. `site_of` names the record another check's report
-    comes from (None: no record of the catalog)."""
+    """The trigger as a `vllm serve` line that raises at the record's line (run again alone in a fresh process),
+    and the fixes whose lines, each run in a fresh process, pass (the class's own fix first); or None and why."""
     record = line.record
     spec = {
         "extra": extra,
@@ -247,10 +243,6 @@ def lift(
             continue
         seen.append(candidate["argv"])
         after = session.line(candidate, timeout=timeout, memory=_MEMORY, ident=record.id + "-fix")
-        passed = after.get("outcome") == "passed"
-        then = site_of(after) if after.get("outcome") == "raised" else None
-        if passed or (then is not None and then != record.id):
-            change = change_words(list(chosen["argv"]), list(candidate["argv"]))
-            made.append(ServeFix(candidate, change, passed, then, lifted))
-    made.sort(key=lambda fix: not fix.passed)  # (those that pass first; the class's own fix first among them)
+        if after.get("outcome") == "passed":
+            made.append(ServeFix(candidate, change_words(list(chosen["argv"]), list(candidate["argv"])), lifted))
     return Lifted(chosen, message, made), ""

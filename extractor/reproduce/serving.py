@@ -517,8 +517,9 @@ def search(
     report: Callable[[BaseException], dict[str, Any]],
     reached: Callable[[dict[str, Any]], bool],
 ) -> dict[str, Any]:
-    """Lift a class-level trigger (and its fix) to `vllm serve` lines and run them: the trigger as lifted, then
-    with each enabling switch, until one reaches the check (`reached`); the fix with the same switches."""
+    """Lift a class-level trigger to a `vllm serve` line that reaches the check (`reached`): as lifted, then with
+    what the serve path's search adds (`_combined`); and its fixes to lines with the same additions (lifted, not
+    run here: the extractor runs each in a fresh process)."""
     folder = tempfile.mkdtemp(prefix="extractor-parse-")
     try:
         try:
@@ -551,7 +552,7 @@ def search(
             unset = f" (no flag sets {', '.join(dropped)})" if dropped else ""
             return {"outcome": "not reached", "tries": tried, "said": f"{str(said)[:200]}{unset}"}
         out: dict[str, Any] = {
-            "outcome": "lifted", "trigger": trigger, "report": result, "tries": tried,
+            "outcome": "lifted", "trigger": trigger, "tries": tried,
             "switches": [g[0] for g in flag_groups(chosen) if [g[0]] in enabling],
         }  # fmt: skip
         fixes: list[dict[str, Any]] = []
@@ -567,7 +568,7 @@ def search(
             own = {group[0] for group in flag_groups(line["argv"])}  # (the fix's own value of a flag wins)
             kept = [token for group in flag_groups(chosen) if group[0] not in own for token in group]
             line = {**line, "argv": [*line["argv"], *kept]}
-            fixes.append({"outcome": "lifted", "line": line, "report": run_line(line, report)})
+            fixes.append({"outcome": "lifted", "line": line})  # (run by the extractor, each in a fresh process)
         out["fixes"] = fixes
         return out
     finally:

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,10 @@ def reproduce(
     def one(line: CatalogLine) -> dict[str, Any]:
         running = free.get()
         try:
-            return _one(line, running, context)
+            found = _one(line, running, context)
+            if "reproduction" in found:  # (the one chosen, lifted once)
+                _served(line, running, found["reproduction"], context)
+            return found
         finally:
             free.put(running)
 
@@ -214,7 +218,7 @@ def _reproduction(
     context: _Context,
 ) -> dict[str, Any]:
     """A verified reproduction: the program, its flags, what vLLM printed, and the first fix that, run, no longer
-    raises here (with the record raised next, if another check fires); then the same lifted to `vllm serve`."""
+    raises here (with the record raised next, if another check fires)."""
     by_site, timeout = context.by_site, context.timeout
     out: dict[str, Any] = {"python": program, "flags": _flags(line, arguments), "message": str(result["message"])}
     for fix in fixes[:3]:
@@ -230,7 +234,6 @@ def _reproduction(
                 "then": by_site.get(site) if site is not None else None,
             }
             break
-    _served(line, session, out, context)
     return out
 
 
@@ -247,10 +250,6 @@ def _served(line: CatalogLine, session: Session, out: dict[str, Any], context: _
     fix_program = out.get("fix", {}).get("python")
     fixes = [level for level in [class_level(fix_program)] if level is not None] if fix_program else []
 
-    def site_of(report: dict[str, Any]) -> str | None:
-        site = _site(report)
-        return context.by_site.get(site) if site is not None else None
-
     lifted, why = lift(
         line,
         session,
@@ -259,19 +258,17 @@ def _served(line: CatalogLine, session: Session, out: dict[str, Any], context: _
         extra=candidates(line, out["message"]),
         hints=context.hints,
         timeout=context.timeout,
-        raised_here=lambda report: _raised_here(line, report) is None,
+        raised_here=partial(raised_here, line),
         answered=lambda shown: context.answered(shown, line.record.id),
-        site_of=site_of,
     )
     if lifted is None:
         out["serveDetail"] = why
         return
     out.update(level="serve", serve=lifted.line, message=lifted.message)
-    own = next((fix for fix in lifted.fixes if fix.lifted and fix.passed), None)
+    own = next((fix for fix in lifted.fixes if fix.lifted), None)
     if own is not None and "fix" in out:
         out["fix"] = {**out["fix"], "serve": own.line}
-    passed = [fix for fix in lifted.fixes if fix.passed]
-    out["solutions"] = [{"change": fix.change, "serve": fix.line, "then": fix.then} for fix in passed]
+    out["solutions"] = [{"change": fix.change, "serve": fix.line} for fix in lifted.fixes]
 
 
 def _values(arguments: dict[str, Any]) -> dict[str, Any]:
