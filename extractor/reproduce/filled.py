@@ -9,11 +9,12 @@ import contextlib
 import json
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from extractor.model.records import CatalogLine, FieldRef, Reproduction, ServeLine
 
-__all__ = ["fill", "serve_arguments", "serve_command", "validation_code"]
+__all__ = ["compiled_check", "fill", "serve_arguments", "serve_command", "validation_code"]
 
 _MODEL = "./model"  # the model folder a published line names: one holding only the config.json it ran with
 
@@ -284,12 +285,9 @@ def validation_code(
         decorator_list=[],
         returns=ast.BinOp(ast.Name("str", ast.Load()), ast.BitOr(), ast.Constant(None)),
     )  # fmt: skip
-    module = ast.fix_missing_locations(ast.Module([function], []))
-    source = ast.unparse(module) + "\n"
-    scope: dict[str, Any] = {"__builtins__": {"dict": dict, "str": str}}
+    source = ast.unparse(ast.fix_missing_locations(ast.Module([function], []))) + "\n"
     try:
-        exec(compile(module, "<validationCode>", "exec"), scope)  # (allow-listed nodes of our own making only)
-        check = scope["check"]
+        check = compiled_check(source)
         said, after = check(dict(trigger)), check(dict(fix))
     except Exception:
         return None
@@ -297,6 +295,15 @@ def validation_code(
     if not isinstance(said, str) or not re.fullmatch(pattern, said, re.S) or after is not None:
         return None
     return source
+
+
+def compiled_check(source: str) -> Callable[[dict[str, Any]], Any]:
+    """A validationCode as its `check` function. Only validation_code's output is given here: built from
+    allow-listed nodes (no calls but `args.get`, no names but `args`), run with no builtins but `dict` and `str`.
+    What `check` raises (a key the arguments lack) is raised."""
+    scope: dict[str, Any] = {"__builtins__": {"dict": dict, "str": str}}
+    exec(compile(source, "<validationCode>", "exec"), scope)
+    return scope["check"]  # type: ignore[no-any-return]
 
 
 def _message(line: CatalogLine, names: dict[str, str], defaults: dict[str, Any]) -> ast.expr:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from extractor.model.records import ServeLine
 from extractor.query.explain import UserFix
+from extractor.reproduce.filled import compiled_check, serve_arguments, validation_code
+from extractor.reproduce.lifting import change_words
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["UserFix", "run_fixes", "user_fixes"]
 
 _MOST = 3  # fixes said
+_UNDECIDED = "\0undecided"  # what a check that could not read its arguments answers
 
 
 def _flag_of(line: CatalogLine, expression: str, argv: list[str]) -> str | None:
@@ -51,7 +54,6 @@ def _with(argv: list[str], flag: str, value: str | None) -> list[str]:
 def user_fixes(line: CatalogLine, values: dict[str, str]) -> list[UserFix]:
     """Fixes of the user's line for the values a paste shows (placeholder expression -> text), most direct first;
     none when the record was not reproduced at the serve level or its condition is not a check of flags."""
-    from extractor.reproduce.filled import serve_arguments, validation_code
 
     made = line.extraction.reproduction
     if made is None or made.serve is None or not made.solutions:
@@ -72,10 +74,9 @@ def user_fixes(line: CatalogLine, values: dict[str, str]) -> list[UserFix]:
     for flag, text in shown.items():
         argv = _with(argv, flag, text)
     before = made.serve.model_copy(update={"argv": argv})
-    if check(serve_arguments(before)) is None:  # (the paste's values do not meet the condition as derived)
+    if check(serve_arguments(before)) in (None, _UNDECIDED):  # (the paste's values do not meet it as derived)
         return []
     found: list[UserFix] = []
-    from extractor.reproduce.lifting import change_words
 
     for flag in shown:
         for other in [*(v for f, v in shown.items() if f != flag), None]:
@@ -88,19 +89,18 @@ def user_fixes(line: CatalogLine, values: dict[str, str]) -> list[UserFix]:
 
 
 def _compiled(code: str) -> Callable[[dict[str, Any]], str | None]:
-    """The validationCode as a function: built by filled.validation_code from allow-listed nodes only (no calls
-    but `args.get`, no names but `args`), with no builtins but `dict` and `str`."""
-    scope: dict[str, Any] = {"__builtins__": {"dict": dict, "str": str}}
-    exec(compile(code, "<validationCode>", "exec"), scope)
+    """The validationCode as a function whose answer is its message, or None only when it says the check passes
+    (what it cannot decide, a key the arguments lack, is an answer of its own: not a fix)."""
+    check = compiled_check(code)
 
-    def check(args: dict[str, Any]) -> str | None:
+    def answer(args: dict[str, Any]) -> str | None:
         try:
-            said = scope["check"](args)
+            said = check(args)
         except Exception:
-            return None
+            return _UNDECIDED
         return said if isinstance(said, str) else None
 
-    return check
+    return answer
 
 
 def run_fixes(line: CatalogLine, fixes: list[UserFix], python: str, *, say: Callable[[str], None]) -> list[UserFix]:
