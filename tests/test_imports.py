@@ -60,12 +60,16 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     ),
     ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; a nightly root
     (
-        "query",  # what is read from catalogs; match/: a paste's class, the templates, where they stand in a paste
-        # (find), answers, matcher, index;
+        "query",  # what is read from catalogs; match/: a paste's class, the templates, a paste made plain, the
+        # templates' programs, where they stand in a paste (locate), what a match is worth (score), the finder,
+        # answers, matcher, index;
         # history/: revisions, their checks, lineages, the written folder
         [
-            ("similarity", "match.normalize", "match.pattern", "analysis", "listing"),
-            ("match.find", "reproductions"),
+            ("similarity", "match.normalize", "match.pattern", "match.paste", "analysis", "listing"),
+            ("match.programs", "reproductions"),
+            ("match.locate",),
+            ("match.score",),
+            ("match.find",),
             ("match.answer",),
             ("match.matcher",),
             ("rewording", "match.index"),

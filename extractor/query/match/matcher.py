@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult
-from extractor.query.match.find import Finder, Hit, Paste
+from extractor.query.match.find import Finder
+from extractor.query.match.locate import Hit
+from extractor.query.match.paste import Paste
 from extractor.query.match.pattern import MatchTemplate, templates_of
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
