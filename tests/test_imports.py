@@ -69,7 +69,7 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
             ("match.programs", "reproductions"),
             ("match.locate",),
             ("match.score",),
-            ("match.find",),
+            ("match.find", "match.prefilter"),
             ("match.answer",),
             ("match.matcher",),
             ("rewording", "match.index"),

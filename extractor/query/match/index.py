@@ -30,9 +30,10 @@ __all__ = ["MatchIndex", "Provenance", "expand_specs", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
 # extraction's code and match's: the key holds every module's code (an edit to any makes a new index),
-# and this number, for a change of how the stored structure is laid out (12: the finder's keys kept per template;
-# 11: its programs, keys and weights; each catalog's scope kept).
-_FORMAT = 12
+# and this number, for a change of how the stored structure is laid out (13: the matcher's prefilter, made on
+# first use, stored empty; 12: the finder's keys kept per template; 11: its programs, keys and weights; each
+# catalog's scope kept).
+_FORMAT = 13
 _KEEP = 8
 
 

@@ -17,7 +17,17 @@ from typing import NamedTuple
 from extractor.query.match.paste import Paste, unescape
 from extractor.query.match.programs import TYPO_MIN, Program
 
-__all__ = ["BUILTIN_BASES", "CLASS_AT", "CLASS_BEFORE", "Hit", "best_hit", "difference", "levenshtein", "may_print"]
+__all__ = [
+    "BUILTIN_BASES",
+    "CLASS_AT",
+    "CLASS_BEFORE",
+    "Hit",
+    "best_hit",
+    "difference",
+    "levenshtein",
+    "may_print",
+    "typed_at",
+]
 
 MIN_CUT = 16  # skeleton characters of a template's first literal a paste cut inside it must show
 MAX_STARTS = 16  # places the first literal is tried at
@@ -414,19 +424,27 @@ def _occurrences(bare: str, row: str, start: int, *, near: bool) -> Iterator[tup
         found, tries = bare.find(right, found + 1), tries + 1
     best: dict[int, tuple[int, int]] = {}
     for begin in sorted(set(starts)):
-        for shift in sorted(range(-budget, budget + 1), key=abs):
-            end = begin + len(row) + shift
-            if end > len(bare) or end <= begin:
-                continue
-            if bare[begin : begin + 2] != row[:2] or bare[end - 2 : end] != row[-2:]:
-                continue  # a typo falls inside the row: its edges stand as written
-            if _DIGITS.findall(bare, begin, end) != _DIGITS.findall(row):
-                continue  # and its numbers (`MXFP4` is no typo of `MXFP8`)
-            distance = levenshtein(bare[begin:end], row, budget)
-            if 0 < distance <= budget and (begin not in best or distance < best[begin][1]):
+        for end, distance in typed_at(bare, row, begin, budget):
+            if begin not in best or distance < best[begin][1]:
                 best[begin] = (end, distance)
     for begin in sorted(best):
         yield begin, best[begin][0], best[begin][1]
+
+
+def typed_at(bare: str, row: str, begin: int, budget: int) -> Iterator[tuple[int, int]]:
+    """Where `row` ends when it stands at skeleton position `begin` with a typo or two (up to `budget` edits),
+    its length give or take the edits first, and the edits each end needs."""
+    for shift in sorted(range(-budget, budget + 1), key=abs):
+        end = begin + len(row) + shift
+        if end > len(bare) or end <= begin:
+            continue
+        if bare[begin : begin + 2] != row[:2] or bare[end - 2 : end] != row[-2:]:
+            continue  # a typo falls inside the row: its edges stand as written
+        if _DIGITS.findall(bare, begin, end) != _DIGITS.findall(row):
+            continue  # and its numbers (`MXFP4` is no typo of `MXFP8`)
+        distance = levenshtein(bare[begin:end], row, budget)
+        if 0 < distance <= budget:
+            yield end, distance
 
 
 def levenshtein(a: str, b: str, limit: int) -> int:

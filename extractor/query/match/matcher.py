@@ -12,6 +12,7 @@ from extractor.query.match.find import Finder
 from extractor.query.match.locate import Hit
 from extractor.query.match.paste import Paste
 from extractor.query.match.pattern import MatchTemplate, templates_of
+from extractor.query.match.prefilter import Prefilter, python_anchors
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
     from extractor.model.records import CatalogLine
@@ -22,6 +23,10 @@ MAX_LINE = 16_384  # characters of one input looked at: the work per line is bou
 # A log line at an error's level (what a log's other lines are matched for), and a `raise` pasted from the source.
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
+# What a printed class (normalize.CLASS_PREFIX, find's CLASS_AT) shows in a line's skeleton: its last word and
+# a colon, or its last word at the line's end. A log line showing neither, nor a message Python prints itself,
+# nor one of the two above, is matched only for what a template may explain (see prefilter.py).
+_CLASS_ENDS = ("error", "exception", "exit", "warning")
 
 
 class Matcher:
@@ -34,6 +39,10 @@ class Matcher:
             if template.messageSource:
                 self.by_source.setdefault(_squash(template.messageSource), []).append(index)
         self.finder = Finder(self.templates)
+        self._prefilter: Prefilter | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_prefilter": None}  # (made again on first use: cheaper than read back)
 
     @classmethod
     def of_lines(cls, lines: Iterable[CatalogLine], *, origin: str = "") -> Matcher:
@@ -45,6 +54,17 @@ class Matcher:
         data = self.finder.to_json()
         data["shared"] = {**data["shared"], "PYTHON_OWN": normalize.PYTHON_OWN, "MAX_LINE": MAX_LINE}
         return data
+
+    def quiet(self, text: str) -> bool:
+        """Whether matching `text` as a log line would find no message in it (`MatchResult.holds_message`), told
+        without matching it: one pass over a line that holds none of the templates' literal text (prefilter.py)."""
+        line = text.rstrip("\r\n")
+        if len(text) > MAX_LINE or _ERROR_LEVEL.match(line) or _RAISE.match(line):
+            return False
+        if self._prefilter is None:
+            loud = (*(f"{end}:" for end in _CLASS_ENDS), *python_anchors(normalize.PYTHON_OWN.values()))
+            self._prefilter = Prefilter(self.finder.programs, self.finder.catch_all, loud=loud, loud_ends=_CLASS_ENDS)
+        return self._prefilter.quiet(line)
 
     def match(self, text: str) -> MatchResult:
         """Match one input (a message, a log line, a paste, a `raise` line) against the templates."""
@@ -131,6 +151,8 @@ def _in_file_order(matches: Iterable[Match]) -> tuple[Match, ...]:
 def match_lines(matcher: Matcher, inputs: Iterable[str], *, log: bool) -> Iterator[MatchResult]:
     """Match inputs as they come; from a log, yield only lines that matched or look like errors."""
     for text in inputs:
+        if log and matcher.quiet(text):
+            continue
         result = matcher.match(text)
         if not log or result.holds_message:
             yield result

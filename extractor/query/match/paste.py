@@ -8,7 +8,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["CHARACTERS", "ENTITIES", "MOJIBAKE", "Paste", "plain", "skeleton", "unescape", "without_line_prefix"]
+__all__ = [
+    "CHARACTERS",
+    "ENTITIES",
+    "MOJIBAKE",
+    "UNDONE",
+    "Paste",
+    "bare_of",
+    "cuts_of",
+    "plain",
+    "skeleton",
+    "unescape",
+    "without_line_prefix",
+]
 
 # Characters editors, chat clients and web pages put for plain ones (and their UTF-8 read as Windows-1252).
 CHARACTERS = {
@@ -27,6 +39,10 @@ ENTITY = r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,6});"
 PREFIX_MAX = 80  # characters of a line its prefix may take
 ESCAPE = r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\'\"/ntr])"
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+# What `plain` undoes, as it stands in a skeleton: a text without a line break whose skeleton holds none of
+# these is plain already (`plain` returns it as it is, with no step).
+UNDONE = ("\x1b", "^[", "&", "\u00e2\u20ac", *CHARACTERS)
 
 _ANSI = re.compile(ANSI)
 _ENTITY = re.compile(ENTITY)
@@ -131,6 +147,24 @@ _GAPS = re.compile(r"(?:[ \t\n\r\f\v`]|\\[ntr]?)+")  # what the skeleton leaves 
 _KEPT = str.maketrans({'"': "'", **{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)}})
 
 
+def bare_of(text: str) -> str:
+    """The text's skeleton alone (see `skeleton`), without where each of its characters stands."""
+    if text.isascii() and text.isprintable() and "\\" not in text:  # (its only whitespace is spaces)
+        return text.replace(" ", "").replace("`", "").replace('"', "'").lower()
+    return _GAPS.sub("", text).translate(_KEPT)
+
+
+def cuts_of(bare: str) -> list[int]:
+    """Where the text a cut paste shows may stop in its skeleton: at each `...`, and at its end."""
+    cuts: list[int] = []
+    at = bare.find("...")
+    while at >= 0:
+        cuts.append(at)
+        at = bare.find("...", at + 3)
+    cuts.append(len(bare))
+    return cuts
+
+
 @dataclass(slots=True)
 class Paste:
     """A paste read for matching: its plain text, its skeleton, and where a cut paste may end."""
@@ -145,13 +179,7 @@ class Paste:
     def of(cls, text: str, *, entities: bool = True) -> Paste:
         text, steps = plain(text, entities=entities)
         bare, where = skeleton(text)
-        cuts: list[int] = []
-        at = bare.find("...")
-        while at >= 0:
-            cuts.append(at)
-            at = bare.find("...", at + 3)
-        cuts.append(len(bare))
-        return cls(text, steps, bare, where, cuts)
+        return cls(text, steps, bare, where, cuts_of(bare))
 
     def at(self, index: int) -> int:
         """Where skeleton position `index` stands in the text (its end, for one past the last)."""
