@@ -80,12 +80,19 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         ],
     ),
     # A catalog's text read as data, programs built as nodes; the runtime's search and its child process (standard
-    # library only), the runtime; a record's trigger and fix;
+    # library only) and its probe of the serve path, the runtime; a record's trigger and fix;
     # running them.
     (
         "reproduce",
-        [("programs", "filled"), ("explore", "serving"), ("child", "runtime", "triggers"), ("lifting",), ("verify",),
-         ("user_fix",)],
+        [
+            ("programs", "filled"),
+            ("explore", "serving"),
+            ("probing",),
+            ("child", "runtime", "triggers"),
+            ("lifting",),
+            ("verify",),
+            ("user_fix",),
+        ],
     ),
     (
         "publish",  # the site's inputs, its highlighting, its pages and build; the nightly job that publishes

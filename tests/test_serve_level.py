@@ -303,3 +303,86 @@ def test_match_as_text_shows_the_fix_of_the_pastes_values_said_not_run(reproduce
     assert "set --max-cpu-loras 40 (was 3):  vllm serve ./model --max-loras 40 --max-cpu-loras 40" in ran.stdout
     as_json = cli("match", "--catalog", str(reproduced["output"]), "--format", "json", paste)
     assert "your fix" not in as_json.stdout  # (JSON answers stay as they were)
+
+
+_PROBE = """\
+import json, os, sys
+
+import vllm
+from extractor.reproduce import child, explore, probing, serving
+
+child.PACKAGE_ROOTS.extend(os.path.abspath(path) for path in vllm.__path__)
+task = json.loads(sys.argv[1])
+target, pattern = task["target"], task["pattern"]
+found = probing.sweep(task, explore.TINY_MODELS, child._report, lambda r: serving.at_target(r, target, pattern))
+print(json.dumps(found))
+"""
+
+
+def _probed(git_repo: Any, task: dict[str, Any]) -> dict[str, Any]:
+    """The serve path's probe run in a fresh interpreter where the package stands for vLLM."""
+    import os
+    import subprocess
+
+    git_repo.commit(PACKAGE, tag="v1")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(git_repo.path), str(Path(__file__).parents[1])])}
+    ran = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(task)], capture_output=True, text=True, env=env, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return dict(json.loads(ran.stdout.splitlines()[-1]))
+
+
+def _raise_line(source: str, words: str) -> int:
+    """The line of the raise whose message holds the words (the line before it, where the message is wrapped)."""
+    lines = source.splitlines()
+    number = next(number for number, text in enumerate(lines, 1) if words in text)
+    return number if "raise" in lines[number - 1] else number - 1
+
+
+def test_the_probe_reaches_a_check_through_a_json_key_with_a_value_its_condition_names(git_repo: Any) -> None:
+    task = {
+        "module": "vllm.config.compilation",
+        "fields": [{"class": "CompilationConfig", "field": "level", "flag": None, "via": "--compilation-config",
+                    "key": "level", "sources": ["3", "4", "2"]}],
+        "classes": ["CompilationConfig"],
+        "target": ["vllm/config/compilation.py", _raise_line(COMPILATION, "Unknown compilation level")],
+        "pattern": r"Unknown compilation level (?P<p0>.*?)\.",
+    }  # fmt: skip
+    found = _probed(git_repo, task)
+    assert found["outcome"] == "lifted", found
+    assert found["trigger"]["argv"] == ["--compilation-config", '{"level": 4}'] and found["tries"] == 2
+
+
+def test_the_probe_combines_an_enabling_switch_with_values_the_fields_types_hold(git_repo: Any) -> None:
+    """No condition names a value (`max_cpu_loras < max_loras` compares two fields): the ints the type holds are
+    tried, two fields at once, with the class's enabling switch, which no field of the check reads."""
+    task = {
+        "module": "vllm.config.lora",
+        "fields": [
+            {"class": "LoRAConfig", "field": "max_cpu_loras", "flag": "--max-cpu-loras", "sources": ["self.max_loras"]},
+            {"class": "LoRAConfig", "field": "max_loras", "flag": "--max-loras", "sources": ["self.max_cpu_loras"]},
+        ],
+        "classes": ["LoRAConfig"],
+        "target": ["vllm/config/lora.py", _raise_line(LORA, "must be >= max_loras")],
+        "pattern": r"max_cpu_loras \((?P<p0>.*?)\) must be >= max_loras \((?P<p1>.*?)\)\.",
+    }
+    found = _probed(git_repo, task)
+    assert found["outcome"] == "lifted", found
+    groups = {group[0]: group[1:] for group in flag_groups(found["trigger"]["argv"])}
+    assert {"--enable-lora", "--max-cpu-loras"} <= groups.keys()
+    assert int(groups["--max-cpu-loras"][0]) < int(groups.get("--max-loras", ["1"])[0])  # (1: its default)
+    assert found["switches"] == ["--enable-lora"]
+
+
+def test_the_probe_of_a_field_no_flag_sets_says_how_far_it_got(git_repo: Any) -> None:
+    task = {
+        "module": "vllm.config.lora",
+        "fields": [{"class": "LoRAConfig", "field": "max_loras", "flag": "--max-loras", "sources": []}],
+        "classes": [],
+        "target": ["vllm/config/lora.py", _raise_line(LORA, "Internal limit")],
+        "pattern": r"Internal limit (?P<p0>.*?) passed\.",
+    }
+    found = _probed(git_repo, task)
+    assert found["outcome"] == "not reached" and found["tries"] == 5  # (the five ints an int field is tried with)

@@ -25,10 +25,11 @@ import traceback
 import typing
 
 if __package__:  # imported as part of the extractor (its tests)
-    from extractor.reproduce import explore, serving
+    from extractor.reproduce import explore, probing, serving
 else:  # run as a script in a runtime: its neighbour, then this folder off the path (none of its other modules
     explore = importlib.import_module("explore")  # may stand for a module the package imports)
     serving = importlib.import_module("serving")
+    probing = importlib.import_module("probing")
     sys.path.pop(0)
 PACKAGE_ROOTS: list[str] = []
 MODEL_DIR: list[str] = []  # the tiny model folder attempts name (`MODEL`), made when the child starts
@@ -96,6 +97,11 @@ def _serve(task: dict[str, object]) -> dict[str, object]:
     return serving.search(task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern))
 
 
+def _probe(task: dict[str, object]) -> dict[str, object]:
+    target, pattern = list(task["target"]), str(task["pattern"])  # type: ignore[call-overload]
+    return probing.sweep(task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern))
+
+
 def _run(task: dict[str, object]) -> dict[str, object]:
     """Fork; the attempt runs in its own process (and process group), writes its report on a pipe and exits; past
     the time limit it is killed. Whatever it started is killed after it, wherever it went (see _sweep)."""
@@ -115,6 +121,10 @@ def _run(task: dict[str, object]) -> dict[str, object]:
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
                 report = _serve(task["serve"])  # type: ignore[arg-type]
+            elif "probe" in task:  # the serve path searched for a line that reaches a check
+                if memory:
+                    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+                report = _probe(task["probe"])  # type: ignore[arg-type]
             elif "line" in task:  # one `vllm serve` line, run
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))

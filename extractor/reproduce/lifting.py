@@ -26,6 +26,8 @@ __all__ = [
     "class_level",
     "flag_hints",
     "lift",
+    "probe_spec",
+    "serve_search",
 ]
 
 _MEMORY = 4 << 30
@@ -213,6 +215,109 @@ def lift(
         "pattern": record.messagePattern,
     }
     found = session.serve(spec, timeout=timeout * 3, memory=_MEMORY, ident=record.id + "-serve")
+    return _verified(line, session, found, timeout=timeout, raised_here=raised_here, answered=answered)
+
+
+def serve_search(
+    line: CatalogLine,
+    session: Session,
+    *,
+    hints: dict[str, str],
+    timeout: float,
+    raised_here: Callable[[dict[str, Any]], bool],
+    answered: Callable[[str], bool],
+) -> tuple[Lifted | None, str]:
+    """A `vllm serve` line found by the serve path's own search over the fields the check reads (probing.py),
+    where no class-level reproduction lifts to one; verified and given fixes as a lifted line is."""
+    spec = probe_spec(line, hints)
+    if not spec["fields"]:
+        return None, "no field its conditions read has a flag"
+    found = session.sweep(spec, timeout=timeout * 3, memory=_MEMORY, ident=line.record.id + "-probe")
+    return _verified(line, session, found, timeout=timeout, raised_here=raised_here, answered=answered)
+
+
+def probe_spec(line: CatalogLine, hints: dict[str, str]) -> dict[str, Any]:
+    """What the runtime's probe needs: the record's module and target, and each field its conditions read that a
+    flag (or a key of a JSON flag) sets, with the values the conditions compare it with, as source."""
+    record, extraction = line.record, line.extraction
+    tests = [c.test for c in extraction.conditions if c.kind not in ("else", "try", "finally") and c.test]
+    fields: list[dict[str, Any]] = []
+    classes: list[str] = []
+    for ref in extraction.fields:
+        if not (ref.resolved and ref.field):
+            continue
+        flag = _long(ref.flags) if ref.flags else hints.get(f"{ref.class_}.{ref.field}")
+        if ref.class_ and ref.class_ not in classes:
+            classes.append(ref.class_)
+        if flag is None and not (ref.via and ref.key):
+            continue
+        entry = {"class": ref.class_, "field": ref.field, "flag": flag, "via": ref.via, "key": ref.key,
+                 "sources": compared(ref.expression, tests)}  # fmt: skip
+        if entry not in fields:
+            fields.append(entry)
+    owner = extraction.function.rpartition(".")[0].rpartition(".")[2]
+    if owner and owner[:1].isupper() and owner not in classes:
+        classes.insert(0, owner)
+    return {
+        "module": record.filePath.removesuffix(".py").replace("/", ".").removesuffix(".__init__"),
+        "fields": fields,
+        "classes": classes,
+        "target": [record.filePath, record.lineNumber],
+        "pattern": record.messagePattern,
+    }
+
+
+def compared(expression: str, tests: list[str]) -> list[str]:
+    """The values conditions compare an expression with, as source, each number with its neighbours
+    (`self.x > 0` -> `0`, `1`, `-1`; `self.m == Mode.NONE` -> `Mode.NONE`; `x in ("a", "b")` -> both; `x is
+    None` -> `None`)."""
+    out: list[str] = []
+
+    def add(node: ast.expr) -> None:
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            for item in node.elts:
+                add(item)
+            return
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            number = node.value
+            texts = [repr(number), repr(number + 1), repr(number - 1)]
+        elif isinstance(node, (ast.Constant, ast.Attribute, ast.Name)):
+            texts = [ast.unparse(node)]
+        else:
+            return
+        out.extend(text for text in texts if text not in out)
+
+    for test in tests:
+        try:
+            tree = ast.parse(test, mode="eval")
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Compare):
+                continue
+            sides = [node.left, *node.comparators]
+            for index, side in enumerate(sides):
+                inside = {ast.unparse(part) for part in ast.walk(side) if isinstance(part, ast.expr)}
+                if expression not in inside:  # (the expression itself, or a term of it: `a * b <= 1`)
+                    continue
+                for other in sides[max(0, index - 1) : index] + sides[index + 1 : index + 2]:
+                    if expression not in ast.unparse(other):
+                        add(other)
+    return out
+
+
+def _verified(
+    line: CatalogLine,
+    session: Session,
+    found: dict[str, Any],
+    *,
+    timeout: float,
+    raised_here: Callable[[dict[str, Any]], bool],
+    answered: Callable[[str], bool],
+) -> tuple[Lifted | None, str]:
+    """What the runtime found, run again alone in a fresh process, and its fixes (the lifted ones, then each flag
+    and each JSON key of the trigger taken away), each run in a fresh process: those that pass."""
+    record = line.record
     if found.get("outcome") != "lifted":
         return None, str(found.get("said") or found.get("reason") or found.get("outcome"))
     chosen = dict(found["trigger"])

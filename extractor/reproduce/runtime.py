@@ -293,6 +293,10 @@ class Session:
         """Lift a class's trigger and fixes to `vllm serve` lines and run them (see serving.py)."""
         return self._ask({"id": ident, "serve": spec, "timeout": timeout, "memory": memory})
 
+    def sweep(self, spec: dict[str, Any], *, timeout: float, memory: int = 0, ident: str = "") -> dict[str, Any]:
+        """Search the serve path for a line that reaches a check, from the fields it reads (see probing.py)."""
+        return self._ask({"id": ident, "probe": spec, "timeout": timeout, "memory": memory})
+
     def line(self, line: dict[str, Any], *, timeout: float, memory: int = 0, ident: str = "") -> dict[str, Any]:
         """Run one `vllm serve` line (flags, model config, environment) in a fresh process."""
         return self._ask({"id": ident, "line": line, "timeout": timeout, "memory": memory})

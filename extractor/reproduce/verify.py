@@ -86,6 +86,8 @@ def reproduce(
             found = _one(line, running, context)
             if "reproduction" in found:  # (the one chosen, lifted once)
                 _served(line, running, found["reproduction"], context)
+            if found.get("reproduction", {}).get("level") != "serve":  # (the serve path searched on its own)
+                found = _probed(line, running, found, context)
             return found
         finally:
             free.put(running)
@@ -197,7 +199,7 @@ def as_reproduction(result: dict[str, Any], verified_with: str) -> Reproduction:
     fix = made.get("fix")
     return Reproduction(
         verifiedWith=verified_with,
-        python=made["python"],
+        python=made.get("python"),
         flags=made.get("flags"),
         message=made["message"],
         fix=ReproductionFix(**fix) if fix else None,
@@ -269,6 +271,35 @@ def _served(line: CatalogLine, session: Session, out: dict[str, Any], context: _
     if own is not None and "fix" in out:
         out["fix"] = {**out["fix"], "serve": own.line}
     out["solutions"] = [{"change": fix.change, "serve": fix.line} for fix in lifted.fixes]
+
+
+def _probed(line: CatalogLine, session: Session, found: dict[str, Any], context: _Context) -> dict[str, Any]:
+    """A record no lifted reproduction brought to the serve level, searched for there on its own (probing.py): a
+    line found replaces the config level (its program kept beside it), or stands alone where nothing else
+    reproduced the record; else the record is left as it was, the probe's answer in its detail."""
+    from extractor.reproduce.lifting import serve_search
+
+    lifted, why = serve_search(
+        line,
+        session,
+        hints=context.hints,
+        timeout=context.timeout,
+        raised_here=partial(raised_here, line),
+        answered=lambda shown: context.answered(shown, line.record.id),
+    )
+    made = found.get("reproduction")
+    if lifted is None:
+        if made is not None:
+            made["serveDetail"] = f"{made.get('serveDetail') or ''}; the serve path's probe: {why}".lstrip("; ")
+        return found
+    solutions = [{"change": fix.change, "serve": fix.line} for fix in lifted.fixes]
+    served: dict[str, Any] = {"level": "serve", "serve": lifted.line, "message": lifted.message, "solutions": solutions}
+    if made is not None:
+        made.update(served)
+        made.pop("serveDetail", None)
+        return found
+    head = {key: found[key] for key in ("id", "filePath", "lineNumber")}
+    return {**head, "reproduction": {**served, "verifiedWith": context.verified_with}}
 
 
 def _values(arguments: dict[str, Any]) -> dict[str, Any]:
