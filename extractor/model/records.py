@@ -151,6 +151,12 @@ class Reproduction(_Frozen):
     solutions: list[ServeSolution] | None = None  # changes of the serve line that ran and passed, the fix's first
     serveDetail: str | None = None  # why a reproduction stays at the config level (no serve line reaches it)
 
+    @property
+    def reproduced(self) -> bool:
+        """Whether a run raised the error here: a program (the config level) or a `vllm serve` line (found on
+        the serve path alone, with no program behind it)."""
+        return self.python is not None or self.serve is not None
+
 
 class Extraction(_Frozen):
     """What the extractor captures beside a record for later analysis."""

@@ -320,10 +320,11 @@ def _reproduction_text(line: CatalogLine) -> list[str]:
     made = line.extraction.reproduction
     if made is None:
         return []
-    if made.python is None:
+    if not made.reproduced:
         return ["", f"Reproduce  not reproduced against {made.verifiedWith}: {made.reason}"]
     out = ["", f"Reproduce  (run against {made.verifiedWith}: it raises this error)"]
-    out += _indented(made.python)
+    if made.python is not None:
+        out += _indented(made.python)
     if made.serve is not None:
         out.append(f"  vllm serve line (run: it raises this error):  vllm serve ./model {shlex.join(made.serve.argv)}")
     elif made.flags is not None:
@@ -371,12 +372,15 @@ def _reproduction_markdown(line: CatalogLine) -> list[str]:
     made = line.extraction.reproduction
     if made is None:
         return []
-    if made.python is None:
+    if not made.reproduced:
         reason = markdown.text(made.reason or "")
         return ["", "## Reproduce", "", f"Not reproduced against {markdown.inline_code(made.verifiedWith)}: {reason}."]
     out = ["", "## Reproduce", "", f"Run against {markdown.inline_code(made.verifiedWith)}; it raises this error:", ""]
-    out += markdown.fence(made.python.rstrip("\n"), "python")
-    if made.flags is not None:
+    if made.python is not None:
+        out += markdown.fence(made.python.rstrip("\n"), "python")
+    if made.serve is not None:
+        out += ["", *markdown.fence(f"vllm serve ./model {shlex.join(made.serve.argv)}", "sh")]
+    elif made.flags is not None:
         out += ["", *markdown.fence(f"vllm serve {made.flags}", "sh")]
     out += ["", *markdown.fence(made.message or "")]
     if made.fix is not None:

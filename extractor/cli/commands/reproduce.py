@@ -124,7 +124,7 @@ def run(argv: Sequence[str]) -> int:
         sys.stdout.write(orjson.dumps({**head, "reproduction": shown}).decode() + "\n")
     sys.stdout.flush()
     results = [found[line.record.id] for line in lines]
-    counts = Counter("reproduced" if r.python else str(r.reason) for r in results)
+    counts = Counter("reproduced" if r.reproduced else str(r.reason) for r in results)
     fixed = sum(1 for r in results if r.fix is not None or r.solutions)
     served = sum(1 for r in results if r.level == "serve")
     served_fixed = sum(1 for r in results if r.level == "serve" and r.solutions)
@@ -227,7 +227,7 @@ def _run_missing(
         for result in bar(_taken(results), len(lines), "reproduce", size=lambda _: 1, unit="record", status=status):
             reproduction = as_reproduction(result, verified_with)
             made[result["id"]] = reproduction
-            reproduced += reproduction.python is not None
+            reproduced += reproduction.reproduced
             keep(result["id"], reproduction)
     return made
 
