@@ -48,7 +48,7 @@ def _value(text: str) -> Any:
 
 def fill(line: CatalogLine, reproduction: Reproduction | None) -> CatalogLine:
     """The line with its record's second half written from its reproduction (unchanged when there is none)."""
-    if reproduction is None or reproduction.python is None:
+    if reproduction is None or not reproduction.reproduced:
         return line
     record = line.record
     serve = reproduction.serve
@@ -63,11 +63,11 @@ def fill(line: CatalogLine, reproduction: Reproduction | None) -> CatalogLine:
     else:
         scenario = (
             f"Building the config in Python as below raises this error at {where} (run against {ran}); no "
-            f"`vllm serve` line was found that reaches it.\n\n{reproduction.python.strip()}"
+            f"`vllm serve` line was found that reaches it.\n\n{(reproduction.python or '').strip()}"
         )
     if serve is not None and fix_line is not None:
         example = f"# before\n{serve_command(serve)}\n\n# after\n{serve_command(fix_line)}"
-    elif reproduction.fix is not None:
+    elif reproduction.fix is not None and reproduction.python is not None:
         example = f"# before\n{reproduction.python.strip()}\n\n# after\n{reproduction.fix.python.strip()}"
     else:
         example = None
@@ -181,7 +181,9 @@ _ALLOWED = (
     ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.Compare, ast.Eq, ast.NotEq,
     ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn, ast.BinOp, ast.Add, ast.Sub, ast.Mult,
     ast.FloorDiv, ast.Mod, ast.Div, ast.Constant, ast.Attribute, ast.Name, ast.Load, ast.Tuple, ast.List, ast.Set,
+    ast.Call, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.comprehension, ast.Store, ast.IfExp,
 )  # fmt: skip
+_CALLS = {"len": len, "any": any, "all": all, "min": min, "max": max, "abs": abs, "sorted": sorted}  # (pure builtins)
 
 
 class _Untranslatable(Exception):
@@ -195,11 +197,24 @@ def _translated(text: str, names: dict[str, str], defaults: dict[str, Any]) -> a
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
         raise _Untranslatable(text) from None
+    bound: set[str] = set()  # (the names a comprehension binds: `b` of `any(b <= 0 for b in self.x)`)
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise _Untranslatable(type(node).__name__)
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _CALLS):
+            raise _Untranslatable("Call")
+        if isinstance(node, ast.comprehension):
+            if not isinstance(node.target, ast.Name):
+                raise _Untranslatable("comprehension")
+            bound.add(node.target.id)
 
     class Swap(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> Any:
+            node.args = [self.visit(argument) for argument in node.args]  # (the function's name stays)
+            if node.keywords:
+                raise _Untranslatable("keywords")
+            return node
+
         def visit_Attribute(self, node: ast.Attribute) -> Any:
             dotted = ast.unparse(node)
             if dotted in names:
@@ -207,7 +222,7 @@ def _translated(text: str, names: dict[str, str], defaults: dict[str, Any]) -> a
             raise _Untranslatable(dotted)
 
         def visit_Name(self, node: ast.Name) -> Any:
-            if node.id in ("None", "True", "False"):
+            if node.id in ("None", "True", "False") or node.id in bound:
                 return node
             if node.id in names:
                 return _lookup(names[node.id], defaults)
@@ -254,9 +269,18 @@ def validation_code(
         if ref.default is not None:
             with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
                 defaults[dest] = ast.literal_eval(ref.default)
-    for ref in extraction.fields:  # (a parameter the line sets by the flag of its name: `max_model_len`)
+    keyed = {  # the keys of the JSON flags the trigger's line sets: `--eplb-config '{"use_async": true}'`
+        key: f"{dest}{_KEY}{key}" for dest, value in trigger.items() if isinstance(value, dict) for key in value
+    }
+    for ref in extraction.fields:
+        if ref.expression in names:
+            continue
         if not ref.resolved and ref.expression.isidentifier() and ref.expression in trigger and ref.expression in fix:
-            names.setdefault(ref.expression, ref.expression)
+            names[ref.expression] = ref.expression  # (a parameter the line sets by the flag of its name)
+        elif ref.resolved and ref.field in keyed:  # (a field of a config held, set through its JSON flag)
+            names[ref.expression] = keyed[str(ref.field)]
+        elif not ref.resolved and ref.expression in keyed:  # (a local named for the key it was read from)
+            names[ref.expression] = keyed[ref.expression]
     try:
         tests: list[ast.expr] = []
         for condition in extraction.conditions:
@@ -299,9 +323,10 @@ def validation_code(
 
 def compiled_check(source: str) -> Callable[[dict[str, Any]], Any]:
     """A validationCode as its `check` function. Only validation_code's output is given here: built from
-    allow-listed nodes (no calls but `args.get`, no names but `args`), run with no builtins but `dict` and `str`.
+    allow-listed nodes (no calls but `args.get` and pure builtins: `len`, `any`, ...; no names but `args` and what a
+    comprehension binds), run with no builtins but those, `dict` and `str`.
     What `check` raises (a key the arguments lack) is raised."""
-    scope: dict[str, Any] = {"__builtins__": {"dict": dict, "str": str}}
+    scope: dict[str, Any] = {"__builtins__": {"dict": dict, "str": str, **_CALLS}}
     exec(compile(source, "<validationCode>", "exec"), scope)
     return scope["check"]  # type: ignore[no-any-return]
 
