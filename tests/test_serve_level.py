@@ -324,7 +324,9 @@ def _probed(git_repo: Any, task: dict[str, Any]) -> dict[str, Any]:
     import os
     import subprocess
 
-    git_repo.commit(PACKAGE, tag="v1")
+    if not getattr(git_repo, "probed", False):  # (the package committed once, for every probe of a test)
+        git_repo.commit(PACKAGE, tag="v1")
+        git_repo.probed = True
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(git_repo.path), str(Path(__file__).parents[1])])}
     ran = subprocess.run(
         [sys.executable, "-c", _PROBE, json.dumps(task)], capture_output=True, text=True, env=env, timeout=120,
@@ -385,4 +387,33 @@ def test_the_probe_of_a_field_no_flag_sets_says_how_far_it_got(git_repo: Any) ->
         "pattern": r"Internal limit (?P<p0>.*?) passed\.",
     }
     found = _probed(git_repo, task)
-    assert found["outcome"] == "not reached" and found["tries"] == 5  # (the five ints an int field is tried with)
+    assert found["outcome"] == "not reached" and found["tries"] == 6  # (an int field: 0, 1, 2, 3, -1 and 4096)
+
+
+def test_the_probe_routes_a_name_the_catalog_did_not_resolve_to_its_class_s_json_key(git_repo: Any) -> None:
+    """`level` read by a name (a local, a parameter) with no flag named: the runtime finds it a field of the
+    function's class, which a JSON flag takes, and sets it there."""
+    task = {
+        "module": "vllm.config.compilation",
+        "function": "CompilationConfig.__post_init__",
+        "fields": [{"class": None, "field": "level", "flag": None, "via": None, "key": None, "name": True,
+                    "sources": ["3", "4", "2"]}],
+        "classes": ["CompilationConfig"],
+        "target": ["vllm/config/compilation.py", _raise_line(COMPILATION, "Unknown compilation level")],
+        "pattern": r"Unknown compilation level (?P<p0>.*?)\.",
+    }  # fmt: skip
+    found = _probed(git_repo, task)
+    assert found["outcome"] == "lifted", found
+    assert found["trigger"]["argv"] == ["--compilation-config", '{"level": 4}']
+    nowhere = {**task, "fields": [{**task["fields"][0], "field": "no_such_field"}]}
+    assert _probed(git_repo, nowhere) == {"outcome": "not reached", "tries": 0,
+                                          "said": "no flag sets what its conditions read"}  # fmt: skip
+
+
+def test_a_value_read_by_a_name_is_named_for_the_probe_and_a_computed_one_is_not() -> None:
+    from extractor.reproduce.lifting import _read_name
+
+    assert _read_name("tensor_parallel_size") == "tensor_parallel_size"
+    assert _read_name("parallel_config.tensor_parallel_size") == "tensor_parallel_size"
+    assert _read_name("self.max_loras") == "max_loras"
+    assert [_read_name(e) for e in ("HAS_TRITON", "CompilationMode.__members__", "len(x)", "a[0]", "a +")] == [None] * 5

@@ -231,28 +231,36 @@ def serve_search(
     where no class-level reproduction lifts to one; verified and given fixes as a lifted line is."""
     spec = probe_spec(line, hints)
     if not spec["fields"]:
-        return None, "no field its conditions read has a flag"
+        return None, "its conditions read no field nor name a flag could set"
     found = session.sweep(spec, timeout=timeout * 3, memory=_MEMORY, ident=line.record.id + "-probe")
     return _verified(line, session, found, timeout=timeout, raised_here=raised_here, answered=answered)
 
 
 def probe_spec(line: CatalogLine, hints: dict[str, str]) -> dict[str, Any]:
-    """What the runtime's probe needs: the record's module and target, and each field its conditions read that a
-    flag (or a key of a JSON flag) sets, with the values the conditions compare it with, as source."""
+    """What the runtime's probe needs: the record's module, function and target, and each value its conditions
+    read, with the values they compare it with, as source: a field the catalog resolved (with the flag or the
+    key of a JSON flag that sets it, where the catalog knows one), else the name it is read by (`value`,
+    `tensor_parallel_size`, `parallel_config.tensor_parallel_size` -> `tensor_parallel_size`), which the
+    runtime routes to a flag itself (a validator's fields, an engine argument of that name) or leaves."""
     record, extraction = line.record, line.extraction
     tests = [c.test for c in extraction.conditions if c.kind not in ("else", "try", "finally") and c.test]
     fields: list[dict[str, Any]] = []
     classes: list[str] = []
     for ref in extraction.fields:
-        if not (ref.resolved and ref.field):
-            continue
-        flag = _long(ref.flags) if ref.flags else hints.get(f"{ref.class_}.{ref.field}")
-        if ref.class_ and ref.class_ not in classes:
-            classes.append(ref.class_)
-        if flag is None and not (ref.via and ref.key):
-            continue
-        entry = {"class": ref.class_, "field": ref.field, "flag": flag, "via": ref.via, "key": ref.key,
-                 "sources": compared(ref.expression, tests)}  # fmt: skip
+        sources = compared(ref.expression, tests)
+        entry: dict[str, Any]
+        if ref.resolved and ref.field:
+            flag = _long(ref.flags) if ref.flags else hints.get(f"{ref.class_}.{ref.field}")
+            if ref.class_ and ref.class_ not in classes:
+                classes.append(ref.class_)
+            entry = {"class": ref.class_, "field": ref.field, "flag": flag, "via": ref.via, "key": ref.key,
+                     "sources": sources}  # fmt: skip
+        else:
+            name = _read_name(ref.expression)
+            if name is None:
+                continue
+            entry = {"class": None, "field": name, "flag": None, "via": None, "key": None, "sources": sources,
+                     "name": True}  # fmt: skip
         if entry not in fields:
             fields.append(entry)
     owner = extraction.function.rpartition(".")[0].rpartition(".")[2]
@@ -260,11 +268,29 @@ def probe_spec(line: CatalogLine, hints: dict[str, str]) -> dict[str, Any]:
         classes.insert(0, owner)
     return {
         "module": record.filePath.removesuffix(".py").replace("/", ".").removesuffix(".__init__"),
+        "function": extraction.function,
         "fields": fields,
         "classes": classes,
         "target": [record.filePath, record.lineNumber],
         "pattern": record.messagePattern,
     }
+
+
+def _read_name(expression: str) -> str | None:
+    """The name a value is read by: a plain name, or an attribute chain's last attribute (`self.x`,
+    `parallel_config.tensor_parallel_size`); None for anything computed (a call, a subscript, arithmetic) or a
+    constant's name (`HAS_TRITON`, `CompilationMode.__members__`)."""
+    try:
+        node = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    chain = node
+    while isinstance(chain, ast.Attribute):
+        chain = chain.value
+    if not isinstance(chain, ast.Name) or chain.id[:1].isupper():
+        return None
+    name = node.attr if isinstance(node, ast.Attribute) else chain.id
+    return None if name.startswith("__") or name.isupper() else name
 
 
 def compared(expression: str, tests: list[str]) -> list[str]:

@@ -23,7 +23,17 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["LIFT_SWITCHES", "SERVE_TRIES", "decode_value", "flag_groups", "lift_line", "prepare", "run_line", "search"]
+__all__ = [
+    "LIFT_SWITCHES",
+    "SERVE_TRIES",
+    "decode_value",
+    "flag_groups",
+    "lift_line",
+    "own_flag",
+    "prepare",
+    "run_line",
+    "search",
+]
 
 LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
 SERVE_TRIES = 160  # lines the serve path's own search runs for one record (a few milliseconds each)
@@ -367,10 +377,7 @@ def _lift_into(
             else:
                 line.to_json(action, inner, value)
             continue
-        own = table.groups.get(cls, {})
-        prefixed = [a for dest, a in own.items() if dest.endswith(f"_{name}")]  # (`--mamba-ssu-algorithm`)
-        action = own.get(name) or table.options.get(hints.get(f"{cls}.{name}", ""))
-        action = action or (prefixed[0] if len(prefixed) == 1 else None)
+        action = own_flag(cls, name, hints)
         held = isinstance(value, Config) and (
             value.name in table.groups
             or value.name in table.json_flags
@@ -387,6 +394,17 @@ def _lift_into(
             line.dropped.append(name)
             continue
         line.argv += _written(action, value, model_dir=module_dir)
+
+
+def own_flag(cls: str, name: str, hints: dict[str, str]) -> argparse.Action | None:
+    """The flag of a config class's field in the class's own group (`--max-loras`), or named by the catalog's
+    reading of the CLI file in `hints` (`Class.field` -> `--flag`), or the one flag of the group whose name
+    ends with the field's (`--mamba-ssu-algorithm`)."""
+    table = _table()
+    own = table.groups.get(cls, {})
+    prefixed = [a for dest, a in own.items() if dest.endswith(f"_{name}")]
+    action = own.get(name) or table.options.get(hints.get(f"{cls}.{name}", ""))
+    return action or (prefixed[0] if len(prefixed) == 1 else None)
 
 
 def _written(action: argparse.Action, value: Any, *, model_dir: str) -> list[str]:
