@@ -141,7 +141,7 @@ def assert_published_state_is_whole(out: Path, scope: Scope) -> str | None:
         return None
     document = index(out)
     for entry in document["catalogs"]:
-        folder = out / folder_name(sha=entry["sha"], revision=entry["sha"], scope=scope.model_dump(mode="json"))
+        folder = out / folder_name(sha=entry["sha"], scope=scope.model_dump(mode="json"))
         manifest = Manifest.model_validate_json((folder / MANIFEST).read_bytes())
         records = (folder / RECORDS).read_bytes()
         assert manifest.recordsSha256 == records_digest(records)

@@ -190,7 +190,7 @@ def release_commit(version: str) -> tuple[Commit, str | None]:
 
     version = release_version(version)  # (as a tag spells it, `v0.28.0`, too)
     repo = release_repo([version])
-    commit = replace(resolve(str(repo), release_tag(version)), revision=f"{RELEASE_PREFIX}{version}")
+    commit = replace(resolve(str(repo), release_tag(version)), revision=f"{RELEASE_PREFIX}{version}", release=version)
     version_py = read_file(commit, "vllm/_version.py")
     return commit, commit_id(version_py) if version_py is not None else None
 
@@ -235,7 +235,7 @@ def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | 
         raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
     commit = resolve(repo, spec)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
-    folder = folder_name(sha=commit.sha, revision=spec, scope=options.scope_data)
+    folder = folder_name(sha=commit.sha, scope=options.scope_data)
     reused = is_complete(base / folder, options=options, sha=commit.sha)
     if reused is not None:
         return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)

@@ -70,7 +70,7 @@ class PublishedRoot:
 
     def folder(self, sha: str) -> Path:
         """Where the catalog of `sha` in this scope is published (its SHA alone in the default scope)."""
-        return self.path / folder_name(sha=sha, revision=sha, scope=self.scope.model_dump(mode="json"))
+        return self.path / folder_name(sha=sha, scope=self.scope.model_dump(mode="json"))
 
     def find(self, sha: str) -> Path | None:
         """The folder that holds the published catalog of `sha`: the one this scope names, else the only

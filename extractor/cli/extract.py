@@ -66,7 +66,7 @@ def run(argv: Sequence[str]) -> int:
         return ExitCode.OK
     manifest = catalog.manifest_data  # (as data: the models, and pydantic, are not needed to write it)
     root = Path(args.output) if args.output else default_root(manifest["repo"])
-    folder = folder_name(sha=manifest["sha"], revision=manifest["revision"], scope=manifest["scope"])
+    folder = folder_name(sha=manifest["sha"], scope=manifest["scope"], release=commit.release)
     directory = write_catalog(catalog.pieces, manifest, root / folder)
     if not args.quiet:
         counts = manifest["counts"]

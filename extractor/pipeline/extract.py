@@ -34,7 +34,6 @@ from extractor.pipeline.lines import LineData, RunContext, build_records
 from extractor.pipeline.options import ExtractOptions as ExtractOptions
 from extractor.pipeline.options import scope_path as scope_path
 from extractor.pipeline.scheduler import scan_blobs
-from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.repo.git.blobs import Blob, list_blobs, read_blobs
 from extractor.repo.git.commit import Commit, resolve
 from extractor.repo.git.run import is_utf8, printable
@@ -402,7 +401,7 @@ def _path_hint(commit: Commit, paths: Sequence[str]) -> str:
 def _at(commit: Commit) -> str:
     """A commit in a message: its revision and SHA; a release by its name alone (the commit of the release
     repository that holds its sdist is no SHA of vLLM's: the catalog names the one its records point at)."""
-    if commit.revision.startswith(RELEASE_PREFIX):
+    if commit.release is not None:
         return commit.revision
     return f"{commit.revision} ({commit.sha[:12]})"
 

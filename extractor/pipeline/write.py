@@ -169,18 +169,15 @@ _DEFAULT_SCOPE = ExtractOptions().scope_data
 _LABEL_LIMIT = 80
 
 
-def folder_name(*, sha: str, revision: str, scope: Mapping[str, Any]) -> str:
+def folder_name(*, sha: str, scope: Mapping[str, Any], release: str | None = None) -> str:
     """Name the folder a catalog is written to under its root: the full SHA, or `release-X.Y.Z` for a
-    release, then, for any scope but the default one, which paths and classes it holds (`-vllm-all`).
-    `scope` is a records.Scope as data (ExtractOptions.scope_data).
+    release's (`release`: its version), then, for any scope but the default one, which paths and classes it
+    holds (`-vllm-all`). `scope` is a records.Scope as data (ExtractOptions.scope_data).
 
     Catalogs of one revision in different scopes thus live side by side; a scope that differs in other
     options too (context, where fields are read from) adds a digest of the whole scope.
     """
-    if revision.startswith(RELEASE_PREFIX):
-        base = "release-" + re.sub(r"[^\w.+-]", "_", revision.removeprefix(RELEASE_PREFIX))
-    else:
-        base = sha
+    base = sha if release is None else "release-" + re.sub(r"[^\w.+-]", "_", release)
     label = scope_label(scope, default=_DEFAULT_SCOPE)
     return f"{base}-{label}" if label else base
 

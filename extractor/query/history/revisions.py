@@ -83,7 +83,9 @@ def _releases(spec: str) -> list[Revision]:
     out = []
     for version, version_py in zip(versions, answers, strict=True):
         sha, committed = tags[release_tag(version)]
-        commit = replace(template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=committed)
+        commit = replace(
+            template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=committed, release=version
+        )
         out.append(Revision(version, commit, commit_id(version_py) if version_py is not None else None))
     return out
 

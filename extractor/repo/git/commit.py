@@ -26,6 +26,7 @@ class Commit:
     revision: str
     committed_at: str
     repo_name: str
+    release: str | None = None  # the vLLM release this commit of the release repository holds the sdist of
 
 
 def resolve(repo: str, revision: str) -> Commit:
