@@ -5,14 +5,14 @@
 # paste made plain and read as its skeleton; programs.py: each template read as the ways it prints, its words
 # weighed; locate.py: where each stands in a paste; score.py: which answers are confident, in which order),
 # reading their tables from `SHARED` (written into the page), and tests/test_site.py checks both give the same
-# first answer on a corpus.
+# first answer on a corpus. `Finder.answer` is what the script's `Finder.answer` answers, and `match` too.
 #
 # A template is tried on a paste when the paste's skeleton shows one of its keys (a literal row's start or
 # end), found for all templates at once by one Aho-Corasick automaton.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from extractor.query.match.locate import (
     BUILTIN_BASES,
@@ -32,6 +32,7 @@ from extractor.query.match.locate import (
     difference,
     shown_classes,
 )
+from extractor.query.match.normalize import python_prints
 from extractor.query.match.paste import (
     ANSI,
     CHARACTERS,
@@ -58,7 +59,9 @@ from extractor.query.match.score import INFO_MIN, INFO_UNIQUE, MAX_WEAK, MIN_LIT
 if TYPE_CHECKING:
     from extractor.query.match.pattern import MatchTemplate
 
-__all__ = ["SHARED", "Finder"]
+__all__ = ["MAX_LINE", "SHARED", "Answer", "Finder"]
+
+MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
 
 SHARED: dict[str, Any] = {
     "INFO_MIN": INFO_MIN,
@@ -89,6 +92,16 @@ SHARED: dict[str, Any] = {
     "ESCAPES": ESCAPES,
 }  # fmt: skip (BUILTIN_BASES joins it below)
 SHARED["BUILTIN_BASES"] = BUILTIN_BASES
+
+
+class Answer(NamedTuple):
+    """What one input is answered with: the paste as read, its confident hits in order, else its weak ones;
+    and the class of a message Python prints itself (`python`: its hits are then all weak)."""
+
+    paste: Paste
+    confident: list[Hit]
+    weak: list[Hit]
+    python: str | None
 
 
 class Finder:
@@ -145,6 +158,38 @@ class Finder:
             "programs": [[program.to_json() for program in programs] for programs in self.programs],
             "keys": self.keys,
         }
+
+    def answer(self, text: str) -> Answer:
+        """One input as `match` answers it (a pasted `raise` line aside: see matcher.py): its first MAX_LINE
+        characters, its line break aside, read with HTML entities undone, else as typed when that answers it
+        better; a longer one's last MAX_LINE too, when its start has no confident answer. When the first
+        answer's message is one Python prints itself, and every answer's template raises that class, all are
+        weak."""
+        line = text.rstrip("\r\n")
+        paste = Paste.of(line[:MAX_LINE])
+        confident, weak = self._answers(paste)
+        if not confident and "html" in paste.steps:  # a message may hold what reads as an entity (`&amp;`)
+            typed = Paste.of(line[:MAX_LINE], entities=False)
+            more, others = self._answers(typed)
+            if more or not weak:
+                paste, confident, weak = typed, more, others
+        if not confident and len(text) > MAX_LINE:  # a long paste's error is often at its end
+            tail = Paste.of(line[-MAX_LINE:])
+            more, _ = self._answers(tail)
+            if more:
+                paste, confident, weak = tail, more, []
+        hits = confident + weak
+        if hits:
+            python = python_prints(hits[0].shown_class, paste.text[hits[0].start : hits[0].end])
+            if python is not None and all(self.classes[hit.template] == python for hit in hits):
+                return Answer(paste, [], hits, python)
+        return Answer(paste, confident, weak, None)
+
+    def _answers(self, paste: Paste) -> tuple[list[Hit], list[Hit]]:
+        """The confident hits, in the order they stand in the paste, else the weak ones."""
+        hits = self.find(paste)
+        confident = [hit for hit in hits if hit.confident]
+        return (confident, []) if confident else ([], hits)
 
     def candidates(self, paste: Paste) -> list[int]:
         """Every template one of whose keys the paste's skeleton shows, and those with no key of the class

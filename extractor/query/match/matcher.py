@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult
-from extractor.query.match.find import Finder
+from extractor.query.match.find import MAX_LINE, Finder
 from extractor.query.match.locate import Hit
 from extractor.query.match.paste import Paste
 from extractor.query.match.pattern import MatchTemplate, templates_of
@@ -17,9 +17,8 @@ from extractor.query.match.prefilter import Prefilter, python_anchors
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
     from extractor.model.records import CatalogLine
 
-__all__ = ["MAX_LINE", "Matcher", "match_lines"]
+__all__ = ["MAX_LINE", "Matcher", "match_lines"]  # (MAX_LINE: find.py's, read here by the command line)
 
-MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
 # A log line at an error's level (what a log's other lines are matched for), and a `raise` pasted from the source.
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
@@ -80,29 +79,12 @@ class Matcher:
             ]
             confident, weak = _best(found)
         else:
-            paste = Paste.of(stripped)
-            confident, weak = self._answers(paste)
-            if not confident and "html" in paste.steps:  # a message may hold what reads as an entity (`&amp;`)
-                typed = Paste.of(stripped, entities=False)
-                more, others = self._answers(typed)
-                if more or not weak:
-                    paste, confident, weak = typed, more, others
-            if not confident and len(text) > MAX_LINE:  # a long paste's error is often at its end
-                tail = Paste.of(text.rstrip("\r\n")[-MAX_LINE:])
-                more, _ = self._answers(tail)
-                confident, weak = (more, ()) if more else (confident, weak)
-            answers = (*confident, *weak)
-            python = normalize.python_prints(answers[0].error_class, answers[0].text) if answers else None
-            if python is not None and all(m.template.errorClass == python for m in answers):
-                return MatchResult(stripped, True, (), answers, python)
+            answer = self.finder.answer(text)  # (what the site's search answers too)
+            confident = tuple(self._made(hit, answer.paste) for hit in answer.confident)
+            weak = tuple(self._made(hit, answer.paste) for hit in answer.weak)
+            if answer.python is not None:
+                return MatchResult(stripped, True, (), weak, answer.python)
         return MatchResult(stripped, is_error or bool(confident), confident, weak)
-
-    def _answers(self, paste: Paste) -> tuple[tuple[Match, ...], tuple[Match, ...]]:
-        """The confident answers, in the order they stand in the paste, else the weak ones."""
-        hits = self.finder.find(paste)
-        matches = [self._made(hit, paste) for hit in hits]
-        confident = tuple(m for m, hit in zip(matches, hits, strict=True) if hit.confident)
-        return (confident, ()) if confident else ((), tuple(matches))
 
     def _made(self, hit: Hit, paste: Paste) -> Match:
         template = self.templates[hit.template]
