@@ -86,6 +86,12 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         "reproduce",
         [
             ("programs", "filled"),
+            # the search (explore): tiny models, the raise's source, values; its target; choices; kinds of trigger
+            ("explore_models", "explore_source", "explore_values"),
+            ("explore_target",),
+            ("explore_choices",),
+            ("explore_kinds",),
+            ("explore_search",),
             ("explore", "serving"),
             ("probing",),
             ("child", "runtime", "triggers"),
