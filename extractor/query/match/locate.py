@@ -21,6 +21,9 @@ __all__ = [
     "BUILTIN_BASES",
     "CLASS_AT",
     "CLASS_BEFORE",
+    "CLOSERS",
+    "CLOSERS_NO_PERIOD",
+    "SPACES",
     "Hit",
     "best_hit",
     "difference",
@@ -35,24 +38,33 @@ TYPO_LONG = 40  # and for two
 TYPO_TRIES = 4  # places each half of a row is tried at
 MIN_SENTENCE = 12  # skeleton characters of a row's first sentences a paste that quotes only them shows
 DIVERGE = 6  # skeleton characters of a literal row that, seen in the value before it, mean the text departs
-# Regular expressions both sides run alike (Python's `re` and JavaScript's, no flags beyond these).
+TYPO_EDGE = 2  # characters at each end of a row that a typo leaves as written
+TYPO_COST = 2  # literal characters an edit costs (those on both sides of it)
+CLASS_WINDOW = 200  # characters before a message its class is looked for in
+# Regular expressions both sides run alike (Python's `re` and JavaScript's, with no flag: no `^`, `$` or `.`,
+# whose lines differ, and no `\s`, `\d` or `\w`, whose characters differ; tests/test_find_parity.py checks).
 _NAME = r"(?:[A-Za-z_][A-Za-z0-9_]*\.)*"  # a class's module path, `vllm.errors.`
 _CLASS = r"(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)|Exception|Warning)"
-# A printed error's class right before its message (`ValueError: `, `vllm.errors.ConfigError:`).
-CLASS_BEFORE = (
-    r"(?:^|[^A-Za-z0-9_.])" + _NAME + "(" + _CLASS + r"):[ \t]*(?![\s\S])"
-)  # (the text's end, as both read it)
+# A printed error's class right before its message, at the text's end (`ValueError: `, `vllm.errors.ConfigError:`).
+CLASS_BEFORE = r"(?<![A-Za-z0-9_.])" + _NAME + "(" + _CLASS + r"):[ \t]*(?![\s\S])"
 # A printed error's class and what follows it up to its message (`ValueError: `; alone on its line, no message).
-CLASS_AT = r"(?:^|(?<=[^A-Za-z0-9_.]))(" + _NAME + _CLASS + r")(?::[ \t]*|[ \t]*$)"
+CLASS_AT = r"(?<![A-Za-z0-9_.])(" + _NAME + _CLASS + r")(?::[ \t]*|[ \t]*(?![^\n]))"
+# Whitespace runs, as the template's literal text is compared with the paste's (`[ \t\n\r\f\v]`: str.split's
+# would take more).
+SPACES = r"[ \t\n\r\f\v]+"
 # What ends the text a message's first value may start after (a title's tag, a log's `name:`, a quote).
 LEAD_STOPS = [": ", "\uff1a", "] ", "> ", ' "', " '", '("', "('", "\t"]
 # What ends a message's last value: pydantic's `[type=...]`, the next line of a traceback.
 TAIL_STOPS = [" [type=", "\nTraceback (most recent call last)", "\nThe above exception", "\nDuring handling of"]
 OPENERS = {"'": "'", '"': '"', "(": ")", "[": "]", "`": "`"}
+# What may follow the first sentences of a message a paste quotes: a closing quote, bracket or emphasis; and,
+# where the quote left the sentence's period out, only a closing mark.
+CLOSERS = "'\"`)]*"
+CLOSERS_NO_PERIOD = "'\"`)*"
 
 _CLASS_BEFORE = re.compile(CLASS_BEFORE)
-_CLASS_AT = re.compile(CLASS_AT, re.M)
-_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")
+_CLASS_AT = re.compile(CLASS_AT)
+_WHITESPACE = re.compile(SPACES)
 _DIGITS = re.compile(r"[0-9]+")
 # Each builtin exception class's bases (what a printed class it may stand for), as Python itself has them.
 BUILTIN_BASES = {
@@ -319,7 +331,7 @@ def _made(
         values.append((item, unescape(value) if quoted else value))
     if cut is not None:
         end = max(end, paste.at(cut))
-    literal = sum(b - a for a, b in spans) - 2 * typo  # (an edit costs the characters on both sides)
+    literal = sum(b - a for a, b in spans) - TYPO_COST * typo
     info = 0.0
     for number_shown, (row, (a, b)) in enumerate(zip(literal_rows, spans, strict=False)):
         whole = cut is None or number_shown < len(spans) - 1 or open_end  # (a row with a typo is whole)
@@ -438,7 +450,7 @@ def typed_at(bare: str, row: str, begin: int, budget: int) -> Iterator[tuple[int
         end = begin + len(row) + shift
         if end > len(bare) or end <= begin:
             continue
-        if bare[begin : begin + 2] != row[:2] or bare[end - 2 : end] != row[-2:]:
+        if bare[begin : begin + TYPO_EDGE] != row[:TYPO_EDGE] or bare[end - TYPO_EDGE : end] != row[-TYPO_EDGE:]:
             continue  # a typo falls inside the row: its edges stand as written
         if _DIGITS.findall(bare, begin, end) != _DIGITS.findall(row):
             continue  # and its numbers (`MXFP4` is no typo of `MXFP8`)
@@ -490,8 +502,8 @@ def _ends_quote(paste: Paste, stop: int, start: str) -> bool:
         return False
     after = paste.text[paste.at(stop - 1) + 1 :].lstrip(" \t")
     if not start.endswith("."):
-        return after[:1] in ("'", '"', "`", ")", "*")
-    return not after.strip() or after[0] in "'\"`)]*" or after.startswith("\n\n")
+        return after[:1] != "" and after[0] in CLOSERS_NO_PERIOD
+    return not after.strip() or after[0] in CLOSERS or after.startswith("\n\n")
 
 
 def _fits(paste: Paste, span: tuple[int, int], program: Program, k: int, *, ends: bool) -> bool:
@@ -541,7 +553,7 @@ def may_print(record_class: str, shown: str) -> bool:
 
 def _class_before(text: str, start: int) -> str | None:
     """The class a printed error shows right before its message (`ValueError: `), if any."""
-    found = _CLASS_BEFORE.search(text[max(0, start - 200) : start])
+    found = _CLASS_BEFORE.search(text[max(0, start - CLASS_WINDOW) : start])
     return found[1].rpartition(".")[2] if found else None
 
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "CHARACTERS",
+    "CLASS_SHOWN_IN",
     "ENTITIES",
+    "GAPS",
     "MOJIBAKE",
     "UNDONE",
     "Paste",
@@ -33,12 +35,16 @@ MOJIBAKE = [
     ("\u00e2\u20ac\u00a6", "..."), ("\u00e2\u20ac", '"'),
 ]  # fmt: skip
 ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "nbsp": " "}
-# Regular expressions both sides run alike (Python's `re` and JavaScript's, no flags beyond these).
+# Regular expressions both sides run alike (Python's `re` and JavaScript's, with no flag: see locate.py).
 ANSI = r"(?:\x1b|\^\[)\[[0-9;?]*[A-Za-z]"
 ENTITY = r"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z]{2,6});"
 PREFIX_MAX = 80  # characters of a line its prefix may take
 ESCAPE = r"\\(u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|[\\'\"/ntr])"
 ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+# A class's name in a line's common start: that start is no prefix (the lines are a message's, or a traceback's).
+CLASS_SHOWN_IN = r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|(?![\s\S]))"
+# What the skeleton leaves out: whitespace, backticks, backslashes (an escaped line break's letter with its own).
+GAPS = r"(?:[ \t\n\r\f\v`]|\\[ntr]?)+"
 
 # What `plain` undoes, as it stands in a skeleton: a text without a line break whose skeleton holds none of
 # these is plain already (`plain` returns it as it is, with no step).
@@ -47,7 +53,7 @@ UNDONE = ("\x1b", "^[", "&", "\u00e2\u20ac", *CHARACTERS)
 _ANSI = re.compile(ANSI)
 _ENTITY = re.compile(ENTITY)
 _DIGIT = re.compile(r"[0-9]")
-_CLASS_SHOWN_IN = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|$)")
+_CLASS_SHOWN_IN = re.compile(CLASS_SHOWN_IN)
 _ESCAPE = re.compile(ESCAPE)
 
 
@@ -143,7 +149,7 @@ def skeleton(text: str) -> tuple[str, list[int]]:
     return "".join(out).translate(_KEPT), where
 
 
-_GAPS = re.compile(r"(?:[ \t\n\r\f\v`]|\\[ntr]?)+")  # what the skeleton leaves out
+_GAPS = re.compile(GAPS)
 _KEPT = str.maketrans({'"': "'", **{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)}})
 
 
