@@ -58,7 +58,7 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         "pipeline",  # the cache, lines, options and worker processes; where results come from; the run
         [("cache", "lines", "options", "workers"), ("fields", "scheduler", "write"), ("extract",)],
     ),
-    ("catalog", [("load",), ("published",)]),  # a catalog from anywhere; a nightly root
+    ("catalog", [("spec",), ("load",), ("published",)]),  # what names catalogs; a catalog from anywhere; a nightly root
     (
         "query",  # what is read from catalogs; match/: a paste's class, the templates, a paste made plain, the
         # templates' programs, where they stand in a paste (locate), what a match is worth (score), the finder,

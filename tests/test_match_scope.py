@@ -209,12 +209,13 @@ def test_only_matchs_help_says_the_whole_package() -> None:
 
 
 def test_render_adds_the_source_to_json_and_as_the_last_line_of_text() -> None:
+    from extractor.catalog.spec import OnDisk, Release
     from extractor.query.match.index import Provenance, ScopeShown
     from extractor.query.match.matcher import Matcher
 
     result = Matcher([]).match("ValueError: anything")
     whole = ScopeShown(("vllm",), ("*",))
-    release = (("0.28.0", "release:0.28.0"),)
+    release = (("0.28.0", Release.of("0.28.0")),)
     source = Provenance(((release, whole),))
     assert json.loads(result.render(format="json", source=source))["catalogs"] == [
         {"labels": ["0.28.0"], "scope": WHOLE}
@@ -223,8 +224,8 @@ def test_render_adds_the_source_to_json_and_as_the_last_line_of_text() -> None:
         "ValueError: anything\n  no matching record\n  in release 0.28.0, scope vllm (every class)\n"
     )
     assert "catalogs" not in json.loads(result.render(format="json"))
-    releases = tuple((version, f"release:{version}") for version in ("0.9.0", "0.27.0", "0.27.1", "0.28.0"))
-    folder = (("v1", "out/v1"),)
+    releases = tuple((version, Release.of(version)) for version in ("0.9.0", "0.27.0", "0.27.1", "0.28.0"))
+    folder = (("v1", OnDisk("out/v1", Path("out/v1"))),)
     many = Provenance(((releases, whole), (folder, ScopeShown(("vllm/config",), ("TypeError", "ValueError")))))
     assert many.to_text() == (
         "in 4 releases 0.9.0 .. 0.28.0, scope vllm (every class); out/v1, scope vllm/config (TypeError, ValueError)"

@@ -14,7 +14,6 @@ import tarfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -287,47 +286,16 @@ def test_release_versions_lists_final_sdists_in_pep440_order(serve) -> None:  # 
     assert release_versions(max_age=0)[-1] == "0.11.0"
 
 
-@pytest.mark.parametrize(
-    ("spec", "expected"),
-    [
-        pytest.param("all", ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"], id="all"),
-        pytest.param("0.6.1..0.10.0", ["0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"], id="inclusive, by version not text"),
-        pytest.param("0.3..0.9.2", ["0.6.1", "0.6.1.post1", "0.9.2"], id="ends need not be releases"),
-        pytest.param("0.9.0..", ["0.9.2", "0.10.0"], id="open above"),
-        pytest.param("..0.6.1", ["0.2.0", "0.6.1"], id="open below"),
-        pytest.param("0.9.2..0.9.2", ["0.9.2"], id="one release"),
-        pytest.param("0.28.0", ["0.28.0"], id="a single version is taken as written"),
-    ],
-)
-def test_resolve_releases(spec: str, expected: list[str]) -> None:
-    from extractor.repo.release import resolve_releases
-
-    versions = ["0.2.0", "0.6.1", "0.6.1.post1", "0.9.2", "0.10.0"]
-    assert resolve_releases(spec, versions=versions) == expected
-
-
-@pytest.mark.parametrize(
-    ("spec", "message"),
-    [
-        pytest.param("0.9.0..0.2.0", r"backwards \(0\.9\.0 comes after 0\.2\.0\)", id="backwards"),
-        pytest.param("0.3.0..0.5.0", "no release of vllm on the package index in that range", id="empty"),
-        pytest.param("x..0.5.0", "'x' is not a version", id="not a version"),
-    ],
-)
-def test_resolve_releases_refuses(spec: str, message: str) -> None:
-    from extractor.repo.release import resolve_releases
-
-    with pytest.raises(ReleaseError, match=message):
-        resolve_releases(spec, versions=["0.2.0", "0.9.2"])
-
-
-def test_resolve_releases_asks_the_index(serve) -> None:  # type: ignore[no-untyped-def]
-    from extractor.repo.release import resolve_releases
+def test_a_range_of_releases_asks_the_index(serve) -> None:  # type: ignore[no-untyped-def]
+    """What `release:all` and an open range name is what the index lists (ranges are read in test_spec.py)."""
+    from extractor.catalog.spec import ReleaseRange, parse_catalogs
 
     index = serve()
     index.files["vllm-9.10.0.tar.gz"] = b"x"
-    assert resolve_releases("all") == ["9.9.0", "9.10.0"]
-    assert resolve_releases("9.9.1..") == ["9.10.0"]
+    for text, expected in (("release:all", ["9.9.0", "9.10.0"]), ("release:9.9.1..", ["9.10.0"])):
+        spec = parse_catalogs(text, repo="")
+        assert isinstance(spec, ReleaseRange)
+        assert [release.version for release in spec.releases()] == expected
 
 
 def test_a_release_run_forks_its_workers_first_unless_its_catalog_is_cached(serve, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -561,19 +529,3 @@ def test_a_release_written_as_its_tag_or_bare_is_the_release_with_one_sha(serve,
     assert mistyped.stderr == (
         "extractor: error: no Python file under vllm/confg at release:9.9.0; did you mean --path vllm/config?\n"
     )
-
-
-def test_what_names_a_release_for_every_command_that_takes_a_catalog(git_repo: Any, tmp_path: Path) -> None:
-    """One reading for every command (reproduce's runtime included): `release:` with or without the tag's
-    `v`, a bare version that is no revision of the repository and no path; nothing else."""
-    from extractor.catalog.load import release_named
-
-    url = "https://example.org/vllm"
-    git_repo.commit({"a.py": ""}, tag="1.2.3")
-    assert release_named("release:v0.28.0", repo=url) == release_named("release:0.28.0", repo=url) == "0.28.0"
-    assert release_named("v0.28.0", repo=url) == release_named("0.28.0", repo=url) == "0.28.0"
-    assert release_named("0.28.0", repo=str(git_repo.path)) == "0.28.0"
-    assert release_named("1.2.3", repo=str(git_repo.path)) is None  # (a tag of the repository: a revision)
-    assert release_named("main", repo=url) is None and release_named("1234567", repo=url) is None
-    (tmp_path / "0.27.0").mkdir()
-    assert release_named(str(tmp_path / "0.27.0"), repo=url) is None

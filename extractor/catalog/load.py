@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -11,32 +10,22 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from extractor._version import __version__
-from extractor.errors import CatalogError, ExtractorError, ReleaseError
+from extractor.catalog.spec import CatalogSpec, OnDisk, Release, catalog_there, parse_catalog, release_label
+from extractor.errors import CatalogError
 from extractor.model.records import CatalogLine, Manifest
 from extractor.pipeline.extract import Catalog, ExtractOptions, extract_commit
-from extractor.pipeline.write import (
-    MANIFEST,
-    RECORDS,
-    RELEASE_PREFIX,
-    default_root,
-    folder_name,
-    leading_nowhere,
-    records_digest,
-)
+from extractor.pipeline.write import MANIFEST, RECORDS, default_root, folder_name, leading_nowhere, records_digest
 from extractor.repo.git.blobs import read_file
-from extractor.repo.git.clone import is_url
 from extractor.repo.git.commit import Commit, resolve
 from extractor.util.atomic import read_whole
 from extractor.util.progress import note
 
 __all__ = [
-    "RELEASE_PREFIX",
     "LoadedCatalog",
     "first_problem",
     "folder_name",
     "is_complete",
     "load_catalog",
-    "looks_like_path",
     "open_catalog",
     "present",
     "read_document",
@@ -190,78 +179,39 @@ def release_commit(version: str) -> tuple[Commit, str | None]:
 
     version = release_version(version)  # (as a tag spells it, `v0.28.0`, too)
     repo = release_repo([version])
-    commit = replace(resolve(str(repo), release_tag(version)), revision=f"{RELEASE_PREFIX}{version}", release=version)
+    commit = replace(resolve(str(repo), release_tag(version)), revision=release_label(version), release=version)
     version_py = read_file(commit, "vllm/_version.py")
     return commit, commit_id(version_py) if version_py is not None else None
 
 
-def release_named(spec: str, *, repo: str) -> str | None:
-    """The release a catalog argument names, as the index spells it: `release:0.28.0` or `release:v0.28.0`;
-    a bare `0.28.0` (or `v0.28.0`) that is no catalog on disk nor a revision of the repository (a remote one
-    is not asked: vLLM tags are v0.28.0). None for anything else."""
-    from extractor.repo.release import looks_like_version, release_version
-
-    if spec.startswith(RELEASE_PREFIX):
-        return release_version(spec.removeprefix(RELEASE_PREFIX))
-    there = os.path.lexists(_expand(spec))
-    if not there and looks_like_version(spec) and (is_url(repo) or not _is_revision(repo, spec)):
-        return release_version(spec)
-    return None
-
-
-def open_catalog(spec: str, *, repo: str, options: ExtractOptions, root: Path | None = None) -> LoadedCatalog:
-    """Open what `spec` names: `release:X.Y.Z`, a catalog directory or records.jsonl, or a revision of `repo`.
+def open_catalog(
+    spec: CatalogSpec | str, *, repo: str, options: ExtractOptions, root: Path | None = None
+) -> LoadedCatalog:
+    """Open what `spec` names (a string is read by `parse_catalog`): a release, a catalog directory or
+    records.jsonl, or a revision of `repo`.
 
     A revision reuses a complete catalog already written under `root` for its SHA and scope.
     """
-    version = release_named(spec, repo=repo)  # (`release:v0.28.0` is 0.28.0; so is a bare version no revision names)
-    if version is not None:
-        if not version:
-            raise ReleaseError("release: needs a version, as in release:0.28.0")
-        if not spec.startswith(RELEASE_PREFIX):
-            note(f"reading {spec} as release:{version}, from the release's sdist")
-        spec = f"{RELEASE_PREFIX}{version}"
-        commit, pinned = release_commit(version)
+    if isinstance(spec, str):
+        spec = parse_catalog(spec, repo=repo)
+    if isinstance(spec, Release):
+        if spec.bare:
+            note(f"reading {spec.text} as {spec.label}, from the release's sdist")
+        commit, pinned = release_commit(spec.version)
         catalog = extract_commit(commit, options=options, pinned_sha=pinned)
-        return LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, spec)
-    path = _expand(spec)
-    # A catalog's file, or a folder holding one, however it fails to be read (a FIFO, a folder in its place:
-    # load_catalog says which), is read as one, never taken for no catalog at all.
-    if (path.exists() and not path.is_dir()) or os.path.lexists(path / RECORDS):
-        return load_catalog(path)
-    # Something is there by that name (a folder, a dangling symlink, a loop of them): never a revision to clone.
-    there = path.is_dir() or os.path.lexists(path)
-    if (looks_like_path(spec) or there) and (is_url(repo) or not _is_revision(repo, spec)):
-        raise CatalogError(f"no catalog at {spec}{_what_is_there(path)}")
-    commit = resolve(repo, spec)
+        return LoadedCatalog(catalog, catalog.manifest, catalog.manifest.sha, spec.label)
+    if isinstance(spec, OnDisk):
+        if catalog_there(spec.path):
+            return load_catalog(spec.path)
+        raise CatalogError(f"no catalog at {spec.text}{_what_is_there(spec.path)}")
+    commit = resolve(repo, spec.text)
     base = root if root is not None else default_root(options.repo_name or commit.repo_name)
     folder = folder_name(sha=commit.sha, scope=options.scope_data)
     reused = is_complete(base / folder, options=options, sha=commit.sha)
     if reused is not None:
-        return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec)
+        return LoadedCatalog(reused.lines, reused.manifest, commit.sha, spec.text)
     catalog = extract_commit(commit, options=options)
-    return LoadedCatalog(catalog, catalog.manifest, commit.sha, spec)
-
-
-def _expand(spec: str) -> Path:
-    try:
-        return Path(spec).expanduser()
-    except RuntimeError:  # `~name` of no known user: taken as written
-        return Path(spec)
-
-
-def looks_like_path(spec: str) -> bool:
-    """Whether a catalog argument is meant as a path (never taken for a revision to clone and extract)."""
-    return "/" in spec or os.sep in spec or spec.startswith((".", "~")) or spec.endswith(".jsonl")
-
-
-def _is_revision(repo: str, spec: str) -> bool:
-    """Whether `spec` names a commit of a local repository (`origin/main` looks like a path, too)."""
-    try:
-        resolve(repo, spec)
-    except ExtractorError:
-        return False
-    return True
+    return LoadedCatalog(catalog, catalog.manifest, commit.sha, spec.text)
 
 
 def _what_is_there(path: Path) -> str:

@@ -14,6 +14,7 @@ from extractor.util.lifecycle import set_quiet
 from extractor.util.progress import one_line, warn
 
 if TYPE_CHECKING:
+    from extractor.catalog.spec import CatalogSpec, CatalogsSpec
     from extractor.model.records import Lineage
     from extractor.pipeline.options import ExtractOptions
 
@@ -334,16 +335,20 @@ def _repository_paths(args: argparse.Namespace) -> Iterator[tuple[str, str]]:
     yield "--flags-from", args.flags_from
 
 
-def latest_of(spec: str, options: ExtractOptions) -> str:
+def latest_of(spec: CatalogSpec, options: ExtractOptions) -> CatalogSpec:
     """A nightly root (a folder with index.json and no records.jsonl) stands for its latest catalog, in the
     folder of the scope given (else the only one of its SHA), as for `site`; anything else as given."""
     from extractor.catalog.published import PublishedRoot
+    from extractor.catalog.spec import OnDisk
 
-    root = PublishedRoot.at(Path(spec), scope=options.scope)
-    return str(root.latest()) if root is not None else spec
+    root = PublishedRoot.at(spec.path, scope=options.scope) if isinstance(spec, OnDisk) else None
+    if root is None:
+        return spec
+    latest = root.latest()
+    return OnDisk(str(latest), latest)
 
 
-def catalogs_of(args: argparse.Namespace, *, whole_package: bool = False) -> tuple[ExtractOptions, list[str]]:
+def catalogs_of(args: argparse.Namespace, *, whole_package: bool = False) -> tuple[ExtractOptions, list[CatalogsSpec]]:
     """The options and catalogs of a command reading several (`--catalog`, repeatable): over a range of
     releases (`release:A..B`, `release:all`) a `--path` follows a module that becomes a package
     (vllm/config.py, then vllm/config/), as history does, since releases on both sides of the change are
@@ -354,16 +359,18 @@ def catalogs_of(args: argparse.Namespace, *, whole_package: bool = False) -> tup
     (`--exception '*'`) where the user gave no --path or --exception (see `widened`); a nightly root, a
     catalog on disk read as written, stands for its latest catalog in the extraction's default scope when
     neither was given (the one `nightly` publishes by default), as before."""
+    from extractor.catalog.spec import ReleaseRange, parse_catalogs
     from extractor.query.history.revisions import followed
 
     options = extract_options(args)
+    specs = [parse_catalogs(text, repo=args.repo) for text in args.catalog]
     published = options  # the scope a nightly root's latest catalog is looked for in
     if whole_package:
         options = widened(options, args)
         published = options if args.path is not None or args.exception is not None else published
-    if any(spec.startswith("release:") and (".." in spec or spec == "release:all") for spec in args.catalog):
+    if any(isinstance(spec, ReleaseRange) for spec in specs):
         options, published = followed(options), followed(published)
-    return options, [latest_of(spec, published) for spec in args.catalog]
+    return options, [spec if isinstance(spec, ReleaseRange) else latest_of(spec, published) for spec in specs]
 
 
 def widened(options: ExtractOptions, args: argparse.Namespace) -> ExtractOptions:
@@ -409,7 +416,8 @@ def lineages_of(args: argparse.Namespace, options: ExtractOptions | None = None)
     the one its options give), or None."""
     if not args.history:
         return None
-    from extractor.catalog.load import looks_like_path, present
+    from extractor.catalog.load import present
+    from extractor.catalog.spec import looks_like_path, parse_revisions
     from extractor.query.history.lineage import build_history
     from extractor.query.history.revisions import followed, list_revisions
     from extractor.query.history.store import read_written
@@ -424,7 +432,7 @@ def lineages_of(args: argparse.Namespace, options: ExtractOptions | None = None)
         raise ExtractorError(f"no history at {spec}: the path does not exist")
     options = followed(options if options is not None else extract_options(args))
     try:
-        revisions = list_revisions([spec], repo=args.repo)
+        revisions = list_revisions([parse_revisions(spec)], repo=args.repo)
     except ExtractorError as error:
         raise ExtractorError(f"no history at {spec}, nor revisions of {shown_repo(args.repo)}: {error}") from None
     history = build_history(revisions, options=options)

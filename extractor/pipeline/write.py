@@ -24,7 +24,6 @@ __all__ = [
     "MANIFEST",
     "OUTPUT",
     "RECORDS",
-    "RELEASE_PREFIX",
     "atomic_write",
     "atomic_write_all",
     "check_folder",
@@ -44,7 +43,6 @@ __all__ = [
 
 RECORDS = "records.jsonl"
 MANIFEST = "manifest.json"
-RELEASE_PREFIX = "release:"
 
 
 def dumps_line(line: CatalogLine) -> bytes:

@@ -18,6 +18,7 @@ from extractor.util.progress import one_line
 
 if TYPE_CHECKING:
     from extractor.catalog.load import LoadedCatalog
+    from extractor.catalog.spec import CatalogsSpec
     from extractor.pipeline.extract import ExtractOptions
     from extractor.query.match.index import MatchIndex
 
@@ -165,17 +166,18 @@ def _fate(template: MatchTemplate, last: str, label: str, templates: Sequence[Ma
     return "gone"
 
 
-def explain_in(specs: Sequence[str], query: str, *, repo: str, options: ExtractOptions) -> Explanation:
+def explain_in(specs: Sequence[CatalogsSpec], query: str, *, repo: str, options: ExtractOptions) -> Explanation:
     """Explain `query` against the catalogs `specs` names; with several, say in which of them it was raised.
     No record answers it: NoRecord."""
     from extractor.catalog.load import open_catalog
-    from extractor.query.match.index import expand_specs, match_index, origin
+    from extractor.catalog.spec import each_catalog
+    from extractor.query.match.index import match_index, origin
 
     index = None
-    if len(expand_specs(specs)) > 1:
+    if len(each_catalog(specs)) > 1:
         index = match_index(specs, repo=repo, options=options)
     if index is None or len(index.specs) == 1:  # (one catalog; or the same named twice: a folder, its records)
-        (spec,) = expand_specs(specs) if index is None else index.specs
+        (spec,) = each_catalog(specs) if index is None else index.specs
         catalog = open_catalog(spec, repo=repo, options=options)
         explained = find_in(catalog, query, origin=origin(spec))
         if explained is None:

@@ -12,8 +12,8 @@ import orjson
 from pydantic import ValidationError
 
 from extractor._version import __version__, code_digest
+from extractor.catalog.spec import release_of
 from extractor.model.records import CatalogLine, Reproduction, ReproductionReason
-from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.query.analysis import basis
 from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import read_whole, replace_bytes
@@ -105,11 +105,6 @@ def attach(lines: Iterable[CatalogLine], package: str, version: str | None) -> l
             line = line.model_copy(update={"extraction": line.extraction.model_copy(update={"reproduction": found})})
         out.append(line)
     return out
-
-
-def release_of(revision: str) -> str | None:
-    """The release a catalog is of (`release:0.28.0` -> `0.28.0`), or None."""
-    return revision.removeprefix(RELEASE_PREFIX) if revision.startswith(RELEASE_PREFIX) else None
 
 
 def attach_line(line: CatalogLine, package: str, revision: str) -> CatalogLine:

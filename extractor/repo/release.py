@@ -34,13 +34,13 @@ from extractor.util.atomic import replace_bytes, replacing
 
 __all__ = [
     "Sdist",
+    "check_version",
     "commit_id",
     "fetch_sdist",
     "index_url",
     "release_repo",
     "release_tag",
     "release_versions",
-    "resolve_releases",
 ]
 
 PROJECT = "vllm"
@@ -198,14 +198,15 @@ def looks_like_version(text: str) -> bool:
     return "." in version and bool(_VERSION.fullmatch(version))
 
 
-def _check_version(version: str) -> None:
+def check_version(version: str) -> None:
+    """Refuse what is no release version as vLLM spells them (see _VERSION)."""
     if not _VERSION.fullmatch(version):
         raise ReleaseError(f"not a release version: {version!r}")
 
 
 def fetch_sdist(version: str) -> Sdist:
     """Return vLLM's sdist for `version`, downloaded once into the cache and checked by sha256."""
-    _check_version(version)
+    check_version(version)
     filename = f"{PROJECT}-{version}.tar.gz"
     directory = cache_dir() / "sdists"
     target = directory / filename
@@ -280,38 +281,6 @@ def release_versions(*, max_age: float = 3600.0) -> list[str]:
     with contextlib.suppress(OSError):  # a read-only cache only costs the next call a request
         replace_bytes(cached, json.dumps(versions).encode(), durable=False)
     return versions
-
-
-def _bound(text: str, spec: str) -> Version | None:
-    if not text:
-        return None
-    try:
-        return Version(text)
-    except InvalidVersion:
-        raise ReleaseError(f"release:{spec}: {text!r} is not a version (try release:0.5.0..0.8.0)") from None
-
-
-def resolve_releases(spec: str, *, versions: list[str] | None = None) -> list[str]:
-    """Return the releases `spec` names, oldest first: `all`, `A..B` (inclusive; either end may be left
-    open), or one version. `versions` defaults to what the index lists."""
-    if spec != "all" and ".." not in spec:
-        return [release_version(spec)]
-    listed = release_versions() if versions is None else versions
-    if spec == "all":
-        chosen = listed
-    else:
-        low_text, _, high_text = spec.partition("..")
-        low, high = _bound(low_text.strip(), spec), _bound(high_text.strip(), spec)
-        if low is not None and high is not None and low > high:
-            raise ReleaseError(f"release:{spec}: the range is backwards ({low} comes after {high})")
-        chosen = [
-            version
-            for version in listed
-            if (low is None or Version(version) >= low) and (high is None or Version(version) <= high)
-        ]
-    if not chosen:
-        raise ReleaseError(f"release:{spec}: no release of {PROJECT} on the package index in that range")
-    return sorted(chosen, key=Version)
 
 
 def _download(response: Any, filename: str) -> Iterator[bytes]:
@@ -392,7 +361,7 @@ def release_repo(versions: list[str], *, repo: Path | None = None) -> Path:
     (releases share most of theirs), reading every tarball once as it downloads the next.
     """
     for version in versions:  # each becomes a tag, a file name, a line of fast-import's stream
-        _check_version(version)
+        check_version(version)
     target = repo or cache_dir() / "releases" / f"{PROJECT}.git"
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target.parent / f".{target.name}.lock")):

@@ -53,6 +53,7 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.catalog.load import LoadedCatalog, open_catalog
+    from extractor.catalog.spec import parse_catalog
     from extractor.errors import ScopeError
     from extractor.pipeline.write import atomic_write, check_folder, page_bytes
     from extractor.query.diff import diff_catalogs, render_json, render_markdown
@@ -65,9 +66,10 @@ def run(argv: Sequence[str]) -> int:
     def both(options: ExtractOptions) -> list[LoadedCatalog]:
         return [open_catalog(latest_of(spec, options), repo=args.repo, options=options, root=root) for spec in specs]
 
-    specs, options = (args.old, args.new), extract_options(args)
+    options = extract_options(args)
     if args.output and args.output != "-":  # (the file's folder can be written: checked before any work)
         check_folder(Path(args.output).parent, writing=Path(args.output))
+    specs = [parse_catalog(text, repo=args.repo) for text in (args.old, args.new)]
     try:
         old, new = both(options)
     except ScopeError:

@@ -60,8 +60,10 @@ def _warn_if_unordered(revisions: Sequence[Revision]) -> None:
     """Releases listed newest first are followed as listed (oldest first is the rule): say so."""
     from packaging.version import InvalidVersion, Version
 
+    from extractor.catalog.spec import release_of
+
     try:
-        versions = [Version(r.commit.revision.removeprefix("release:")) for r in revisions]
+        versions = [Version(release_of(r.commit.revision) or r.commit.revision) for r in revisions]
     except InvalidVersion:  # not all releases: the order given is the user's to know
         return
     later = next((i for i in range(1, len(versions)) if versions[i] < versions[i - 1]), None)
@@ -74,6 +76,7 @@ def _warn_if_unordered(revisions: Sequence[Revision]) -> None:
 
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
+    from extractor.catalog.spec import parse_revisions
     from extractor.query.history.lineage import build_history
     from extractor.query.history.revisions import followed, list_revisions
     from extractor.query.history.store import write_history
@@ -86,7 +89,7 @@ def run(argv: Sequence[str]) -> int:
     log = step_log("history", args)
 
     output = output_folder(args.output, "history")
-    revisions = list_revisions(specs, repo=args.repo)
+    revisions = list_revisions([parse_revisions(text) for text in specs], repo=args.repo)
     _warn_if_unordered(revisions)
     history = build_history(revisions, options=options, log=log)
     written = write_history(history, folder=output, markdown=args.format == "markdown")

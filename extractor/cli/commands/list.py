@@ -43,10 +43,12 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
     from extractor.catalog.load import open_catalog
+    from extractor.catalog.spec import parse_catalog
     from extractor.query.listing import Filters, misses, render_records, render_summary, select
 
     options = extract_options(args)
-    catalog = open_catalog(latest_of(args.catalog, options), repo=args.repo, options=options)
+    spec = latest_of(parse_catalog(args.catalog, repo=args.repo), options)
+    catalog = open_catalog(spec, repo=args.repo, options=options)
     filters = Filters(files=tuple(args.file), classes=tuple(args.classes), words=tuple(args.grep))
     chosen = select(catalog.lines, filters)
     if chosen or args.summary:

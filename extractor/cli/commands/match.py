@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import shlex
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -15,7 +14,7 @@ from extractor.util import lifecycle
 from extractor.util.progress import shown
 
 if TYPE_CHECKING:
-    pass
+    from extractor.catalog.spec import CatalogsSpec
 
 from extractor.cli.options import (
     PACKAGE,
@@ -110,16 +109,16 @@ class _Prefixed(io.RawIOBase):
 _CATALOG_OPTIONS = ("repo", "context", "config_from", "flags_from", "repo_name")
 
 
-def _explain_argv(args: argparse.Namespace) -> list[str]:
+def _explain_argv(args: argparse.Namespace, specs: Sequence[CatalogsSpec]) -> list[str]:
     """The command line that explains a record this match found (but its slug): the same catalogs, read in
     the same scope; the whole package and every class where the user narrowed neither, as match did, unless
     every catalog is one on disk (read as written: a nightly root's latest in the scope given, as match's)."""
-    from extractor.catalog.load import looks_like_path
+    from extractor.catalog.spec import OnDisk
 
     argv = [PROG, "explain"]
-    for spec in args.catalog:
-        argv += ["--catalog", spec]
-    extracted = not all(looks_like_path(spec) or os.path.lexists(spec) for spec in args.catalog)
+    for text in args.catalog:
+        argv += ["--catalog", text]
+    extracted = not all(isinstance(spec, OnDisk) for spec in specs)
     for option, given, default in (("--path", args.path, PACKAGE), ("--exception", args.exception, "*")):
         for value in given or ([default] if extracted else []):
             argv += [option, value]
@@ -168,7 +167,7 @@ def run(argv: Sequence[str]) -> int:
     out = sys.stdout
     seen = matched = weakly = 0
     source = index.provenance
-    follow = _explain_argv(args) if args.format == "text" and not log else []
+    follow = _explain_argv(args, specs) if args.format == "text" and not log else []
     for result in match_lines(index.matcher, inputs, log=log):
         seen += 1
         matched += bool(result.matches)
@@ -189,7 +188,9 @@ def run(argv: Sequence[str]) -> int:
     return ExitCode.OK if matched == seen else ExitCode.NOT_FOUND
 
 
-def _fixes(specs: Sequence[str], slug: str, values: dict[str, str], args: argparse.Namespace, options: Any) -> str:
+def _fixes(
+    specs: Sequence[CatalogsSpec], slug: str, values: dict[str, str], args: argparse.Namespace, options: Any
+) -> str:
     """The fixes of the user's own `vllm serve` line for the values the paste showed, derived from the record's
     reproduction and not run here (`explain` runs them): lines of text, or nothing."""
     from extractor.query.explain import NoRecord, explain_in

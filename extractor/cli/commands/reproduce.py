@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments, step_log
 from extractor.errors import ExitCode, ExtractorError
-from extractor.pipeline.write import RELEASE_PREFIX
 from extractor.util.progress import counted
 
 if TYPE_CHECKING:
@@ -71,17 +70,16 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
-    from extractor.catalog.load import open_catalog, release_named
+    from extractor.catalog.load import open_catalog
+    from extractor.catalog.spec import Release, parse_catalog
     from extractor.query import reproductions as store
 
     say = step_log("reproduce", args)
 
     options = extract_options(args)
-    spec = latest_of(args.catalog, options)
-    release = release_named(spec, repo=args.repo)  # (`release:v0.28.0`, a bare `0.28.0`: the release)
-    if release is not None:
-        spec = f"{RELEASE_PREFIX}{release}"
-    elif args.runtime is None:
+    spec = latest_of(parse_catalog(args.catalog, repo=args.repo), options)
+    release = spec.version if isinstance(spec, Release) else None  # (`release:v0.28.0`, a bare `0.28.0`: 0.28.0)
+    if release is None and args.runtime is None:
         raise ExtractorError("name the interpreter where vLLM is installed with --runtime (or give release:X.Y.Z)")
     if args.runtime is not None:  # (checked before anything kept is shown as run against it)
         _check_runtime(args.runtime, release)

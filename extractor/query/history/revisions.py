@@ -6,7 +6,16 @@ import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from extractor.catalog.load import RELEASE_PREFIX
+from extractor.catalog.spec import (
+    Release,
+    ReleaseRange,
+    RepoRange,
+    RepoRevision,
+    RevisionsSpec,
+    TagGlob,
+    parse_revisions,
+    release_label,
+)
 from extractor.errors import RevisionError
 from extractor.pipeline.options import ExtractOptions
 from extractor.repo.git.blobs import read_objects
@@ -42,20 +51,22 @@ def followed(options: ExtractOptions) -> ExtractOptions:
     return replace(options, paths=following(options.paths), config_from=following(options.config_from))
 
 
-def list_revisions(specs: Sequence[str], *, repo: str) -> list[Revision]:
-    """Resolve what the user listed, oldest first: `release:all`, `release:A..B` or `release:X.Y.Z`; and of
-    `repo`, `A..B` (A, then the first-parent commits after it up to B), a tag glob such as `v*` (sorted by
-    version), or one revision. A revision listed twice is kept once, where first listed."""
+def list_revisions(specs: Sequence[RevisionsSpec | str], *, repo: str) -> list[Revision]:
+    """Resolve what the user listed, oldest first (a string is read by `parse_revisions`): releases (one, a
+    range A..B or all); and of `repo`, `A..B` (A, then the first-parent commits after it up to B), a tag glob
+    such as `v*` (sorted by version), or one revision. A revision listed twice is kept once, where first listed."""
+    parsed = [parse_revisions(spec) if isinstance(spec, str) else spec for spec in specs]
     out: list[Revision] = []
-    for spec in specs:
-        if spec.startswith(RELEASE_PREFIX):
-            out += _releases(spec.removeprefix(RELEASE_PREFIX))
-        elif ".." in spec:
+    for spec in parsed:
+        if isinstance(spec, Release | ReleaseRange):
+            out += _releases(spec)
+        elif isinstance(spec, RepoRange):
             out += _range(repo, spec)
-        elif any(char in spec for char in "*?["):
-            out += _tags(repo, spec)
+        elif isinstance(spec, TagGlob):
+            out += _tags(repo, spec.text)
         else:
-            out.append(Revision(spec, resolve(repo, spec)))
+            assert isinstance(spec, RepoRevision)
+            out.append(Revision(spec.text, resolve(repo, spec.text)))
     seen: set[str] = set()
     unique = []
     for revision in out:
@@ -63,19 +74,17 @@ def list_revisions(specs: Sequence[str], *, repo: str) -> list[Revision]:
             seen.add(revision.commit.sha)
             unique.append(revision)
     if not unique:
-        raise RevisionError(f"no revision in {' '.join(specs)}")
+        raise RevisionError(f"no revision in {' '.join(spec.text for spec in parsed)}")
     return unique
 
 
-def _releases(spec: str) -> list[Revision]:
+def _releases(spec: Release | ReleaseRange) -> list[Revision]:
     """The releases a spec names, as commits of the release repository: its tags and dates read with one
     `git for-each-ref`, each release's recorded commit with one `git cat-file --batch` (not a few git
     processes per release)."""
-    from extractor.repo.release import commit_id, release_repo, release_tag, resolve_releases
+    from extractor.repo.release import commit_id, release_repo, release_tag
 
-    if not spec:
-        raise RevisionError("release: needs a version, a range A..B or all, as in release:0.5.0..0.8.0")
-    versions = resolve_releases(spec)
+    versions = [spec.version] if isinstance(spec, Release) else [release.version for release in spec.releases()]
     git_dir = release_repo(versions)  # every missing release goes into one fast-import
     template = resolve(str(git_dir), release_tag(versions[0]))
     tags = tag_commits(git_dir)
@@ -83,27 +92,23 @@ def _releases(spec: str) -> list[Revision]:
     out = []
     for version, version_py in zip(versions, answers, strict=True):
         sha, committed = tags[release_tag(version)]
-        commit = replace(
-            template, sha=sha, revision=f"{RELEASE_PREFIX}{version}", committed_at=committed, release=version
-        )
+        commit = replace(template, sha=sha, revision=release_label(version), committed_at=committed, release=version)
         out.append(Revision(version, commit, commit_id(version_py) if version_py is not None else None))
     return out
 
 
-def _range(repo: str, spec: str) -> list[Revision]:
-    if "..." in spec:  # git's symmetric difference: no line of commits to follow
-        raise RevisionError(f"{spec}: A...B is no range to follow: say A..B (A, then the commits after it up to B)")
-    low, _, high = spec.partition("..")
+def _range(repo: str, spec: RepoRange) -> list[Revision]:
+    low, high = spec.low, spec.high
     start, end = resolve(repo, low or "HEAD"), resolve(repo, high or "HEAD")
     after = first_parent_commits(start, end)
     if not after and start.sha != end.sha:  # B is A's ancestor: nothing comes after A up to it
         raise RevisionError(
-            f"{spec}: no commit of {high or 'HEAD'} comes after {low or 'HEAD'}: is the range backwards?"
+            f"{spec.text}: no commit of {high or 'HEAD'} comes after {low or 'HEAD'}: is the range backwards?"
         )
     if is_ancestor(start.git_dir, start.sha, end.sha) is False:  # unrelated, or on branches that went apart
         warn(
-            f"{spec}: {low or 'HEAD'} is not an ancestor of {high or 'HEAD'}: the history is {low or 'HEAD'}, then "
-            f"the {len(after)} first-parent commit(s) of {high or 'HEAD'} it does not hold"
+            f"{spec.text}: {low or 'HEAD'} is not an ancestor of {high or 'HEAD'}: the history is {low or 'HEAD'}, "
+            f"then the {len(after)} first-parent commit(s) of {high or 'HEAD'} it does not hold"
         )
     return [Revision(commit.sha[:12], commit) for commit in [start, *after]]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from extractor._version import __version__, code_digest
+from extractor.catalog.spec import CatalogSpec, CatalogsSpec, OnDisk, Release, each_catalog, release_of
 from extractor.errors import ReleaseError
-from extractor.pipeline.write import RELEASE_PREFIX  # (not catalog/load's: a cached index need not load it)
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import MatchTemplate, RaisePlace, Row, templates_of_rows
 from extractor.repo.housekeeping import cache_dir
@@ -26,14 +26,14 @@ if TYPE_CHECKING:
     from extractor.pipeline.extract import ExtractOptions
 
 
-__all__ = ["MatchIndex", "Provenance", "expand_specs", "match_index", "origin"]
+__all__ = ["MatchIndex", "Provenance", "match_index", "origin"]
 
 # What an index stores is the matcher's structure (templates, sites, the automaton's keys), made by the
 # extraction's code and match's: the key holds every module's code (an edit to any makes a new index),
-# and this number, for a change of how the stored structure is laid out (13: the matcher's prefilter, made on
-# first use, stored empty; 12: the finder's keys kept per template; 11: its programs, keys and weights; each
-# catalog's scope kept).
-_FORMAT = 13
+# and this number, for a change of how the stored structure is laid out (14: the catalogs' specs kept as parsed;
+# 13: the matcher's prefilter, made on first use, stored empty; 12: the finder's keys kept per template; 11: its
+# programs, keys and weights; each catalog's scope kept).
+_FORMAT = 14
 _KEEP = 8
 
 
@@ -59,13 +59,13 @@ class MatchIndex:
 
     matcher: Matcher
     labels: tuple[str, ...]
-    specs: tuple[str, ...]  # what each label was opened from
+    specs: tuple[CatalogSpec, ...]  # what each label was opened from
     scopes: tuple[ScopeShown | None, ...]  # each catalog's scope, as its manifest records it (None: no manifest)
 
     @property
     def provenance(self) -> Provenance:
         """Which catalogs, in which scope, every answer of this index comes from."""
-        groups: dict[ScopeShown | None, list[tuple[str, str]]] = {}
+        groups: dict[ScopeShown | None, list[tuple[str, CatalogSpec]]] = {}
         for label, spec, scope in zip(self.labels, self.specs, self.scopes, strict=True):
             groups.setdefault(scope, []).append((label, spec))
         return Provenance(tuple((tuple(catalogs), scope) for scope, catalogs in groups.items()))
@@ -76,7 +76,7 @@ class Provenance:
     """Which catalogs an answer comes from, and their scope: one group per scope, in the catalogs' order
     (several only when catalogs on disk were written in different scopes), each holding (label, spec)s."""
 
-    groups: tuple[tuple[tuple[tuple[str, str], ...], ScopeShown | None], ...]
+    groups: tuple[tuple[tuple[tuple[str, CatalogSpec], ...], ScopeShown | None], ...]
 
     def to_json(self) -> list[dict[str, object]]:
         """Each group's labels (those of the matches' `releases`) and scope (null: a records.jsonl alone,
@@ -98,31 +98,21 @@ class Provenance:
 _Labelled = tuple[str, str, "LoadedCatalog"]  # a catalog, its label and what its lines' errors name
 
 
-def _shown_catalogs(catalogs: Sequence[tuple[str, str]]) -> str:
+def _shown_catalogs(catalogs: Sequence[tuple[str, CatalogSpec]]) -> str:
     """Name catalogs in a line: `release 0.28.0`, `3 releases 0.9.0 .. 0.28.0`, a folder or a revision."""
-    if all(spec.startswith(RELEASE_PREFIX) for _, spec in catalogs):
+    if all(isinstance(spec, Release) for _, spec in catalogs):
         labels = [label for label, _ in catalogs]
         if len(labels) <= 3:
             return f"release{'s' if len(labels) > 1 else ''} {', '.join(labels)}"
         return f"{len(labels)} releases {labels[0]} .. {labels[-1]}"
-    from extractor.catalog.load import looks_like_path
-
-    shown = [spec if looks_like_path(spec) or Path(spec).exists() else f"revision {spec}" for _, spec in catalogs]
+    shown = [_shown(spec) for _, spec in catalogs]
     return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
 
 
-def expand_specs(specs: Sequence[str]) -> list[str]:
-    """Turn `release:A..B` and `release:all` into one `release:X.Y.Z` per release, `release:vX.Y.Z` into
-    `release:X.Y.Z`; keep the others."""
-    from extractor.repo.release import resolve_releases
-
-    out: list[str] = []
-    for spec in specs:
-        if spec.startswith(RELEASE_PREFIX) and spec != RELEASE_PREFIX:
-            out += [RELEASE_PREFIX + version for version in resolve_releases(spec.removeprefix(RELEASE_PREFIX))]
-        else:
-            out.append(spec)
-    return list(dict.fromkeys(out))
+def _shown(spec: CatalogSpec) -> str:
+    if isinstance(spec, Release):
+        return f"release {spec.version}"
+    return spec.text if isinstance(spec, OnDisk) else f"revision {spec.text}"
 
 
 def _told_apart(catalogs: list[_Labelled]) -> list[_Labelled]:
@@ -136,7 +126,7 @@ def _told_apart(catalogs: list[_Labelled]) -> list[_Labelled]:
     ]
 
 
-def _oldest_first(catalogs: list[_Labelled], kept: list[str]) -> tuple[list[_Labelled], list[str]]:
+def _oldest_first(catalogs: list[_Labelled], kept: list[CatalogSpec]) -> tuple[list[_Labelled], list[CatalogSpec]]:
     """Catalogs that are all releases in the order of their versions, however they were named (`--catalog
     release:0.28.0 --catalog release:0.27.0`: 0.27.0 first); others in the order given."""
     from packaging.version import InvalidVersion, Version
@@ -149,18 +139,19 @@ def _oldest_first(catalogs: list[_Labelled], kept: list[str]) -> tuple[list[_Lab
     return [catalogs[i] for i in order], [kept[i] for i in order]
 
 
-def _label(spec: str, catalog: LoadedCatalog) -> str:
+def _label(spec: CatalogSpec, catalog: LoadedCatalog) -> str:
     """A catalog's name in answers: the release's version (as `release:X.Y.Z` or as the folder one wrote),
     else the revision it was extracted at."""
-    return (spec if spec.startswith(RELEASE_PREFIX) else catalog.revision).removeprefix(RELEASE_PREFIX)
+    if isinstance(spec, Release):
+        return spec.version
+    return release_of(catalog.revision) or catalog.revision
 
 
-def origin(spec: str) -> str:
+def origin(spec: CatalogSpec) -> str:
     """Name what a spec read, for errors about one of its lines."""
     from extractor.pipeline.write import RECORDS
 
-    path = Path(spec)
-    return str(path / RECORDS) if path.is_dir() else spec
+    return str(spec.path / RECORDS) if isinstance(spec, OnDisk) and spec.path.is_dir() else spec.text
 
 
 def merge(catalogs: Sequence[tuple[str, str, LoadedCatalog]]) -> list[MatchTemplate]:
@@ -197,7 +188,7 @@ def _compact(template: MatchTemplate) -> MatchTemplate:
 
 
 def match_index(
-    specs: Sequence[str],
+    specs: Sequence[CatalogsSpec],
     *,
     repo: str,
     options: ExtractOptions,
@@ -208,31 +199,32 @@ def match_index(
     Releases are immutable on the package index, so an index of releases only is keyed by their versions,
     the scope and the extractor's code, and read back without opening any catalog.
     """
-    expanded = expand_specs(specs)
+    expanded = each_catalog(specs)
     if not expanded:
         raise ReleaseError("no catalog given")
-    cacheable = options.cache and all(spec.startswith(RELEASE_PREFIX) for spec in expanded)
+    cacheable = options.cache and all(isinstance(spec, Release) for spec in expanded)
     # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
     # Every input of an answer: the catalogs, their scope, and the repository name their permalinks carry.
-    parts = [_FORMAT, __version__, code_digest(), expanded, options.scope.model_dump(mode="json"), options.repo_name]
+    named = [spec.text for spec in expanded]
+    parts = [_FORMAT, __version__, code_digest(), named, options.scope.model_dump(mode="json"), options.repo_name]
     key = json.dumps(parts).encode()
     path = cache_dir() / "match" / hashlib.sha256(key).hexdigest()
     if cacheable:
         cached = _read(path)
         if cached is not None:
             return cached
-    from extractor.catalog.load import looks_like_path, open_catalog
+    from extractor.catalog.load import open_catalog
 
     # The catalogs on disk first: one that is damaged is said before any release is downloaded or extracted.
-    on_disk = [looks_like_path(spec) for spec in expanded]
+    on_disk = [isinstance(spec, OnDisk) for spec in expanded]
     loaded: dict[int, LoadedCatalog] = {}
     order = sorted(range(len(expanded)), key=lambda number: not on_disk[number])
     for done, number in enumerate(order, start=1):
         if progress is not None and len(expanded) > 1 and not on_disk[number]:  # (one on disk is read at once)
-            progress(f"catalog {done} of {len(expanded)}: {expanded[number]}")
+            progress(f"catalog {done} of {len(expanded)}: {expanded[number].text}")
         loaded[number] = open_catalog(expanded[number], repo=repo, options=options)
     catalogs: list[_Labelled] = []
-    kept: list[str] = []  # the spec each catalog kept was opened from
+    kept: list[CatalogSpec] = []  # the spec each catalog kept was opened from
     opened: set[tuple[str, str, str]] = set()
     for number, spec in enumerate(expanded):
         catalog = loaded[number]
