@@ -266,7 +266,9 @@ def test_pages_shared_among_worker_processes_are_the_pages_one_process_renders(
     rendered = render_site(inputs.catalog, diffs=inputs.diffs)
     assert tree(tmp_path / "three") == tree(tmp_path / "one") == {**rendered, BUILT: _listing(rendered)}
     assert shared == alone
-    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 9)
+    # A page per record, the index, all.html, a diff, site.css, search.js, find.js, find_constants.js, record.js,
+    # paste.js, the marker.
+    assert (alone.records, alone.diffs, alone.files) == (len(inputs.catalog.lines), 1, len(inputs.catalog.lines) + 10)
     assert alone.bytes == sum(len(data) for name, data in tree(tmp_path / "one").items() if name != BUILT)
 
 

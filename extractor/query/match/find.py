@@ -3,9 +3,11 @@
 # The one definition of matching that `match` and the site's search share: the site's script
 # (publish/site/assets/static/find.js) follows this module and the ones it calls step by step (paste.py: the
 # paste made plain and read as its skeleton; programs.py: each template read as the ways it prints, its words
-# weighed; locate.py: where each stands in a paste; score.py: which answers are confident, in which order),
-# reading their tables from `SHARED` (written into the page), and tests/test_site.py checks both give the same
-# first answer on a corpus. `Finder.answer` is what the script's `Finder.answer` answers, and `match` too.
+# weighed; locate.py: where each stands in a paste; score.py: which answers are confident, in which order;
+# normalize.py: the messages Python prints itself). Its constants and tables are `SHARED`, written into
+# find_constants.js beside find.js (`python scripts/gen_find_constants.py`); a catalog's own tables are
+# `Finder.to_json()`, written into the site. tests/test_find_parity.py runs find.js in Node on a corpus of
+# pastes and checks it answers each with the same hits as `Finder.answer`, field for field.
 #
 # A template is tried on a paste when the paste's skeleton shows one of its keys (a literal row's start or
 # end), found for all templates at once by one Aho-Corasick automaton.
@@ -18,13 +20,19 @@ from extractor.query.match.locate import (
     BUILTIN_BASES,
     CLASS_AT,
     CLASS_BEFORE,
+    CLASS_WINDOW,
+    CLOSERS,
+    CLOSERS_NO_PERIOD,
     DIVERGE,
     LEAD_STOPS,
     MAX_STARTS,
     MIN_CUT,
     MIN_SENTENCE,
     OPENERS,
+    SPACES,
     TAIL_STOPS,
+    TYPO_COST,
+    TYPO_EDGE,
     TYPO_LONG,
     TYPO_TRIES,
     Hit,
@@ -32,21 +40,21 @@ from extractor.query.match.locate import (
     difference,
     shown_classes,
 )
-from extractor.query.match.normalize import python_prints
+from extractor.query.match.normalize import PYTHON_OWN, WHITESPACE, python_prints
 from extractor.query.match.paste import (
     ANSI,
     CHARACTERS,
+    CLASS_SHOWN_IN,
     ENTITIES,
     ENTITY,
     ESCAPE,
     ESCAPES,
+    GAPS,
     MOJIBAKE,
     PREFIX_MAX,
     Paste,
 )
 from extractor.query.match.programs import (
-    KEY,
-    MIN_KEY,
     TYPO_MIN,
     class_weights,
     compile_programs,
@@ -63,35 +71,46 @@ __all__ = ["MAX_LINE", "SHARED", "Answer", "Finder"]
 
 MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
 
+# Every constant and table find.js reads, by the name it reads it under (find_constants.js is written from
+# it). Those of a catalog, and BUILTIN_BASES (the running interpreter's), are `Finder.to_json()`'s.
 SHARED: dict[str, Any] = {
+    "MAX_LINE": MAX_LINE,
     "INFO_MIN": INFO_MIN,
     "INFO_UNIQUE": INFO_UNIQUE,
     "MIN_LIT": MIN_LIT,
-    "MIN_CUT": MIN_CUT,
-    "KEY": KEY,
-    "MIN_KEY": MIN_KEY,
-    "MAX_STARTS": MAX_STARTS,
     "MAX_WEAK": MAX_WEAK,
+    "MIN_CUT": MIN_CUT,
+    "MAX_STARTS": MAX_STARTS,
     "DIVERGE": DIVERGE,
     "TYPO_MIN": TYPO_MIN,
     "TYPO_LONG": TYPO_LONG,
     "TYPO_TRIES": TYPO_TRIES,
+    "TYPO_EDGE": TYPO_EDGE,
+    "TYPO_COST": TYPO_COST,
     "MIN_SENTENCE": MIN_SENTENCE,
+    "PREFIX_MAX": PREFIX_MAX,
+    "CLASS_WINDOW": CLASS_WINDOW,
     "CHARACTERS": CHARACTERS,
     "MOJIBAKE": MOJIBAKE,
     "ENTITIES": ENTITIES,
-    "ANSI": ANSI,
-    "ENTITY": ENTITY,
-    "CLASS_BEFORE": CLASS_BEFORE,
-    "CLASS_AT": CLASS_AT,
+    "ESCAPES": ESCAPES,
     "LEAD_STOPS": LEAD_STOPS,
     "TAIL_STOPS": TAIL_STOPS,
     "OPENERS": OPENERS,
-    "PREFIX_MAX": PREFIX_MAX,
+    "CLOSERS": CLOSERS,
+    "CLOSERS_NO_PERIOD": CLOSERS_NO_PERIOD,
+    "WHITESPACE": WHITESPACE,
+    # Regular expressions both read alike (see locate.py)
+    "ANSI": ANSI,
+    "ENTITY": ENTITY,
     "ESCAPE": ESCAPE,
-    "ESCAPES": ESCAPES,
-}  # fmt: skip (BUILTIN_BASES joins it below)
-SHARED["BUILTIN_BASES"] = BUILTIN_BASES
+    "GAPS": GAPS,
+    "SPACES": SPACES,
+    "CLASS_SHOWN_IN": CLASS_SHOWN_IN,
+    "CLASS_BEFORE": CLASS_BEFORE,
+    "CLASS_AT": CLASS_AT,
+    "PYTHON_OWN": PYTHON_OWN,
+}
 
 
 class Answer(NamedTuple):
@@ -148,15 +167,16 @@ class Finder:
         self._automaton = None
 
     def to_json(self) -> dict[str, Any]:
-        """The tables the site's script (find.js) reads: the shared constants, and each template's class,
-        whether it is a catch-all, its programs and its keys."""
+        """The tables of these templates the site's script (find.js) reads beside SHARED: each template's
+        class, whether it is a catch-all, its programs and its keys, what each class weighs, and the builtin
+        classes' bases as this interpreter has them."""
         return {
-            "shared": SHARED,
             "classes": self.classes,
             "catchAll": self.catch_all,
             "classWeight": self.class_weight,
             "programs": [[program.to_json() for program in programs] for programs in self.programs],
             "keys": self.keys,
+            "builtinBases": BUILTIN_BASES,
         }
 
     def answer(self, text: str) -> Answer:

@@ -48,11 +48,9 @@ class Matcher:
         return cls(templates_of(lines, origin=origin))
 
     def to_json(self) -> dict[str, Any]:
-        """What the site's script needs to answer a paste as `match` does (see find.js): the finder's tables,
-        with the messages Python prints itself and the characters of a line looked at."""
-        data = self.finder.to_json()
-        data["shared"] = {**data["shared"], "PYTHON_OWN": normalize.PYTHON_OWN, "MAX_LINE": MAX_LINE}
-        return data
+        """What the site's script needs, beside find_constants.js, to answer a paste as `match` does (see
+        find.js): the finder's tables."""
+        return self.finder.to_json()
 
     def quiet(self, text: str) -> bool:
         """Whether matching `text` as a log line would find no message in it (`MatchResult.holds_message`), told

@@ -1,24 +1,52 @@
-// Where templates' literal text stands in a paste: the browser's copy of extractor/query/match/find.py (and of
-// the few steps around it in matcher.py), step by step, reading its tables from the page (`Finder.to_json()`),
-// so that the site's search and `extractor match` give the same answers; tests/test_site.py checks they do
-// on every record of a catalog pasted in each shape users paste. No regex engine runs a template: literal
-// rows are looked for with indexOf, in order, so the work is linear in the paste for each template tried.
+// Where templates' literal text stands in a paste, and what `extractor match` answers it with: the browser's copy
+// of extractor/query/match/ (find.py's Finder.answer, and the modules it calls: paste.py, the paste made plain and
+// its skeleton; locate.py, where a template stands; score.py, which hits are confident and their order;
+// normalize.py, what Python prints itself), step by step, in the same order. Its constants are those modules'
+// own, in find_constants.js (generated from find.py's SHARED); a catalog's tables come from the page
+// (`Finder.to_json()`). tests/test_find_parity.py runs this file in Node on a corpus of pastes and checks every
+// hit of every answer against Python's; tests/test_site.py checks the page's first answers in Chromium. No regex
+// engine runs a template: literal rows are looked for with indexOf, in order, so the work is linear in the paste
+// for each template tried. Python counts characters where JavaScript counts UTF-16 units: a skeleton here holds
+// one unit per character (see narrowed), and the few bounds counted in a text are counted in characters.
 (function (root) {
   "use strict";
 
+  var C = typeof module === "object" && module.exports && typeof require === "function"
+    ? require("./find_constants.js") : root.EXTRACTOR_FIND_CONSTANTS;
+  var has = Object.prototype.hasOwnProperty;
+  var SPACE = new RegExp("^[" + C.WHITESPACE + "]$"); // what Python's str.isspace() and strip() take
+  var RE = {
+    ansi: new RegExp(C.ANSI, "g"),
+    entity: new RegExp(C.ENTITY, "g"),
+    escape: new RegExp(C.ESCAPE, "g"),
+    gaps: new RegExp(C.GAPS, "g"),
+    spaces: new RegExp(C.SPACES, "g"),
+    classShownIn: new RegExp(C.CLASS_SHOWN_IN),
+    classBefore: new RegExp(C.CLASS_BEFORE),
+    classAt: new RegExp(C.CLASS_AT, "g"),
+  };
+  var LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g; // a surrogate left alone
+  var PYTHON_OWN = {};
+  Object.keys(C.PYTHON_OWN).forEach(function (name) {
+    PYTHON_OWN[name] = new RegExp("^(?:" + C.PYTHON_OWN[name] + ")$"); // (Python's fullmatch)
+  });
+
   function Finder(data) {
-    var shared = data.shared;
-    this.s = shared;
-    MIN_LIT = shared.MIN_LIT;
+    var self = this;
     this.classes = data.classes;
     this.catchAll = data.catchAll;
     this.classWeight = data.classWeight;
-    this.keys = data.keys;
+    this.builtinBases = data.builtinBases;
+    // A character beyond the BMP in a template's text stands for one unit (a lone low surrogate) in its rows
+    // and keys, as in a paste's skeleton (see narrowed): Python counts it as one character.
+    this.wide = {};
+    var wide = 0, narrow = function (row) { return narrowed(row, self.wide, function () { return ++wide; }); };
+    this.keys = data.keys.map(function (keys) { return keys.map(narrow); });
     this.programs = data.programs.map(function (programs) {
       return programs.map(function (program) {
         var items = [], texts = [], words = [];
         program.forEach(function (item) {
-          if (typeof item[0] === "string") { items.push(item[0]); texts.push(item[1]); words.push(item[2]); }
+          if (typeof item[0] === "string") { items.push(narrow(item[0])); texts.push(item[1]); words.push(item[2]); }
           else { items.push({ groups: item }); texts.push(""); words.push([]); }
         });
         return { items: items, texts: texts, words: words };
@@ -26,24 +54,17 @@
     });
     this.keylessByClass = {};
     for (var i = 0; i < this.keys.length; i++) {
-      if (!this.keys[i].length) (this.keylessByClass[this.classes[i]] = this.keylessByClass[this.classes[i]] || []).push(i);
+      if (!this.keys[i].length) {
+        if (!has.call(this.keylessByClass, this.classes[i])) this.keylessByClass[this.classes[i]] = [];
+        this.keylessByClass[this.classes[i]].push(i);
+      }
     }
-    this.re = {
-      ansi: new RegExp(shared.ANSI, "g"),
-      entity: new RegExp(shared.ENTITY, "g"),
-      classBefore: new RegExp(shared.CLASS_BEFORE),
-      classAt: new RegExp(shared.CLASS_AT, "gm"),
-      escape: new RegExp(shared.ESCAPE, "g"),
-      classShownIn: /[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|$)/,
-    };
-    this.pythonOwn = {};
-    for (var name in shared.PYTHON_OWN) this.pythonOwn[name] = new RegExp("^(?:" + shared.PYTHON_OWN[name] + ")$");
   }
 
   // ------------------------------------------------------------------------------------------ strings
 
   function isWord(c) { return c !== undefined && /^[A-Za-z0-9_]$/.test(c); }
-  function isSpace(c) { return c !== undefined && c !== "" && /^\s$/.test(c); }
+  function isSpace(c) { return c !== undefined && c !== "" && SPACE.test(c); }
   function findIn(s, sub, start, end) { // Python's s.find(sub, start, end)
     var at = s.indexOf(sub, start);
     return at >= 0 && at + sub.length <= end ? at : -1;
@@ -60,97 +81,177 @@
     return lo;
   }
   function last(name) { var parts = name.split("."); return parts[parts.length - 1]; }
-  function stripped(text) { return text.replace(/^\s+|\s+$/g, ""); }
+  function stripped(text) { // Python's text.strip()
+    var start = 0, end = text.length;
+    while (start < end && SPACE.test(text[start])) start++;
+    while (end > start && SPACE.test(text[end - 1])) end--;
+    return start === 0 && end === text.length ? text : text.slice(start, end);
+  }
+  function lineBreaksOff(text) { // Python's text.rstrip("\r\n")
+    var end = text.length;
+    while (end > 0 && (text[end - 1] === "\n" || text[end - 1] === "\r")) end--;
+    return text.slice(0, end);
+  }
+
+  // Python's characters, where JavaScript's strings hold UTF-16 units: a character beyond the BMP is two.
+  function pair(text, i) { // whether a surrogate pair starts at i
+    var c = text.charCodeAt(i), d = text.charCodeAt(i + 1);
+    return c >= 0xd800 && c < 0xdc00 && d >= 0xdc00 && d < 0xe000;
+  }
+  function wide(text) { return /[\ud800-\udfff]/.test(text); }
+  function length(text) { // Python's len(text)
+    if (!wide(text)) return text.length;
+    var n = 0;
+    for (var i = 0; i < text.length; i += pair(text, i) ? 2 : 1) n++;
+    return n;
+  }
+  function head(text, n) { // Python's text[:n]
+    if (text.length <= n) return text;
+    var i = 0;
+    for (var k = 0; k < n && i < text.length; k++) i += pair(text, i) ? 2 : 1;
+    return text.slice(0, i);
+  }
+  function tail(text, n) { // Python's text[-n:]
+    if (text.length <= n) return text;
+    var i = text.length;
+    for (var k = 0; k < n && i > 0; k++) i -= i > 1 && pair(text, i - 2) ? 2 : 1;
+    return text.slice(i);
+  }
+  function back(text, position, n) { // where Python's text[max(0, position - n):position] starts
+    var i = position;
+    for (var k = 0; k < n && i > 0; k++) i -= i > 1 && pair(text, i - 2) ? 2 : 1;
+    return i;
+  }
+  function codeOrder(a, b) { // Python's comparison of two texts, character by character
+    if (!wide(a) && !wide(b)) return a < b ? -1 : a > b ? 1 : 0;
+    var x = Array.from(a), y = Array.from(b);
+    for (var i = 0; i < x.length && i < y.length; i++) {
+      if (x[i] !== y[i]) return x[i].codePointAt(0) < y[i].codePointAt(0) ? -1 : 1;
+    }
+    return x.length - y.length;
+  }
+  // A skeleton (or a template's row) with each character beyond the BMP, and each lone surrogate, one unit: a
+  // lone low surrogate, the same for the same character in every template (`table`), one other for any other
+  // (it stands in no template). A skeleton's positions are then Python's; `where` keeps one place per character.
+  function narrowed(text, table, fresh, where) {
+    if (!wide(text)) return text;
+    var out = "", kept = where ? [] : null;
+    for (var i = 0; i < text.length; i++) {
+      var two = pair(text, i), c = two ? text.slice(i, i + 2) : text[i];
+      if (kept) kept.push(where[i]);
+      if (two) i++;
+      if (c.charCodeAt(0) < 0xd800 || c.charCodeAt(0) >= 0xe000) { out += c; continue; }
+      if (!has.call(table, c)) {
+        if (!fresh) { out += "\udc00"; continue; }
+        table[c] = String.fromCharCode(0xdc00 + Math.min(fresh(), 0x3ff));
+      }
+      out += table[c];
+    }
+    if (kept) { where.length = 0; for (var k = 0; k < kept.length; k++) where.push(kept[k]); }
+    return out;
+  }
 
   // ----------------------------------------------------------------------------------------- the paste
 
   Finder.prototype.plain = function (text, entities) {
-    var s = this.s, steps = [];
+    var steps = [];
     if (text.indexOf("\r") >= 0) text = text.replace(/\r\n/g, "\n").replace(/\r/g, "\n");
     if (text.indexOf("\x1b") >= 0 || text.indexOf("^[") >= 0) {
-      var undone = text.replace(this.re.ansi, "");
+      var undone = text.replace(RE.ansi, "");
       if (undone !== text) { text = undone; steps.push("ansi"); }
     }
     if (entities && text.indexOf("&") >= 0) {
-      var decoded = text.replace(this.re.entity, function (whole, name) {
+      var decoded = text.replace(RE.entity, function (whole, name) {
         if (name[0] === "#") {
           var code = name[1] === "x" || name[1] === "X" ? parseInt(name.slice(2), 16) : parseInt(name.slice(1), 10);
           return code > 0 && code < 0x110000 && !(code >= 0xd800 && code < 0xe000) ? String.fromCodePoint(code) : whole;
         }
-        return Object.prototype.hasOwnProperty.call(s.ENTITIES, name) ? s.ENTITIES[name] : whole;
+        return has.call(C.ENTITIES, name) ? C.ENTITIES[name] : whole;
       });
       if (decoded !== text) { text = decoded; steps.push("html"); }
     }
     if (text.indexOf("\n") >= 0) {
-      var unprefixed = this.withoutLinePrefix(text);
+      var unprefixed = withoutLinePrefix(text);
       if (unprefixed !== null) { text = unprefixed; steps.push("line-prefix"); }
     }
     var typed = text;
     if (typed.indexOf("\u00e2\u20ac") >= 0) {
-      s.MOJIBAKE.forEach(function (pair) { typed = typed.split(pair[0]).join(pair[1]); });
+      C.MOJIBAKE.forEach(function (pair) { typed = typed.split(pair[0]).join(pair[1]); });
     }
     var out = "";
     for (var i = 0; i < typed.length; i++) {
       var c = typed[i];
-      out += Object.prototype.hasOwnProperty.call(s.CHARACTERS, c) ? s.CHARACTERS[c] : c;
+      out += has.call(C.CHARACTERS, c) ? C.CHARACTERS[c] : c;
     }
     if (out !== text) { text = out; steps.push("characters"); }
     return [text, steps];
   };
 
-  Finder.prototype.withoutLinePrefix = function (text) {
+  function withoutLinePrefix(text) {
     var lines = text.split("\n");
     var shown = lines.filter(function (line) { return stripped(line) !== ""; });
     if (shown.length < 2) return null;
-    var max = this.s.PREFIX_MAX;
-    var shapes = shown.map(function (line) { return line.slice(0, max).replace(/[0-9]/g, "0"); });
+    var shapes = shown.map(function (line) { return head(line, C.PREFIX_MAX).replace(/[0-9]/g, "0"); });
     var first = shapes[0], lastShape = shapes[0];
-    shapes.forEach(function (shape) { if (shape < first) first = shape; if (shape > lastShape) lastShape = shape; });
+    shapes.forEach(function (shape) {
+      if (codeOrder(shape, first) < 0) first = shape;
+      if (codeOrder(shape, lastShape) > 0) lastShape = shape;
+    });
     var common = 0;
     while (common < first.length && common < lastShape.length && first[common] === lastShape[common]) common++;
     var cut = rfindIn(first, " ", 0, common) + 1;
     var prefix = first.slice(0, cut);
-    if (stripped(prefix) === "" || this.re.classShownIn.test(prefix)) return null;
+    if (stripped(prefix) === "" || RE.classShownIn.test(prefix)) return null;
     return lines.map(function (line) { return stripped(line) !== "" ? line.slice(cut) : line; }).join("\n");
-  };
+  }
 
+  var KEPT = /[A-Z"]/g;
+  function kept(c) { return c === '"' ? "'" : c.toLowerCase(); }
+
+  // Python's skeleton(): its text, and where each of its characters stands in the text.
   function skeleton(text) {
-    var out = [], where = [], position = 0, end = text.length;
-    while (position < end) {
-      var c = text[position];
-      if (c === " " || c === "\t" || c === "\n" || c === "\r" || c === "\f" || c === "\v" || c === "`") { position++; continue; }
-      if (c === "\\") {
-        var next = text[position + 1];
-        position += position + 1 < end && (next === "n" || next === "t" || next === "r") ? 2 : 1;
-        continue;
+    var out = [], where = [], position = 0, gap, i;
+    RE.gaps.lastIndex = 0;
+    while ((gap = RE.gaps.exec(text)) !== null) {
+      if (gap.index > position) {
+        out.push(text.slice(position, gap.index));
+        for (i = position; i < gap.index; i++) where.push(i);
       }
-      out.push(c === '"' ? "'" : c >= "A" && c <= "Z" ? c.toLowerCase() : c);
-      where.push(position);
-      position++;
+      position = gap.index + gap[0].length;
     }
-    return [out.join(""), where];
+    if (position < text.length) {
+      out.push(text.slice(position));
+      for (i = position; i < text.length; i++) where.push(i);
+    }
+    return [out.join("").replace(KEPT, kept), where];
   }
 
   Finder.prototype.paste = function (text, entities) {
     var made = this.plain(text, entities !== false);
     var sk = skeleton(made[0]);
-    var cuts = [], bare = sk[0];
+    var where = sk[1], bare = narrowed(sk[0], this.wide, null, where);
+    var cuts = [];
     var at = bare.indexOf("...");
     while (at >= 0) { cuts.push(at); at = bare.indexOf("...", at + 3); }
     cuts.push(bare.length);
-    var paste = { text: made[0], steps: made[1], bare: bare, where: sk[1], cuts: cuts };
-    paste.at = function (index) { return index < paste.where.length ? paste.where[index] : paste.text.length; };
+    var paste = { text: made[0], steps: made[1], bare: bare, where: where, cuts: cuts };
+    // Where skeleton position `index` stands in the text (its end, for one past the last); and where the
+    // character there ends.
+    paste.at = function (index) { return index < where.length ? where[index] : paste.text.length; };
+    paste.after = function (index) { var at = where[index]; return at + (pair(paste.text, at) ? 2 : 1); };
     return paste;
   };
 
-  Finder.prototype.unescape = function (text) {
+  function unescaped(text) { // paste.py's unescape
     if (text.indexOf("\\") < 0) return text;
-    var escapes = this.s.ESCAPES;
-    return text.replace(this.re.escape, function (whole, escape) {
+    var out = text.replace(RE.escape, function (whole, escape) {
       if (escape[0] === "u" || escape[0] === "x") return String.fromCharCode(parseInt(escape.slice(1), 16));
-      return Object.prototype.hasOwnProperty.call(escapes, escape) ? escapes[escape] : escape;
+      return has.call(C.ESCAPES, escape) ? C.ESCAPES[escape] : escape;
     });
-  };
+    // (Python joins a JSON surrogate pair into one character, and makes each surrogate left alone U+FFFD.)
+    if (text.indexOf("\\u") >= 0) out = out.replace(LONE, "\ufffd");
+    return out;
+  }
 
   // ------------------------------------------------------------------------------------------- finding
 
@@ -165,10 +266,10 @@
         }
       }
     }
-    var re = this.re.classAt, m;
+    var re = RE.classAt, m, keyless = this.keylessByClass;
     re.lastIndex = 0;
     while ((m = re.exec(paste.text)) !== null) {
-      (this.keylessByClass[last(m[1])] || []).forEach(function (i) { found[i] = true; });
+      if (has.call(keyless, last(m[1]))) keyless[last(m[1])].forEach(function (i) { found[i] = true; });
       if (m[0] === "") re.lastIndex++;
     }
     for (var index in found) out.push(Number(index));
@@ -180,7 +281,7 @@
   };
 
   Finder.prototype.pass = function (paste, candidates) {
-    var self = this, s = this.s, hits = [];
+    var self = this, hits = [];
     candidates.forEach(function (index) {
       if (!self.programs[index].length) {
         var whole = self.wholeMessage(index, -1, paste);
@@ -200,14 +301,16 @@
     demote(hits);
     var standing = hits.filter(function (hit) { return !hit.demoted && !self.catchAll[hit.template]; });
     standing.forEach(function (hit) {
-      if (hit.shownClass !== null) hit.info += self.classWeight[hit.shownClass] || 0;
+      if (hit.shownClass !== null && has.call(self.classWeight, hit.shownClass)) {
+        hit.info += self.classWeight[hit.shownClass];
+      }
     });
     standing.forEach(function (hit) {
-      if (hit.literal < s.MIN_LIT) return;
+      if (hit.literal < C.MIN_LIT) return;
       var alone = !hit.openEnd && !standing.some(function (o) {
         return o !== hit && o.literal >= hit.literal && o.start < hit.end && hit.start < o.end;
       });
-      hit.confident = hit.info >= s.INFO_MIN || (alone && hit.info >= s.INFO_UNIQUE);
+      hit.confident = hit.info >= C.INFO_MIN || (alone && hit.info >= C.INFO_UNIQUE);
     });
     return hits;
   };
@@ -225,7 +328,7 @@
     var places = this.occurrences(paste.bare, head, 0, near);
     for (var p = 0; p < places.length; p++) {
       var at = places[p][0];
-      if (first > 0 && this.inClassPrefix(paste.text, paste.at(at))) continue;
+      if (first > 0 && inClassPrefix(paste.text, paste.at(at))) continue;
       if (!startsWord(paste, at, head, first > 0 && isSpace(text[0]), first > 0)) continue;
       var hit = this.forward(index, number, program, paste, literals, [places[p][0], places[p][1]], places[p][2], near);
       if (hit !== null) return hit;
@@ -276,14 +379,14 @@
   };
 
   Finder.prototype.cut = function (index, number, program, paste, spans, position, k, typo) {
-    var s = this.s, row = program.items[k], bare = paste.bare, cut = null;
+    var row = program.items[k], bare = paste.bare, cut = null;
     for (var c = 0; c < paste.cuts.length; c++) if (paste.cuts[c] >= position) { cut = paste.cuts[c]; break; }
-    if (cut !== null && !breaks(s, paste.text, paste.at(position), paste.at(cut))) {
+    if (cut !== null && !breaks(paste.text, paste.at(position), paste.at(cut))) {
       var shown = 0;
       for (var length = Math.min(row.length - 1, cut - position); length > 0; length--) {
         if (bare.startsWith(row.slice(0, length), cut - length)) { shown = length; break; }
       }
-      if (findIn(bare, row.slice(0, s.DIVERGE), position, cut - shown) >= 0) {
+      if (findIn(bare, row.slice(0, C.DIVERGE), position, cut - shown) >= 0) {
         // the row starts in the value, then departs from it: another text
       } else if (shown) {
         return this.made(index, number, program, paste, spans.concat([[cut - shown, cut]]), { cut: cut, typo: typo });
@@ -301,8 +404,8 @@
   };
 
   Finder.prototype.cutFirst = function (index, number, program, paste, head, first) {
-    var s = this.s, bare = paste.bare, key = head.slice(0, s.MIN_CUT);
-    if (head.length <= s.MIN_CUT) return null;
+    var bare = paste.bare, key = head.slice(0, C.MIN_CUT);
+    if (head.length <= C.MIN_CUT) return null;
     for (var c = 0; c < paste.cuts.length; c++) {
       var cut = paste.cuts[c];
       var at = rfindIn(bare, key, 0, cut);
@@ -314,14 +417,14 @@
       }
     }
     var sentence = this.sentence(paste, program, first, 0, 0);
-    if (sentence !== null && sentence[1] - sentence[0] >= s.MIN_CUT) {
+    if (sentence !== null && sentence[1] - sentence[0] >= C.MIN_CUT) {
       return this.made(index, number, program, paste, [sentence], { cut: sentence[1] });
     }
     return null;
   };
 
   Finder.prototype.wholeMessage = function (index, number, paste) {
-    var re = this.re.classAt, m;
+    var re = RE.classAt, m;
     re.lastIndex = 0;
     while ((m = re.exec(paste.text)) !== null) {
       if (last(m[1]) === this.classes[index]) {
@@ -336,15 +439,15 @@
   };
 
   Finder.prototype.occurrences = function (bare, row, start, near) {
-    var s = this.s, out = [], found = bare.indexOf(row, start), tries = 0;
-    while (found >= 0 && tries < s.MAX_STARTS) { out.push([found, found + row.length, 0]); found = bare.indexOf(row, found + 1); tries++; }
-    if (!near || row.length < s.TYPO_MIN) return out;
-    var budget = row.length < s.TYPO_LONG ? 1 : 2, half = Math.floor(row.length / 2);
+    var out = [], found = bare.indexOf(row, start), tries = 0;
+    while (found >= 0 && tries < C.MAX_STARTS) { out.push([found, found + row.length, 0]); found = bare.indexOf(row, found + 1); tries++; }
+    if (!near || row.length < C.TYPO_MIN) return out;
+    var budget = row.length < C.TYPO_LONG ? 1 : 2, half = Math.floor(row.length / 2);
     var starts = [], left = row.slice(0, half), right = row.slice(half), shift;
     found = bare.indexOf(left, start); tries = 0;
-    while (found >= 0 && tries < s.TYPO_TRIES) { starts.push(found); found = bare.indexOf(left, found + 1); tries++; }
+    while (found >= 0 && tries < C.TYPO_TRIES) { starts.push(found); found = bare.indexOf(left, found + 1); tries++; }
     found = bare.indexOf(right, start); tries = 0;
-    while (found >= 0 && tries < s.TYPO_TRIES) {
+    while (found >= 0 && tries < C.TYPO_TRIES) {
       for (shift = -budget; shift <= budget; shift++) if (found - half + shift >= start) starts.push(found - half + shift);
       found = bare.indexOf(right, found + 1); tries++;
     }
@@ -356,7 +459,8 @@
       shifts.forEach(function (move) {
         var end = begin + row.length + move;
         if (end > bare.length || end <= begin) return;
-        if (bare.slice(begin, begin + 2) !== row.slice(0, 2) || bare.slice(end - 2, end) !== row.slice(-2)) return;
+        var edge = C.TYPO_EDGE;
+        if (bare.slice(begin, begin + edge) !== row.slice(0, edge) || bare.slice(end - edge, end) !== row.slice(-edge)) return;
         if ((bare.slice(begin, end).match(/[0-9]+/g) || []).join(",") !== digits) return;
         var distance = levenshtein(bare.slice(begin, end), row, budget);
         if (distance > 0 && distance <= budget && (!(begin in best) || distance < best[begin][1])) best[begin] = [end, distance];
@@ -387,17 +491,17 @@
   }
 
   Finder.prototype.sentence = function (paste, program, k, position, shown) {
-    var s = this.s, row = program.items[k];
+    var row = program.items[k];
     var end = rfindIn(row, ".", 0, row.length - 1);
-    while (end >= 0 && shown + end + 1 >= s.MIN_SENTENCE) {
+    while (end >= 0 && shown + end + 1 >= C.MIN_SENTENCE) {
       var starts = [row.slice(0, end + 1), row.slice(0, end)];
       for (var t = 0; t < starts.length; t++) {
         var start = starts[t];
-        if (shown + start.length < s.MIN_SENTENCE || !start) continue;
+        if (shown + start.length < C.MIN_SENTENCE || !start) continue;
         var spaced = isSpace(program.texts[k][0]);
         var places = this.occurrences(paste.bare, start, position, false);
         for (var p = 0; p < places.length; p++) {
-          if (findIn(paste.bare, row.slice(0, s.DIVERGE), position, places[p][0]) >= 0) break;
+          if (findIn(paste.bare, row.slice(0, C.DIVERGE), position, places[p][0]) >= 0) break;
           if (startsWord(paste, places[p][0], row, spaced, k > 0) && endsQuote(paste, places[p][1], start)) {
             return [places[p][0], places[p][1]];
           }
@@ -409,17 +513,17 @@
   };
 
   Finder.prototype.made = function (index, number, program, paste, spans, options) {
-    var s = this.s, items = program.items, text = paste.text, self = this;
+    var items = program.items, text = paste.text, self = this;
     var cut = options.cut === undefined ? null : options.cut, period = !!options.period;
     var typo = options.typo || 0, openEnd = !!options.openEnd;
     var rows = literalRows(items);
     var firstAt = paste.at(spans[0][0]);
     var lastSpan = spans[spans.length - 1];
-    var lastEnd = lastSpan[1] > lastSpan[0] ? paste.at(lastSpan[1] - 1) + 1 : paste.at(lastSpan[0]);
+    var lastEnd = lastSpan[1] > lastSpan[0] ? paste.after(lastSpan[1] - 1) : paste.at(lastSpan[0]);
     var start = firstAt;
-    if (rows[0] > 0) start = this.leadStart(text, firstAt);
-    var shown = this.classBefore(text, start);
-    if (shown !== null && !mayPrint(s, this.classes[index], shown)) return null;
+    if (rows[0] > 0) start = leadStart(text, firstAt);
+    var shown = classBefore(text, start);
+    if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) return null;
     var end = lastEnd;
     var quoted = start > 0 && (text[start - 1] === "'" || text[start - 1] === '"');
     var holes = [], values = [], rowsShown = spans.length;
@@ -430,17 +534,17 @@
       rows.forEach(function (r) { if (r < k) before++; });
       var a, b;
       if (before === 0) { a = start; b = firstAt; }
-      else if (before < rowsShown) { a = paste.at(spans[before - 1][1] - 1) + 1; b = paste.at(spans[before][0]); }
+      else if (before < rowsShown) { a = paste.after(spans[before - 1][1] - 1); b = paste.at(spans[before][0]); }
       else if (before > rowsShown || (cut !== null && lastSpan[1] >= cut)) break;
       else if (cut !== null) { a = lastEnd; b = paste.at(cut); }
-      else if (k === items.length - 1) { a = lastEnd; b = end = Math.max(end, this.tailEnd(text, a, start)); }
+      else if (k === items.length - 1) { a = lastEnd; b = end = Math.max(end, tailEnd(text, a, start)); }
       else break;
       holes.push([bisectLeft(paste.where, a), bisectLeft(paste.where, b)]);
       var value = stripped(text.slice(a, b));
-      values.push([item.groups, quoted ? this.unescape(value) : value]);
+      values.push([item.groups, quoted ? unescaped(value) : value]);
     }
     if (cut !== null) end = Math.max(end, paste.at(cut));
-    var literal = -2 * typo, info = 0;
+    var literal = -C.TYPO_COST * typo, info = 0;
     spans.forEach(function (span) { literal += span[1] - span[0]; });
     for (var n = 0; n < Math.min(rows.length, spans.length); n++) {
       var whole = cut === null || n < spans.length - 1 || openEnd;
@@ -450,14 +554,14 @@
     var verbatim = true;
     for (var e = 0; verbatim && e < Math.min(rows.length, spans.length); e++) {
       var span = spans[e];
-      if (span[1] > span[0]) verbatim = same(text.slice(paste.at(span[0]), paste.at(span[1] - 1) + 1), program.texts[rows[e]]);
+      if (span[1] > span[0]) verbatim = same(text.slice(paste.at(span[0]), paste.after(span[1] - 1)), program.texts[rows[e]]);
     }
     var exact = !paste.steps.length && !period && !typo && verbatim;
     var spaced = verbatim;
     for (var g = 0; spaced && g < Math.min(rows.length, spans.length); g++) {
       var piece = spans[g];
       if (piece[1] > piece[0]) {
-        spaced = spacedText(text.slice(paste.at(piece[0]), paste.at(piece[1] - 1) + 1)) ===
+        spaced = spacedText(text.slice(paste.at(piece[0]), paste.after(piece[1] - 1))) ===
           spacedText(program.texts[rows[g]].replace(/^[ \t\n`]+|[ \t\n`]+$/g, ""));
       }
     }
@@ -485,16 +589,15 @@
   }
 
   function same(shown, written) {
-    var white = /[ \t\n\r\f\v]+/g;
-    return shown.replace(white, "").replace(/"/g, "'") ===
-      written.replace(white, "").replace(/^`+|`+$/g, "").replace(/"/g, "'");
+    return shown.replace(RE.spaces, "").replace(/"/g, "'") ===
+      written.replace(RE.spaces, "").replace(/^`+|`+$/g, "").replace(/"/g, "'");
   }
 
-  function spacedText(text) { return text.replace(/[ \t\n\r\f\v]+/g, " ").replace(/"/g, "'"); }
+  function spacedText(text) { return text.replace(RE.spaces, " ").replace(/"/g, "'"); }
 
-  function breaks(s, text, start, end) {
+  function breaks(text, start, end) {
     if (findIn(text, "\n\n", start, end) >= 0) return true;
-    return s.TAIL_STOPS.some(function (stop) { return findIn(text, stop, start, end) >= 0; });
+    return C.TAIL_STOPS.some(function (stop) { return findIn(text, stop, start, end) >= 0; });
   }
 
   function startsWord(paste, at, row, spaced, free) {
@@ -505,20 +608,20 @@
 
   function endsWord(paste, end, row, spaced, free) {
     if (!row || (!spaced && (free || !isWord(row[row.length - 1])))) return true;
-    var after = paste.at(end - 1) + 1;
+    var after = paste.after(end - 1);
     return after >= paste.text.length || !isWord(paste.text[after]);
   }
 
   function endsMessage(paste, stop) {
-    var after = paste.text.slice(paste.at(stop - 1) + 1).replace(/^[ \t]+/, "");
+    var after = paste.text.slice(paste.after(stop - 1)).replace(/^[ \t]+/, "");
     return !after || !isWord(after[0]);
   }
 
   function endsQuote(paste, stop, start) {
     if (isWord(start[start.length - 1]) && !endsWord(paste, stop, start, false, false)) return false;
-    var after = paste.text.slice(paste.at(stop - 1) + 1).replace(/^[ \t]+/, "");
-    if (start[start.length - 1] !== ".") return after.length > 0 && "'\"`)*".indexOf(after[0]) >= 0;
-    return stripped(after) === "" || "'\"`)]*".indexOf(after[0]) >= 0 || after.indexOf("\n\n") === 0;
+    var after = paste.text.slice(paste.after(stop - 1)).replace(/^[ \t]+/, "");
+    if (start[start.length - 1] !== ".") return after.length > 0 && C.CLOSERS_NO_PERIOD.indexOf(after[0]) >= 0;
+    return stripped(after) === "" || C.CLOSERS.indexOf(after[0]) >= 0 || after.indexOf("\n\n") === 0;
   }
 
   function fits(paste, span, program, k, ends) {
@@ -528,53 +631,52 @@
     return ends ? endsWord(paste, span[1], row, false, false) : endsWord(paste, span[1], row, isSpace(text[text.length - 1]), true);
   }
 
-  Finder.prototype.inClassPrefix = function (text, position) {
+  function inClassPrefix(text, position) {
     var line = text.lastIndexOf("\n", position - 1) + 1;
     if (position === 0) line = 0;
-    var slice = text.slice(line, position + 2), re = new RegExp(this.s.CLASS_AT, "gm"), m;
+    var slice = text.slice(line, position + 2), re = new RegExp(C.CLASS_AT, "g"), m;
     while ((m = re.exec(slice)) !== null) {
       if (line + m.index < position && position < line + m.index + m[0].length) return true;
       if (m[0] === "") re.lastIndex++;
     }
     return false;
-  };
+  }
 
-  Finder.prototype.leadStart = function (text, first) {
+  function leadStart(text, first) {
     var line = first > 0 ? text.lastIndexOf("\n", first - 1) + 1 : 0;
     var best = line;
-    this.s.LEAD_STOPS.forEach(function (stop) {
+    C.LEAD_STOPS.forEach(function (stop) {
       var at = rfindIn(text, stop, line, first);
       if (at >= 0) best = Math.max(best, at + stop.length);
     });
-    var slice = text.slice(line, first), re = new RegExp(this.s.CLASS_AT, "gm"), m, found = line;
+    var slice = text.slice(line, first), re = new RegExp(C.CLASS_AT, "g"), m, found = line;
     while ((m = re.exec(slice)) !== null) { found = line + m.index + m[0].length; if (m[0] === "") re.lastIndex++; }
     return Math.max(best, found);
-  };
-
-  function mayPrint(s, recordClass, shown) {
-    if (recordClass === shown) return true;
-    var bases = s.BUILTIN_BASES[recordClass];
-    return bases === undefined || bases.indexOf(shown) >= 0;
   }
 
-  Finder.prototype.classBefore = function (text, start) {
-    var m = this.re.classBefore.exec(text.slice(Math.max(0, start - 200), start));
-    return m ? last(m[1]) : null;
-  };
+  function mayPrint(builtinBases, recordClass, shown) {
+    if (recordClass === shown) return true;
+    return !has.call(builtinBases, recordClass) || builtinBases[recordClass].indexOf(shown) >= 0;
+  }
 
-  Finder.prototype.tailEnd = function (text, position, start) {
+  function classBefore(text, start) {
+    var m = RE.classBefore.exec(text.slice(back(text, start, C.CLASS_WINDOW), start));
+    return m ? last(m[1]) : null;
+  }
+
+  function tailEnd(text, position, start) {
     var end = lineEnd(text, position);
-    this.s.TAIL_STOPS.forEach(function (stop) {
+    C.TAIL_STOPS.forEach(function (stop) {
       var at = findIn(text, stop, position, end + stop.length);
       if (at >= 0) end = Math.min(end, at);
     });
     var before = start > 0 ? text[start - 1] : "";
-    if (Object.prototype.hasOwnProperty.call(this.s.OPENERS, before)) {
-      var at = rfindIn(text, this.s.OPENERS[before], position, end);
+    if (has.call(C.OPENERS, before)) {
+      var at = rfindIn(text, C.OPENERS[before], position, end);
       if (at >= 0) end = at;
     }
     return end;
-  };
+  }
 
   function lineEnd(text, position) {
     var end = text.indexOf("\n", position);
@@ -623,8 +725,6 @@
     return 0;
   }
 
-  var MIN_LIT = 10; // (set from the tables: see Finder)
-
   function ranked(hits) {
     var shown = hits.filter(function (h) { return h.confident; });
     function place(hit) {
@@ -638,38 +738,36 @@
     }
     var confident = shown.map(function (h) { return [key(h), h]; }).sort(function (a, b) { return compare(a[0], b[0]); })
       .map(function (pair) { return pair[1]; });
-    var weak = hits.filter(function (h) { return !h.confident && !(h.cut && h.literal < MIN_LIT); })
+    var weak = hits.filter(function (h) { return !h.confident && !(h.cut && h.literal < C.MIN_LIT); })
       .map(function (h) { return [[-h.literal, -h.info, h.start, h.template], h]; })
       .sort(function (a, b) { return compare(a[0], b[0]); }).map(function (pair) { return pair[1]; });
-    return confident.concat(weak.slice(0, 5));
+    return confident.concat(weak.slice(0, C.MAX_WEAK));
   }
 
-  // ------------------------------------------------------------------------ what match does around it
+  // ----------------------------------------------------------------------------------------------- answer
 
-  // One input as `Matcher.match` answers it: {confident: [hits], weak: [hits], python: class or null, paste}.
+  // One input as find.py's Finder.answer answers it (what `match` answers, a pasted `raise` line aside):
+  // {paste, confident: [hits], weak: [hits], python: the class of a message Python prints itself, or null}.
   Finder.prototype.answer = function (text) {
-    var s = this.s;
-    var input = text.replace(/[\r\n]+$/, "").slice(0, s.MAX_LINE);
+    var line = lineBreaksOff(text), input = head(line, C.MAX_LINE);
     var paste = this.paste(input, true);
     var got = this.answers(paste);
     if (!got.confident.length && paste.steps.indexOf("html") >= 0) {
       var typed = this.paste(input, false), more = this.answers(typed);
       if (more.confident.length || !got.weak.length) { paste = typed; got = more; }
     }
-    if (!got.confident.length && text.length > s.MAX_LINE) {
-      var tail = this.paste(text.replace(/[\r\n]+$/, "").slice(-s.MAX_LINE), true), again = this.answers(tail);
-      if (again.confident.length) { paste = tail; got = { confident: again.confident, weak: [] }; }
+    if (!got.confident.length && text.length > C.MAX_LINE && length(text) > C.MAX_LINE) {
+      var end = this.paste(tail(line, C.MAX_LINE), true), again = this.answers(end);
+      if (again.confident.length) { paste = end; got = { confident: again.confident, weak: [] }; }
     }
-    var all = got.confident.concat(got.weak), python = null;
+    var all = got.confident.concat(got.weak), self = this;
     if (all.length) {
-      python = this.pythonPrints(all[0].shownClass, paste.text.slice(all[0].start, all[0].end));
-      var self = this;
+      var python = pythonPrints(all[0].shownClass, paste.text.slice(all[0].start, all[0].end));
       if (python !== null && all.every(function (h) { return self.classes[h.template] === python; })) {
-        return { confident: [], weak: all, python: python, paste: paste };
+        return { paste: paste, confident: [], weak: all, python: python };
       }
-      python = null;
     }
-    return { confident: got.confident, weak: got.weak, python: python, paste: paste };
+    return { paste: paste, confident: got.confident, weak: got.weak, python: null };
   };
 
   Finder.prototype.answers = function (paste) {
@@ -678,13 +776,14 @@
     return confident.length ? { confident: confident, weak: [] } : { confident: [], weak: hits };
   };
 
-  Finder.prototype.pythonPrints = function (shown, message) {
+  // normalize.py's python_prints.
+  function pythonPrints(shown, message) {
     message = stripped(stripped(message).split("\n")[0]);
-    for (var name in this.pythonOwn) {
-      if ((shown === null || shown === name) && message && this.pythonOwn[name].test(message)) return name;
+    for (var name in PYTHON_OWN) {
+      if ((shown === null || shown === name) && message && PYTHON_OWN[name].test(message)) return name;
     }
     return null;
-  };
+  }
 
   root.ExtractorFinder = Finder;
   if (typeof module === "object" && module.exports) module.exports = Finder;

@@ -1,8 +1,9 @@
 // The index's search: answers a pasted error (a message, a traceback, a log excerpt) as `extractor match` does,
-// with find.js over the tables in paste.js: the records that raised it first, their values filled in; and lists
-// the errors that match as you type (words, class, error type, file), a page of them at a time. The query lives
-// in the URL so that a search (a paste too) can be shared. No dependencies; works from file:// too. Only the
-// shown rows are in the DOM, so a keystroke costs the same for 50 errors or 5,000.
+// with find.js over the tables in paste.js (its constants in find_constants.js): the records that raised it
+// first, their values filled in; and lists the errors that match as you type (words, class, error type, file), a
+// page of them at a time. The query lives in the URL so that a search (a paste too) can be shared. No
+// dependencies; works from file:// too. Only the shown rows are in the DOM, so a keystroke costs the same for 50
+// errors or 5,000.
 (function () {
   "use strict";
   var PAGE = 100;
