@@ -185,9 +185,10 @@ def pages_of(
     from extractor.query.reproductions import attach, release_of
 
     # The analysis overlaid, and what `reproduce` ran for the release (shown as run, with the version it ran on).
-    lines = tuple(attach(overlay(catalog.lines, analysis or {}), "vllm", release_of(catalog.revision)))
+    release = release_of(catalog.revision)
+    lines = tuple(attach(overlay(catalog.lines, analysis or {}), "vllm", release))
     repo = lines[0].record.repo if lines else (catalog.manifest.repo if catalog.manifest else "")
-    site = {"repo": repo, "sha": catalog.sha, "revision": catalog.revision, "records": len(lines)}
+    site = {"repo": repo, "sha": catalog.sha, "revision": catalog.revision, "release": release, "records": len(lines)}
     return Pages(lines, diffs, history or {}, site, {line.record.id: line for line in lines})
 
 
