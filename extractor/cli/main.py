@@ -5,17 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from extractor.cli.options import PROG, commands
 from extractor.errors import ExitCode, ExtractorError
 from extractor.util.lifecycle import command_line_process, interruption, quiet_for_one_run, signals_as_interrupts
 from extractor.util.progress import one_line
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 __all__ = ["main", "run_and_exit"]
 

@@ -6,13 +6,10 @@ import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from extractor.model.records import ReproductionReason
+from extractor.model.records import CatalogLine, FieldRef, ReproductionReason
 from extractor.reproduce import programs
-
-if TYPE_CHECKING:
-    from extractor.model.records import CatalogLine, FieldRef
 
 __all__ = ["Attempt", "Code", "Unsolvable", "lessons", "trigger", "vocabulary"]
 

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
-from extractor.model.records import ServeLine
+from extractor.model.records import CatalogLine, ServeLine
 from extractor.query.explain import UserFix
 from extractor.reproduce.filled import compiled_check, serve_arguments, validation_code
 from extractor.reproduce.lifting import change_words
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from extractor.model.records import CatalogLine
 
 __all__ = ["UserFix", "run_fixes", "user_fixes"]
 

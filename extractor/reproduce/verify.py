@@ -14,12 +14,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from extractor.model.records import ReproductionReason
+from extractor.model.records import CatalogLine, Reproduction, ReproductionReason
 from extractor.reproduce.lifting import flag_hints
 from extractor.reproduce.triggers import Attempt, Code, Unsolvable, lessons, trigger, vocabulary
 
 if TYPE_CHECKING:
-    from extractor.model.records import CatalogLine, Reproduction
     from extractor.query.match.matcher import Matcher
     from extractor.reproduce.runtime import Session
 

@@ -4,15 +4,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from extractor.errors import ExitCode, ExtractorError
-from extractor.util.progress import one_line, sized
-
-if TYPE_CHECKING:
-    pass
 
 from extractor.cli.options import PROG, Parser, add_run, parse_arguments
+from extractor.errors import ExitCode, ExtractorError
+from extractor.util.progress import one_line, sized
 
 
 def parser() -> argparse.ArgumentParser:

@@ -5,15 +5,10 @@ import argparse
 import shutil
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-from extractor.errors import ExitCode
-from extractor.util.progress import one_line, shown
-
-if TYPE_CHECKING:
-    pass
 
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, latest_of, parse_arguments
+from extractor.errors import ExitCode
+from extractor.util.progress import one_line, shown
 
 
 def parser() -> argparse.ArgumentParser:

@@ -4,12 +4,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from extractor.errors import ExitCode
-
-if TYPE_CHECKING:
-    pass
 
 from extractor.cli.options import (
     PROG,
@@ -23,6 +17,7 @@ from extractor.cli.options import (
     positive,
     step_log,
 )
+from extractor.errors import ExitCode
 
 # `--site` alone: the site beside the catalogs, in DIR/site (a value no argument can be: `--site ''` is refused).
 _SITE_BESIDE = "\0beside"

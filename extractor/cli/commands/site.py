@@ -4,15 +4,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from extractor.errors import ExitCode
-from extractor.util.progress import counted, note, sized
-
-if TYPE_CHECKING:
-    pass
 
 from extractor.cli.options import PROG, Parser, add_catalog, extract_options, output_folder, parse_arguments
+from extractor.errors import ExitCode
+from extractor.util.progress import counted, note, sized
 
 
 def parser() -> argparse.ArgumentParser:
