@@ -1,4 +1,5 @@
-"""Regenerate the JSON Schemas in schemas/ from the pydantic models (tests check they are in sync)."""
+"""Regenerate what is derived from the pydantic models: the JSON Schemas in schemas/ and the scan's typed values,
+extractor/model/scanned.py (tests check they are in sync)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from extractor.model.schema import render_schemas
+from extractor.model.schema import SCANNED_PATH, render_scanned, render_schemas
 
 if __name__ == "__main__":
-    for path, data in render_schemas().items():
+    for path, data in {**render_schemas(), SCANNED_PATH: render_scanned().encode()}.items():
         path.write_bytes(data)
         print(f"wrote {path}")

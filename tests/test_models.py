@@ -1,9 +1,11 @@
-"""The scan's typed values mirror the published models; `replace` copies a model as model_copy does."""
+"""The scan's typed values are written from the published models, and every fast shape of a model has its fields
+(a difference said by the field's name); `replace` copies a model as model_copy does."""
 
 from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Sequence
 
 import orjson
 import pytest
@@ -12,6 +14,9 @@ from pydantic import BaseModel
 from extractor.model import manifest, scanned
 from extractor.model import records as models
 from extractor.model.records import ConditionKind, ErrorType, MessageKind, Record, replace
+from extractor.model.schema import MIRRORS, SCANNED_PATH, SET_LATER, render_scanned
+from extractor.pipeline.fields import _unresolved
+from extractor.pipeline.lines import RECORD_DEFAULTS, LineData
 
 RECORD = {
     "id": "0123456789abcdef",
@@ -31,44 +36,73 @@ RECORD = {
     "analyzedAt": "2026-01-01T00:00:00.000Z",
 }
 
-# Each typed value of the scan, the model it mirrors, and its TypedDict as read back from the cache.
-MIRRORS = [
-    (scanned.ScannedPlaceholder, models.Placeholder, scanned.PlaceholderData),
-    (scanned.ScannedCondition, models.Condition, scanned.ConditionData),
-    (scanned.ScannedExtraction, models.Extraction, scanned.ExtractionData),
-    (scanned.ScannedSite, models.Site, scanned.SiteData),
-    (scanned.ScannedSkippedSite, models.SkippedSite, scanned.SkippedSiteData),
-    (scanned.Result, models.FileResult, None),
-    (scanned.ScannedFieldFacts, models.FieldFacts, None),
-    (scanned.ScannedClassFacts, models.ClassFacts, None),
-    (scanned.ScannedFlagFacts, models.FlagFacts, None),
+
+def differences(mirror: str, keys: Sequence[str], model: type[BaseModel], *, left_out: Sequence[str] = ()) -> list[str]:
+    """How the keys of a fast shape differ from its model's fields (by the names JSON gives them, in order), each
+    said by name; `left_out`: the model's fields the shape leaves out on purpose."""
+    fields = [info.alias or name for name, info in model.model_fields.items() if name not in left_out]
+    said = [f"{mirror} has `{key}` that {model.__name__} lacks" for key in keys if key not in fields]
+    said += [f"{model.__name__}.{name} is not in {mirror}" for name in fields if name not in keys]
+    if not said and list(keys) != fields:
+        here, there = next((a, b) for a, b in zip(keys, fields, strict=True) if a != b)
+        said.append(f"{mirror} has `{here}` where {model.__name__} has `{there}` (the same fields, in another order)")
+    return said
+
+
+def _keys(shape: object) -> list[str]:
+    if dataclasses.is_dataclass(shape):
+        return [f.name for f in dataclasses.fields(shape)]
+    if isinstance(shape, dict):
+        return list(shape)
+    return list(typing.get_type_hints(shape))
+
+
+# Every fast shape of a published model, by the name a failure gives it: the scan's values and the TypedDicts
+# the pipeline reads them back as (written from the models: schema.MIRRORS), and what the pipeline writes as
+# data without pydantic (a catalog line, a record's keys, a record's field, the manifest).
+SHAPES: list[tuple[str, object, type[BaseModel]]] = [
+    *(
+        (name, getattr(scanned, name), getattr(models, model))
+        for model, pair in MIRRORS.items()
+        for name in pair
+        if name is not None
+    ),
+    ("LineData", LineData, models.CatalogLine),
+    ("RECORD_DEFAULTS", RECORD_DEFAULTS, models.Record),
+    ("a field's data (fields.py)", _unresolved("self.x", "why"), models.FieldRef),
+    ("ManifestData", manifest.ManifestData, models.Manifest),
+    ("CountsData", manifest.CountsData, models.Counts),
+    ("SkippedFileData", manifest.SkippedFileData, models.SkippedFile),
 ]
 
 
-# The manifest an extraction writes, as data (manifest.py), and the models it mirrors.
-MANIFEST_MIRRORS = [
-    (manifest.ManifestData, models.Manifest),
-    (manifest.CountsData, models.Counts),
-    (manifest.SkippedFileData, models.SkippedFile),
-]
+@pytest.mark.parametrize(("name", "shape", "model"), SHAPES, ids=[shape[0] for shape in SHAPES])
+def test_each_fast_shape_has_its_models_fields_in_its_order(name: str, shape: object, model: type[BaseModel]) -> None:
+    """The JSON a fast shape makes has its model's keys in the model's order (catalog lines keep that order); the
+    one exception list: the fields a later stage sets, never the scan (schema.SET_LATER: `reproduction`)."""
+    assert differences(name, _keys(shape), model, left_out=SET_LATER.get(model.__name__, ())) == []
 
 
-@pytest.mark.parametrize(("data", "model"), MANIFEST_MIRRORS, ids=[m[1].__name__ for m in MANIFEST_MIRRORS])
-def test_the_manifest_as_data_has_its_models_keys_in_its_order(data: type, model: type[BaseModel]) -> None:
-    assert list(typing.get_type_hints(data)) == list(model.model_fields)
+def test_a_difference_is_said_by_the_fields_name() -> None:
+    class Toy(BaseModel):
+        a: int
+        b: int
+        c: int = 0
+
+    assert differences("ToyData", ["a", "foo", "c"], Toy) == [
+        "ToyData has `foo` that Toy lacks",
+        "Toy.b is not in ToyData",
+    ]
+    assert differences("ToyData", ["a", "c", "b"], Toy) == [
+        "ToyData has `c` where Toy has `b` (the same fields, in another order)"
+    ]
+    assert differences("ToyData", ["a", "c"], Toy, left_out=["b"]) == []
 
 
-@pytest.mark.parametrize(("fast", "model", "data"), MIRRORS, ids=[m[1].__name__ for m in MIRRORS])
-def test_each_typed_value_has_its_models_fields_in_its_order(
-    fast: type, model: type[BaseModel], data: type | None
-) -> None:
-    """The JSON the scan writes has the model's keys in the model's order (catalog lines keep that order); a key
-    a later stage sets (`reproduction`, by `reproduce`) comes last, after the scan's."""
-    names = [f.name for f in dataclasses.fields(fast)]
-    later = {"Extraction": ["reproduction"]}.get(model.__name__, [])
-    assert names + later == list(model.model_fields)
-    if data is not None:
-        assert list(typing.get_type_hints(data)) == names
+def test_the_scans_values_are_written_from_the_models() -> None:
+    """A field is declared once, on its model: scanned.py is written from records.py. Fails when a model changes
+    without `python scripts/gen_schema.py` being run."""
+    assert SCANNED_PATH.read_text(encoding="utf-8") == render_scanned()
 
 
 SITE = scanned.ScannedSite(
@@ -124,8 +158,6 @@ def test_the_records_defaults_are_the_models() -> None:
     """records.RECORD_DEFAULTS is written out (the catalog is written without pydantic): every key of the
     Record model in its order, with the model's default where it has one (a record sets the others)."""
     from pydantic_core import PydanticUndefined
-
-    from extractor.pipeline.lines import RECORD_DEFAULTS
 
     assert list(RECORD_DEFAULTS) == list(Record.model_fields)
     for name, info in Record.model_fields.items():

@@ -1,4 +1,5 @@
 # Models: the schema-v2 record, what the extractor captures beside it, and the run manifest.
+# A field is declared here alone: the scan's values (scanned.py) are written from these lines (schema.py).
 from __future__ import annotations
 
 from enum import StrEnum

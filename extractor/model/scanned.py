@@ -1,14 +1,17 @@
 # Scanned: the typed values the scan makes and hands on (sites, skipped raises, a file's result).
 """The scan builds thousands of these per package: slotted dataclasses cost a fraction of a pydantic
-model, and orjson writes them as JSON objects in field order. Each mirrors a model of records.py
-field for field, in the same order (tests/test_models.py checks it): `ScannedSite` mirrors `Site`, and
-so on, `Result` mirrors `FileResult`. The prefix keeps each name to one thing: the model's is the one
-published. A result written from these reads back as the model validates it; pydantic stays for what
-is published and what is read from disk (`FileResult.model_validate`, the schema).
+model, and orjson writes them as JSON objects in field order. Each is made from a model of records.py,
+field for field, in the same order (tests/test_models.py checks it is up to date): `ScannedSite` from
+`Site`, and so on, `Result` from `FileResult`. The prefix keeps each name to one thing: the model's is the
+one published. A result written from these reads back as the model validates it; pydantic stays for what
+is published and what is read from disk (`FileResult.model_validate`, the schema). A result's sites may be
+data already (those a rescan reused, as the cache held them); only config and CLI files have classes and flags.
 
 What the pipeline reads back from the cache is the same JSON as plain data: the TypedDicts below name
 its keys (no cost at run time; mypy checks every use).
 """
+
+# The rest of this file is written from the models of records.py by `python scripts/gen_schema.py`.
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ScannedPlaceholder:
-    """One `{...}` of a message template (records.Placeholder)."""
+    """records.Placeholder, as the scan makes it."""
 
     expression: str
     conversion: Literal["r", "s", "a"] | None
@@ -51,7 +54,7 @@ class ScannedPlaceholder:
 
 @dataclass(frozen=True, slots=True)
 class ScannedCondition:
-    """One link of the chain of conditions around a raise (records.Condition)."""
+    """records.Condition, as the scan makes it."""
 
     kind: ConditionKind
     test: str
@@ -61,7 +64,7 @@ class ScannedCondition:
 
 @dataclass(frozen=True, slots=True)
 class ScannedExtraction:
-    """What is captured beside a record (records.Extraction); `fields` and `related` are filled later."""
+    """records.Extraction, as the scan makes it."""
 
     placeholders: list[ScannedPlaceholder]
     conditions: list[ScannedCondition]
@@ -78,7 +81,7 @@ class ScannedExtraction:
 
 @dataclass(frozen=True, slots=True)
 class ScannedSite:
-    """One raise site of one file (records.Site)."""
+    """records.Site, as the scan makes it."""
 
     errorClass: str
     errorMessage: str
@@ -95,7 +98,7 @@ class ScannedSite:
 
 @dataclass(frozen=True, slots=True)
 class ScannedSkippedSite:
-    """A raise in scope that cannot become a record (records.SkippedSite); its path is set later."""
+    """records.SkippedSite, as the scan makes it."""
 
     path: str
     line: int
@@ -104,7 +107,7 @@ class ScannedSkippedSite:
 
 @dataclass(frozen=True, slots=True)
 class ScannedFieldFacts:
-    """A field declared in a class body (records.FieldFacts)."""
+    """records.FieldFacts, as the scan makes it."""
 
     name: str
     annotation: str
@@ -116,7 +119,7 @@ class ScannedFieldFacts:
 
 @dataclass(frozen=True, slots=True)
 class ScannedClassFacts:
-    """A top-level class of a file: its bases, fields and what its __post_init__ assigns (records.ClassFacts)."""
+    """records.ClassFacts, as the scan makes it."""
 
     name: str
     bases: list[str]
@@ -126,7 +129,7 @@ class ScannedClassFacts:
 
 @dataclass(frozen=True, slots=True)
 class ScannedFlagFacts:
-    """What a CLI definition file says (records.FlagFacts)."""
+    """records.FlagFacts, as the scan makes it."""
 
     flags: list[tuple[str, str, list[str], bool]]
     overwritten: list[tuple[str, str]]
@@ -134,11 +137,7 @@ class ScannedFlagFacts:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What scanning one blob gave, as the cache stores it (records.FileResult).
-
-    Sites may be data already (those a rescan reused, as the cache held them); only config and CLI
-    files have classes and flags.
-    """
+    """records.FileResult, as the scan makes it."""
 
     kind: Literal["scanned", "skipped", "ruled-out"]
     reason: str | None = None
@@ -148,13 +147,15 @@ class Result:
     flags: ScannedFlagFacts | None = None
     facts: bool = False
     couldHold: bool = True
-    pieces: list[tuple[str, int, int, str, str, tuple[str, ...]]] = field(default_factory=list)  # Piece's fields
+    pieces: list[tuple[str, int, int, str, str, tuple[str, ...]]] = field(default_factory=list)
 
 
 # The same values as the cache holds them, read back by orjson.
 
 
 class PlaceholderData(TypedDict):
+    """records.Placeholder, as the cache holds it."""
+
     expression: str
     conversion: Literal["r", "s", "a"] | None
     formatSpec: str | None
@@ -165,6 +166,8 @@ class PlaceholderData(TypedDict):
 
 
 class ConditionData(TypedDict):
+    """records.Condition, as the cache holds it."""
+
     kind: str
     test: str
     negated: bool
@@ -172,6 +175,8 @@ class ConditionData(TypedDict):
 
 
 class ExtractionData(TypedDict):
+    """records.Extraction, as the cache holds it."""
+
     placeholders: list[PlaceholderData]
     conditions: list[ConditionData]
     function: str
@@ -186,6 +191,8 @@ class ExtractionData(TypedDict):
 
 
 class SiteData(TypedDict):
+    """records.Site, as the cache holds it."""
+
     errorClass: str
     errorMessage: str
     messagePattern: str
@@ -200,13 +207,15 @@ class SiteData(TypedDict):
 
 
 class SkippedSiteData(TypedDict):
+    """records.SkippedSite, as the cache holds it."""
+
     path: str
     line: int
     reason: str
 
 
 class ResultData(TypedDict):
-    """A Result as data: what the cache holds and the pipeline reads back (a FileResult's JSON)."""
+    """records.FileResult, as the cache holds it."""
 
     kind: Literal["scanned", "skipped", "ruled-out"]
     reason: str | None
@@ -216,4 +225,4 @@ class ResultData(TypedDict):
     flags: dict[str, Any] | None
     facts: bool
     couldHold: bool
-    pieces: list[list[Any]]  # Piece's fields
+    pieces: list[list[Any]]
