@@ -38,6 +38,7 @@ __all__ = [
     "set_quiet",
     "signals_as_interrupts",
     "standard_streams",
+    "started_closed",
     "take_workers",
 ]
 
@@ -67,6 +68,8 @@ class _Process:
     again: threading.Timer | None = None  # the signal to be sent again, until it is
     workers: object = None  # the worker pool the command line forked ahead, until an extraction takes it
     handed: object = None  # what the processes forked in a `handing` block inherit
+    # The standard descriptors the process started with closed (`<&-`, `>&-`; see standard_streams).
+    closed: set[int] = field(default_factory=set)
 
 
 _process = _Process()
@@ -231,10 +234,11 @@ def _stream(fd: int, *, loud: bool, like: object) -> io.TextIOWrapper:
     )
 
 
-# The standard descriptors the process started with closed (`<&-`, `>&-`): a command that reads its input
-# there says so rather than take the empty /dev/null that holds the number for an empty input, and one that
-# writes files and also prints them (history) writes the files alone.
-closed: set[int] = set()
+def started_closed(fd: int) -> bool:
+    """Whether the standard descriptor `fd` was closed when the process started (`<&-`, `>&-`): a command that
+    reads its input there says so rather than take the empty /dev/null that holds the number for an empty
+    input, and one that writes files and also prints them (history) writes the files alone."""
+    return fd in _process.closed
 
 
 def standard_streams() -> None:
@@ -252,7 +256,7 @@ def standard_streams() -> None:
             if opened != fd:
                 os.dup2(opened, fd)
                 os.close(opened)
-            closed.add(fd)
+            _process.closed.add(fd)
             if fd == 0:
                 sys.stdin = open(0, closefd=False)  # noqa: SIM115 (the process's stdin, never closed)
     sys.stdout = _stream(1, loud=True, like=sys.stdout)

@@ -93,7 +93,7 @@ def run(argv: Sequence[str]) -> int:
     _warn_if_unordered(revisions)
     history = build_history(revisions, options=options, log=log)
     written = write_history(history, folder=output, markdown=args.format == "markdown")
-    if 1 not in lifecycle.closed:  # (`>&-`: the files alone, as a run that writes files does)
+    if not lifecycle.started_closed(1):  # (`>&-`: the files alone, as a run that writes files does)
         try:
             sys.stdout.buffer.write(written.printed)
             sys.stdout.flush()

@@ -59,7 +59,7 @@ def _stdin_lines() -> Iterator[str]:
 
     from extractor.query.match.matcher import MAX_LINE
 
-    if 0 in lifecycle.closed:
+    if lifecycle.started_closed(0):
         raise ExtractorError("standard input is closed: pipe a log into match, or give TEXT arguments")
     # The first two bytes, however the pipe hands them over (one at a time, say), then the rest after them.
     head = sys.stdin.buffer.read(2)
