@@ -296,8 +296,10 @@ def test_highlighting_gives_a_line_of_html_per_line_the_same_when_its_tokens_wer
         '    <span class="k">raise</span> <span class="ne">ValueError</span>(x)',
         "",
     ]
-    assert highlight("m.py", text) == expected
-    assert highlight("other.py", text) == expected  # now from the HTML of the tokens met
+    fragments: dict[Any, dict[str, str]] = {}  # (a Highlighter's: the HTML of the tokens it met)
+    assert highlight("m.py", text, fragments) == expected
+    assert fragments and highlight("other.py", text, fragments) == expected  # now from the HTML of the tokens met
+    assert highlight("m.py", text) == expected  # (with no memo of its own)
     assert highlight("notes.txt", "a<\n\nb") == ["a&lt;", "", "b"]
 
 

@@ -23,6 +23,9 @@ class Highlighter:
     # (file, line number, the line's text) -> its HTML: a line over LONG_LINE characters is cut around each
     # record's own raise, so two records on one long line hold two texts of it, each shown as its record has it.
     lines: dict[tuple[str, int, str], str] = field(default_factory=dict)
+    # The HTML of the short tokens met so far, by token type and text: most tokens are names, operators and
+    # blanks that recur all over a package's source.
+    fragments: dict[Any, dict[str, str]] = field(default_factory=dict)
 
     def add(self, catalog: Iterable[CatalogLine]) -> None:
         by_file: dict[str, dict[int, str]] = {}
@@ -44,7 +47,7 @@ class Highlighter:
             self._lex(record.filePath, list(zip(window_numbers(record), record.sourceCode.split("\n"), strict=True)))
 
     def _lex(self, path: str, run: list[tuple[int, str]]) -> None:
-        html = highlight(path, "\n".join(text for _, text in run))
+        html = highlight(path, "\n".join(text for _, text in run), self.fragments)
         for (number, text), markup in zip(run, html, strict=True):
             self.lines.setdefault((path, number, text), markup)
 
@@ -99,8 +102,11 @@ def css_class(token_type: Any) -> str:
     return str(STANDARD_TYPES[token_type])
 
 
-def highlight(path: str, text: str) -> list[str]:
-    """Highlight `text` as the file `path` holds it, and return one line of HTML per line of text."""
+def highlight(path: str, text: str, fragments: dict[Any, dict[str, str]] | None = None) -> list[str]:
+    """Highlight `text` as the file `path` holds it, and return one line of HTML per line of text; `fragments`
+    keeps the HTML of the short tokens met, for the next texts of its owner (a Highlighter's)."""
+    if fragments is None:
+        fragments = {}
     lines: list[str] = []
     parts: list[str] = []
     for _, token_type, value in _lexer(Path(path).suffix).get_tokens_unprocessed(text):
@@ -108,10 +114,10 @@ def highlight(path: str, text: str) -> list[str]:
             lines.append("".join(parts))
             parts = []
             continue
-        fragments = _FRAGMENTS.get(token_type)
-        if fragments is None:
-            fragments = _FRAGMENTS[token_type] = {}
-        html = fragments.get(value)
+        of_type = fragments.get(token_type)
+        if of_type is None:
+            of_type = fragments[token_type] = {}
+        html = of_type.get(value)
         if html is None:
             if "\n" in value:
                 first, *rest = value.split("\n")
@@ -122,19 +128,14 @@ def highlight(path: str, text: str) -> list[str]:
                 continue
             html = _fragment(token_type, value)
             if len(value) <= _FRAGMENT_CACHED:
-                fragments[value] = html
+                of_type[value] = html
         parts.append(html)
     lines.append("".join(parts))
     want = text.count("\n") + 1
     return lines[:want] + ["" for _ in range(want - len(lines))]
 
 
-# The HTML of the short tokens met so far, by token type and text: most tokens are names, operators and
-# blanks that recur all over a package's source.
-_FRAGMENTS: dict[Any, dict[str, str]] = {}
-
-
-_FRAGMENT_CACHED = 64
+_FRAGMENT_CACHED = 64  # characters of the longest token whose HTML is kept
 
 
 def _fragment(token_type: Any, value: str) -> str:

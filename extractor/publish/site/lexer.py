@@ -5,6 +5,7 @@ import builtins
 import keyword
 import re
 from collections.abc import Iterator
+from functools import cache
 from typing import ClassVar
 
 from pygments.lexer import Lexer
@@ -56,11 +57,11 @@ _EXCEPTIONS = frozenset(
 _BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_")) - _EXCEPTIONS - _CONSTANTS
 
 
-# A name's type depends on the token before it only after these; else on the name alone (memoized in _NAMES).
+# A name's type depends on the token before it only after these; else on the name alone (_name, memoized).
 _AFTER = {".": Name, "def": Name.Function, "class": Name.Class}
-_NAMES: dict[str, _TokenType] = {}
 
 
+@cache
 def _name(word: str) -> _TokenType:
     if word in _KEYWORDS:
         return Keyword.Namespace if word in _NAMESPACE else Keyword
@@ -104,10 +105,7 @@ class FastPythonLexer(Lexer):  # type: ignore[misc]
             if kind == "ws":
                 yield match.start(), Text, value
             elif kind == "name":
-                token_type = _AFTER.get(previous) or _NAMES.get(value)
-                if token_type is None:
-                    token_type = _NAMES[value] = _name(value)
-                yield match.start(), token_type, value
+                yield match.start(), _AFTER.get(previous) or _name(value), value
                 previous = value
             elif kind == "string":
                 body = value.lstrip("rRbBuUfFtT")
