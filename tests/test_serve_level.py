@@ -17,6 +17,7 @@ from extractor.model.records import ServeLine
 from extractor.reproduce.filled import serve_arguments, serve_command
 from extractor.reproduce.lifting import change_words, class_level
 from extractor.reproduce.serving import flag_groups
+from tests.test_reproduce import raise_line
 
 LORA = """\
 from dataclasses import dataclass
@@ -163,7 +164,7 @@ PACKAGE = {
 
 @pytest.fixture
 def reproduced(git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
-    """`reproduce --output` of the package, in this interpreter as its runtime: each record line by message word."""
+    """`reproduce --output` of the package, in this interpreter as its runtime: each record line by its slug."""
     from tests.conftest import cli
 
     git_repo.commit(PACKAGE, tag="v1")
@@ -178,24 +179,22 @@ def reproduced(git_repo: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     return {
         "result": result,
         "output": output,
-        "by_word": {line["record"]["errorMessage"].split()[0]: line for line in lines},
+        "by_slug": {line["record"]["slug"]: line for line in lines},
     }
 
 
 def test_a_check_a_config_is_built_for_only_behind_a_switch_is_reproduced_by_a_serve_line_with_the_switch(
     reproduced: dict[str, Any],
 ) -> None:
-    lora = reproduced["by_word"]["max_cpu_loras"]
+    lora = reproduced["by_slug"]["max-cpu-loras-must-be-max-loras"]
     made = lora["extraction"]["reproduction"]
     assert made["level"] == "serve"
-    argv = made["serve"]["argv"]
-    assert "--enable-lora" in argv and argv[argv.index("--max-cpu-loras") + 1] < argv[argv.index("--max-loras") + 1]
+    assert made["serve"]["argv"] == ["--max-loras", "8", "--max-cpu-loras", "7", "--enable-lora"]
     assert "must be >= max_loras" in made["message"]
     # The class's own fix, lifted, ran and passed; and each flag of the trigger taken away (but the switch).
-    fixed = made["fix"]["serve"]["argv"]
-    assert fixed[fixed.index("--max-cpu-loras") + 1] >= fixed[fixed.index("--max-loras") + 1]
+    assert made["fix"]["serve"]["argv"] == ["--max-loras", "8", "--max-cpu-loras", "8", "--enable-lora"]
     changes = [s["change"] for s in made["solutions"]]
-    assert changes[0].startswith("set --max-cpu-loras") and "remove --enable-lora" not in changes
+    assert changes == ["set --max-cpu-loras 8 (was 7)", "remove --max-loras", "remove --max-cpu-loras"]
     record = lora["record"]
     assert record["exampleFix"].startswith("# before\nvllm serve ./model \\\n")
     assert "  --enable-lora" in record["exampleFix"] and "\n\n# after\n" in record["exampleFix"]
@@ -207,7 +206,7 @@ def test_a_check_a_config_is_built_for_only_behind_a_switch_is_reproduced_by_a_s
 def test_validation_code_is_the_condition_over_the_lines_arguments_and_holds_on_both_lines(
     reproduced: dict[str, Any],
 ) -> None:
-    lora = reproduced["by_word"]["max_cpu_loras"]
+    lora = reproduced["by_slug"]["max-cpu-loras-must-be-max-loras"]
     code = lora["record"]["validationCode"]
     assert code.startswith("def check(args: dict) -> str | None:")
     scope: dict[str, Any] = {}
@@ -225,14 +224,13 @@ def test_validation_code_is_the_condition_over_the_lines_arguments_and_holds_on_
 
 
 def test_a_sub_config_is_set_through_its_json_flag(reproduced: dict[str, Any]) -> None:
-    level = reproduced["by_word"]["Unknown"]["extraction"]["reproduction"]
+    level = reproduced["by_slug"]["unknown-compilation-level"]["extraction"]["reproduction"]
     assert level["level"] == "serve"
-    argv = level["serve"]["argv"]
-    assert argv[0] == "--compilation-config" and json.loads(argv[1])["level"] > 3
+    assert level["serve"]["argv"] == ["--compilation-config", '{"level": 4}']
 
 
 def test_a_record_no_flag_reaches_stays_at_the_config_level_and_says_why(reproduced: dict[str, Any]) -> None:
-    internal = reproduced["by_word"]["Internal"]
+    internal = reproduced["by_slug"]["internal-limit-passed"]
     made = internal["extraction"]["reproduction"]
     assert made["level"] == "config" and made["serve"] is None
     assert "no flag sets internal" in made["serveDetail"]
@@ -241,10 +239,13 @@ def test_a_record_no_flag_reaches_stays_at_the_config_level_and_says_why(reprodu
     assert "no `vllm serve` line was found" in record["triggerScenarios"]
     assert record["exampleFix"].startswith("# before\nfrom vllm.config.lora import LoRAConfig")
     assert record["validationCode"] is None
-    assert "no `vllm serve` flag was run for it" in record["solutions"][0]
+    assert record["solutions"] == [
+        "set internal=5 (so that `self.internal > 5` is false) (run in Python against vllm==0.1; no `vllm serve` flag "
+        "was run for it)."
+    ]
     # (`secret`, a field of a class a JSON flag takes, is reached through that flag)
-    secret = reproduced["by_word"]["The"]["extraction"]["reproduction"]
-    assert secret["level"] == "serve" and json.loads(secret["serve"]["argv"][1]) == {"secret": 7}
+    secret = reproduced["by_slug"]["the-secret-is-out"]["extraction"]["reproduction"]
+    assert secret["level"] == "serve" and secret["serve"]["argv"] == ["--compilation-config", '{"secret": 7}']
     stderr = reproduced["result"].stderr
     assert "4 of 4 reproduced" in stderr and "3 at the vllm serve level" in stderr and "wrote 4 records" in stderr
 
@@ -276,7 +277,8 @@ def test_reproduce_record_runs_only_the_record_named(git_repo: Any, monkeypatch:
         "--record", "The secret is out",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert [json.loads(raw)["lineNumber"] for raw in result.stdout.splitlines()] == [14]
+    reproduced = [(json.loads(raw)["filePath"], json.loads(raw)["lineNumber"]) for raw in result.stdout.splitlines()]
+    assert reproduced == [("vllm/config/compilation.py", raise_line(COMPILATION, "The secret is out"))]
 
 
 def test_a_class_level_program_is_read_back_and_a_change_said_in_flags() -> None:
@@ -306,15 +308,16 @@ def test_match_as_text_shows_the_fix_of_the_pastes_values_said_not_run(reproduce
 
 
 _PROBE = """\
-import json, os, sys
+import functools, json, os, sys
 
 import vllm
 from extractor.reproduce import child, explore, probing, serving
 
-child.PACKAGE_ROOTS.extend(os.path.abspath(path) for path in vllm.__path__)
+roots = [os.path.abspath(path) for path in vllm.__path__]
 task = json.loads(sys.argv[1])
 target, pattern = task["target"], task["pattern"]
-found = probing.sweep(task, explore.TINY_MODELS, child._report, lambda r: serving.at_target(r, target, pattern))
+report = functools.partial(child._report, roots=roots)
+found = probing.sweep(task, explore.TINY_MODELS, report, lambda r: serving.at_target(r, target, pattern))
 print(json.dumps(found))
 """
 
@@ -336,20 +339,13 @@ def _probed(git_repo: Any, task: dict[str, Any]) -> dict[str, Any]:
     return dict(json.loads(ran.stdout.splitlines()[-1]))
 
 
-def _raise_line(source: str, words: str) -> int:
-    """The line of the raise whose message holds the words (the line before it, where the message is wrapped)."""
-    lines = source.splitlines()
-    number = next(number for number, text in enumerate(lines, 1) if words in text)
-    return number if "raise" in lines[number - 1] else number - 1
-
-
 def test_the_probe_reaches_a_check_through_a_json_key_with_a_value_its_condition_names(git_repo: Any) -> None:
     task = {
         "module": "vllm.config.compilation",
         "fields": [{"class": "CompilationConfig", "field": "level", "flag": None, "via": "--compilation-config",
                     "key": "level", "sources": ["3", "4", "2"]}],
         "classes": ["CompilationConfig"],
-        "target": ["vllm/config/compilation.py", _raise_line(COMPILATION, "Unknown compilation level")],
+        "target": ["vllm/config/compilation.py", raise_line(COMPILATION, "Unknown compilation level")],
         "pattern": r"Unknown compilation level (?P<p0>.*?)\.",
     }  # fmt: skip
     found = _probed(git_repo, task)
@@ -367,14 +363,13 @@ def test_the_probe_combines_an_enabling_switch_with_values_the_fields_types_hold
             {"class": "LoRAConfig", "field": "max_loras", "flag": "--max-loras", "sources": ["self.max_cpu_loras"]},
         ],
         "classes": ["LoRAConfig"],
-        "target": ["vllm/config/lora.py", _raise_line(LORA, "must be >= max_loras")],
+        "target": ["vllm/config/lora.py", raise_line(LORA, "must be >= max_loras")],
         "pattern": r"max_cpu_loras \((?P<p0>.*?)\) must be >= max_loras \((?P<p1>.*?)\)\.",
     }
     found = _probed(git_repo, task)
     assert found["outcome"] == "lifted", found
-    groups = {group[0]: group[1:] for group in flag_groups(found["trigger"]["argv"])}
-    assert {"--enable-lora", "--max-cpu-loras"} <= groups.keys()
-    assert int(groups["--max-cpu-loras"][0]) < int(groups.get("--max-loras", ["1"])[0])  # (1: its default)
+    # (0, an int the type holds, is below --max-loras's default, 1: that flag is not needed)
+    assert found["trigger"]["argv"] == ["--max-cpu-loras", "0", "--enable-lora"]
     assert found["switches"] == ["--enable-lora"]
 
 
@@ -383,7 +378,7 @@ def test_the_probe_of_a_field_no_flag_sets_says_how_far_it_got(git_repo: Any) ->
         "module": "vllm.config.lora",
         "fields": [{"class": "LoRAConfig", "field": "max_loras", "flag": "--max-loras", "sources": []}],
         "classes": [],
-        "target": ["vllm/config/lora.py", _raise_line(LORA, "Internal limit")],
+        "target": ["vllm/config/lora.py", raise_line(LORA, "Internal limit")],
         "pattern": r"Internal limit (?P<p0>.*?) passed\.",
     }
     found = _probed(git_repo, task)
@@ -399,7 +394,7 @@ def test_the_probe_routes_a_name_the_catalog_did_not_resolve_to_its_class_s_json
         "fields": [{"class": None, "field": "level", "flag": None, "via": None, "key": None, "name": True,
                     "sources": ["3", "4", "2"]}],
         "classes": ["CompilationConfig"],
-        "target": ["vllm/config/compilation.py", _raise_line(COMPILATION, "Unknown compilation level")],
+        "target": ["vllm/config/compilation.py", raise_line(COMPILATION, "Unknown compilation level")],
         "pattern": r"Unknown compilation level (?P<p0>.*?)\.",
     }  # fmt: skip
     found = _probed(git_repo, task)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -31,32 +32,54 @@ else:  # run as a script in a runtime: its neighbour, then this folder off the p
     serving = importlib.import_module("serving")
     probing = importlib.import_module("probing")
     sys.path.pop(0)
-PACKAGE_ROOTS: list[str] = []
-MODEL_DIR: list[str] = []  # the tiny model folder attempts name (`MODEL`), made when the child starts
-CHANNEL: list[int] = []  # the descriptor the answers go on: closed in every attempt (none of its processes holds it)
-RUNNING: list[int] = []  # the attempt under way (its pid), while one is
-KEPT: set[int] = set()  # processes of this child's that no attempt started (the package's own, at import)
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36  # prctl(2)
+_Reporter = typing.Callable[[BaseException], dict[str, object]]  # an error -> what the child says of it
 
 
-def _where(frames: traceback.StackSummary) -> list[list[object]]:
-    """The frames under the package's folder, as [path below the folder's parent, line], innermost last."""
+@dataclasses.dataclass
+class Child:
+    """What this child holds while it serves attempts (made by `serve` once the package is imported)."""
+
+    roots: list[str]  # the package's folders: where a raise site is read
+    model_dir: str  # the tiny model folder attempts name (`MODEL`)
+    channel: int  # the descriptor the answers go on: closed in every attempt (none of its processes holds it)
+    kept: set[int] = dataclasses.field(default_factory=set)  # processes no attempt started (the package's own)
+    running: int | None = None  # the attempt under way (its pid), while one is
+
+    def report(self, error: BaseException) -> dict[str, object]:
+        """What an attempt raised, its sites read below the package's folders."""
+        return _report(error, self.roots)
+
+    def stopped(self, signum: int, frame: object) -> None:
+        """Asked to stop (SIGTERM, by the extractor): the attempt under way and whatever it started killed, then
+        out."""
+        if self.running is not None:
+            _kill(self.running)
+            _sweep(self.running, self.kept)
+        shutil.rmtree(self.model_dir, ignore_errors=True)
+        os._exit(0)
+
+
+def _where(frames: traceback.StackSummary, roots: list[str]) -> list[list[object]]:
+    """The frames under the package's folders, as [path below the folder's parent, line], innermost last."""
     out: list[list[object]] = []
     for frame in frames:
-        for root in PACKAGE_ROOTS:
+        for root in roots:
             if frame.filename.startswith(root + os.sep):
                 out.append([os.path.relpath(frame.filename, os.path.dirname(root)), frame.lineno])
                 break
     return out
 
 
-def _report(error: BaseException) -> dict[str, object]:
-    sites = _where(traceback.extract_tb(error.__traceback__))
+def _report(error: BaseException, roots: list[str]) -> dict[str, object]:
+    """What an attempt raised: its class, message and sites below the package's folders `roots`, and those of
+    what it wraps."""
+    sites = _where(traceback.extract_tb(error.__traceback__), roots)
     wrapped = [
         {
             "class": type(inner).__name__,
             "message": str(inner),
-            "sites": _where(traceback.extract_tb(inner.__traceback__)),
+            "sites": _where(traceback.extract_tb(inner.__traceback__), roots),
         }
         for inner in explore.wrapped(error)
     ]
@@ -79,7 +102,7 @@ def _field_error(error: dict[str, object]) -> dict[str, object]:
     }
 
 
-def _attempt(program: str, memory: int) -> dict[str, object]:
+def _attempt(program: str, memory: int, report: _Reporter) -> dict[str, object]:
     """Run one program in this (forked) process; what it raised, or that it passed."""
     if memory:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -88,21 +111,21 @@ def _attempt(program: str, memory: int) -> dict[str, object]:
     except MemoryError:
         return {"outcome": "crashed", "reason": "out of memory"}
     except BaseException as error:
-        return _report(error)
+        return report(error)
     return {"outcome": "passed"}
 
 
-def _serve(task: dict[str, object]) -> dict[str, object]:
+def _serve(task: dict[str, object], report: _Reporter) -> dict[str, object]:
     target, pattern = list(task["target"]), str(task["pattern"])  # type: ignore[call-overload]
-    return serving.search(task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern))
+    return serving.search(task, explore.TINY_MODELS, report, lambda found: serving.at_target(found, target, pattern))
 
 
-def _probe(task: dict[str, object]) -> dict[str, object]:
+def _probe(task: dict[str, object], report: _Reporter) -> dict[str, object]:
     target, pattern = list(task["target"]), str(task["pattern"])  # type: ignore[call-overload]
-    return probing.sweep(task, explore.TINY_MODELS, _report, lambda report: serving.at_target(report, target, pattern))
+    return probing.sweep(task, explore.TINY_MODELS, report, lambda found: serving.at_target(found, target, pattern))
 
 
-def _run(task: dict[str, object]) -> dict[str, object]:
+def _run(task: dict[str, object], child: Child) -> dict[str, object]:
     """Fork; the attempt runs in its own process (and process group), writes its report on a pipe and exits; past
     the time limit it is killed. Whatever it started is killed after it, wherever it went (see _sweep)."""
     timeout = float(task.get("timeout") or 60)  # type: ignore[arg-type]
@@ -112,25 +135,25 @@ def _run(task: dict[str, object]) -> dict[str, object]:
     if pid == 0:  # the attempt's own process: whatever it does, it ends here
         os.close(read)
         try:
-            _contained()
+            _contained(child.channel)
             if "explore" in task:
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-                report = explore.explore(task["explore"], PACKAGE_ROOTS, MODEL_DIR[0])  # type: ignore[arg-type]
+                report = explore.explore(task["explore"], child.roots, child.model_dir)  # type: ignore[arg-type]
             elif "serve" in task:  # a class's trigger and fixes lifted to `vllm serve` lines, and run
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-                report = _serve(task["serve"])  # type: ignore[arg-type]
+                report = _serve(task["serve"], child.report)  # type: ignore[arg-type]
             elif "probe" in task:  # the serve path searched for a line that reaches a check
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-                report = _probe(task["probe"])  # type: ignore[arg-type]
+                report = _probe(task["probe"], child.report)  # type: ignore[arg-type]
             elif "line" in task:  # one `vllm serve` line, run
                 if memory:
                     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-                report = serving.run_line(task["line"], _report)  # type: ignore[arg-type]
+                report = serving.run_line(task["line"], child.report)  # type: ignore[arg-type]
             else:
-                report = _attempt(str(task["program"]), memory)
+                report = _attempt(str(task["program"]), memory, child.report)
             data = json.dumps(report, default=str).encode()
         except BaseException as error:
             data = json.dumps({"outcome": "failed", "reason": repr(error)}).encode()
@@ -138,21 +161,21 @@ def _run(task: dict[str, object]) -> dict[str, object]:
             pipe.write(data)
         os._exit(0)
     os.close(write)
-    RUNNING.append(pid)
+    child.running = pid
     try:
         return _collected(pid, read, timeout)
     finally:
-        RUNNING.remove(pid)
-        _sweep(pid)
+        child.running = None
+        _sweep(pid, child.kept)
 
 
-def _contained() -> None:
+def _contained(channel: int) -> None:
     """In an attempt's process: a process group of its own (killed as one), killed when this child dies, and none
-    of the child's pipes (the answers, the tasks) held: a process it leaves behind can neither answer nor read."""
+    of the child's pipes (the answers on `channel`, the tasks) held: a process it leaves behind can neither answer
+    nor read."""
     os.setpgid(0, 0)
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    for fd in CHANNEL:
-        os.close(fd)
+    os.close(channel)
     nothing = os.open(os.devnull, os.O_RDONLY)
     os.dup2(nothing, 0)
     os.close(nothing)
@@ -217,14 +240,14 @@ def _kill(pid: int) -> bool:
     return group
 
 
-def _sweep(pid: int) -> None:
+def _sweep(pid: int, kept: set[int]) -> None:
     """Kill what an attempt left: its process group, then every process that is this child's and was not before
-    (a subreaper, the child inherits what an attempt's processes orphan, even those in sessions of their own),
-    until none is left."""
+    (not in `kept`; a subreaper, the child inherits what an attempt's processes orphan, even those in sessions of
+    their own), until none is left."""
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
     for _ in range(100):
-        left = [child for child in _children() if child not in KEPT]
+        left = [child for child in _children() if child not in kept]
         if not left:
             break
         for child in left:
@@ -268,22 +291,11 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
-def _stopped(signum: int, frame: object) -> None:
-    """Asked to stop (SIGTERM, by the extractor): the attempt under way and whatever it started killed, then out."""
-    for pid in list(RUNNING):
-        _kill(pid)
-        _sweep(pid)
-    if MODEL_DIR:
-        shutil.rmtree(MODEL_DIR[0], ignore_errors=True)
-    os._exit(0)
-
-
 def serve(argv: list[str]) -> int:
     package = argv[1] if len(argv) > 1 else "vllm"
     preload = argv[2:]  # modules every attempt uses, imported once here rather than in each attempt's process
     # The answers go on a copy of stdout; what the package prints (vLLM logs to stdout) goes where stderr goes.
     channel = os.fdopen(os.dup(1), "w", buffering=1)
-    CHANNEL.append(channel.fileno())
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     started = time.monotonic()
@@ -295,29 +307,29 @@ def serve(argv: list[str]) -> int:
     for name in preload:
         with contextlib.suppress(BaseException):  # (an attempt that needs it says why)
             importlib.import_module(name)
-    PACKAGE_ROOTS.extend(os.path.dirname(os.path.abspath(path)) for path in [getattr(module, "__file__", "") or ""])
-    PACKAGE_ROOTS.extend(os.path.abspath(path) for path in getattr(module, "__path__", []))
+    roots = [os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or ""))]
+    roots += [os.path.abspath(path) for path in getattr(module, "__path__", [])]
     version = getattr(module, "__version__", None)
-    MODEL_DIR.append(explore.write_model(tempfile.mkdtemp(prefix="extractor-model-")))
+    child = Child(roots, explore.write_model(tempfile.mkdtemp(prefix="extractor-model-")), channel.fileno())
     warm = os.environ.get("EXTRACTOR_WARM")
     if warm:  # run once here what every attempt would do first (lazy imports, caches): forks start warm
         with contextlib.suppress(BaseException):
-            exec(compile(warm, "<warm>", "exec"), {"__name__": "__warm__", **explore._folders(MODEL_DIR[0])})
+            exec(compile(warm, "<warm>", "exec"), {"__name__": "__warm__", **explore._folders(child.model_dir)})
     serving.prepare(explore.TINY_MODELS[explore.MODEL])  # (the serve parser built once, before forks)
     seconds = round(time.monotonic() - started, 2)
     # What an attempt leaves is this child's to kill (a subreaper: its orphans come here), and a stop kills it.
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    KEPT.update(_children())
-    signal.signal(signal.SIGTERM, _stopped)
+    child.kept.update(_children())
+    signal.signal(signal.SIGTERM, child.stopped)
     print(json.dumps({"ready": True, "version": version, "seconds": seconds}), file=channel, flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue
         task = json.loads(line)
-        result = _run(task)
+        result = _run(task, child)
         result["id"] = task.get("id")
         print(json.dumps(result, default=str), file=channel, flush=True)
-    shutil.rmtree(MODEL_DIR[0], ignore_errors=True)
+    shutil.rmtree(child.model_dir, ignore_errors=True)
     return 0
 
 

@@ -13,6 +13,7 @@ import ast
 import contextlib
 import dataclasses
 import enum
+import functools
 import importlib
 import itertools
 import json
@@ -37,7 +38,6 @@ __all__ = [
 
 LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
 SERVE_TRIES = 160  # lines the serve path's own search runs for one record (a few milliseconds each)
-_PARSER: list[Any] = []  # (top parser, the serve subparser, the serve command): built once per process
 
 
 class Unliftable(Exception):
@@ -63,22 +63,21 @@ def _first(*names: str) -> Any:
     raise ImportError("; ".join(said))
 
 
+@functools.cache
 def _parser() -> tuple[Any, Any, Any]:
-    """`vllm`'s top parser with its `serve` subcommand, as vllm's CLI main builds them (once per process)."""
-    if not _PARSER:
-        parser_class = _first("vllm.utils.argparse_utils:FlexibleArgumentParser", "vllm.utils:FlexibleArgumentParser")
-        command = _first("vllm.entrypoints.cli.serve:ServeSubcommand")()
-        top = parser_class(description="vLLM CLI")
-        subparsers = top.add_subparsers(required=False, dest="subparser")
-        sub = command.subparser_init(subparsers)
-        sub.set_defaults(dispatch_function=command.cmd)
+    """`vllm`'s top parser with its `serve` subcommand and the serve command, as vllm's CLI main builds them
+    (once per process)."""
+    parser_class = _first("vllm.utils.argparse_utils:FlexibleArgumentParser", "vllm.utils:FlexibleArgumentParser")
+    command = _first("vllm.entrypoints.cli.serve:ServeSubcommand")()
+    top = parser_class(description="vLLM CLI")
+    subparsers = top.add_subparsers(required=False, dest="subparser")
+    sub = command.subparser_init(subparsers)
+    sub.set_defaults(dispatch_function=command.cmd)
 
-        def refuse(message: str) -> Any:
-            raise _Refused(message)
+    def refuse(message: str) -> Any:
+        raise _Refused(message)
 
-        top.error = sub.error = refuse  # (argparse prints usage and exits 2: here it says why instead)
-        _PARSER.append((top, sub, command))
-    top, sub, command = _PARSER[0]
+    top.error = sub.error = refuse  # (argparse prints usage and exits 2: here it says why instead)
     return top, sub, command
 
 
@@ -238,12 +237,9 @@ class _Table:
     options: dict[str, argparse.Action]  # an option string -> its action
 
 
-_TABLE: list[_Table] = []
-
-
+@functools.cache
 def _table() -> _Table:
-    if _TABLE:
-        return _TABLE[0]
+    """The serve parser's flags (once per process, as the parser)."""
     _, sub, _ = _parser()
     groups: dict[str, dict[str, argparse.Action]] = {}
     dests: dict[str, argparse.Action] = {}
@@ -263,8 +259,7 @@ def _table() -> _Table:
                     json_flags[word] = action
     options = {option: action for action in dests.values() for option in action.option_strings}
     options.update({o: a for group in groups.values() for a in group.values() for o in a.option_strings})
-    _TABLE.append(_Table(groups, dests, json_flags, options))
-    return _TABLE[0]
+    return _Table(groups, dests, json_flags, options)
 
 
 def _config_class(name: str) -> Any:
