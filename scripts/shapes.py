@@ -15,13 +15,14 @@ a confident answer at all (CATCH_ALL):
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.catalog.load import open_catalog
 from extractor.pipeline.extract import ExtractOptions
+from extractor.query.match.kinds import Kind, Shape
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, templates_of
 
@@ -72,12 +74,27 @@ SHAPES: dict[str, tuple[Callable[[str, str], str], bool]] = {
 WRAPPERS = [EFFECT.removeprefix("RuntimeError: ")]
 
 
-def render(line: Mapping[str, Any]) -> str:
-    """The record's message as Python prints it, each placeholder given a stand-in value."""
+def stand_in(kind: Kind, number: int) -> object:
+    """A stand-in value a placeholder of this kind can print (see extractor/query/match/kinds.py)."""
+    if kind.shape is Shape.INT:
+        return 2048
+    if kind.shape is Shape.NUMBER:
+        return 0.9
+    if kind.shape is Shape.BOOL:
+        return True
+    if kind.shape is Shape.CHOICE:
+        return ast.literal_eval(kind.choices[0]) if kind.choices[0][:1] in "'\"" else kind.choices[0]
+    if kind.shape is Shape.QUOTED:
+        return "fp8"
+    return VALUES[number % len(VALUES)]
+
+
+def render(line: Mapping[str, Any], kinds: Sequence[Kind] = ()) -> str:
+    """The record's message as Python prints it, each placeholder given a stand-in value its kind prints."""
     message = line["record"]["errorMessage"]
     out, position = [], 0
     for number, placeholder in enumerate(line["extraction"]["placeholders"]):
-        value = VALUES[number % len(VALUES)]
+        value = stand_in(kinds[number], number) if kinds else VALUES[number % len(VALUES)]
         text = repr(value) if placeholder.get("conversion") == "r" else str(value)
         if placeholder.get("debug"):  # `{x=}` prints `x=` (spaces kept) and, with no format spec, the repr
             written = message[placeholder["start"] + 1 : placeholder["end"] - 1]
@@ -143,7 +160,7 @@ def main() -> None:
     for name, (paste, cut) in SHAPES.items():
         for line in lines:
             record = line["record"]
-            text = render(line)
+            text = render(line, own[record["errorClass"], record["messagePattern"]].kinds)
             pasted = paste(record["errorClass"], text)
             shown = None
             if cut:

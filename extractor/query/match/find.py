@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from extractor.query.match.kinds import KIND_STOPS, KIND_TEXTS, MAX_ENDS, NONE_TOO, SENTENCE
 from extractor.query.match.locate import (
     BUILTIN_BASES,
     CLASS_AT,
@@ -110,6 +111,11 @@ SHARED: dict[str, Any] = {
     "CLASS_BEFORE": CLASS_BEFORE,
     "CLASS_AT": CLASS_AT,
     "PYTHON_OWN": PYTHON_OWN,
+    "KIND_TEXTS": KIND_TEXTS,
+    "KIND_STOPS": KIND_STOPS,
+    "MAX_ENDS": MAX_ENDS,
+    "NONE_TOO": NONE_TOO,
+    "SENTENCE": SENTENCE,
 }
 
 
@@ -123,6 +129,9 @@ class Answer(NamedTuple):
     python: str | None
 
 
+_STATE = ("weigh", "programs", "classes", "class_weight", "catch_all", "kinds", "keys", "keyless_by_class")
+
+
 class Finder:
     """Templates compiled to programs, with the words' weights and the keys that select them."""
 
@@ -133,6 +142,7 @@ class Finder:
         self.classes = [t.errorClass for t in templates]
         self.class_weight = class_weights(self.classes)
         self.catch_all = [t.catch_all for t in templates]
+        self.kinds = [t.kinds for t in templates]
         self.keys = [keys_of(programs) for programs in self.programs]  # each template's
         self.keyless_by_class: dict[str, list[int]] = {}
         for index, keys in enumerate(self.keys):
@@ -157,10 +167,7 @@ class Finder:
         return self._automaton
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in ("weigh", "programs", "classes", "class_weight", "catch_all", "keys", "keyless_by_class")
-        }
+        return {name: getattr(self, name) for name in _STATE}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -176,6 +183,7 @@ class Finder:
             "classWeight": self.class_weight,
             "programs": [[program.to_json() for program in programs] for programs in self.programs],
             "keys": self.keys,
+            "kinds": [[kind.to_json() for kind in kinds] for kinds in self.kinds],
             "builtinBases": BUILTIN_BASES,
         }
 
@@ -232,7 +240,7 @@ class Finder:
     def _pass(self, paste: Paste, candidates: list[int]) -> list[Hit]:
         hits: list[Hit] = []
         for index in candidates:
-            hit = best_hit(index, self.classes[index], self.programs[index], paste)
+            hit = best_hit(index, self.classes[index], self.programs[index], paste, self.kinds[index])
             if hit is not None:
                 hits.append(hit)
         judge(hits, catch_all=self.catch_all, class_weight=self.class_weight)

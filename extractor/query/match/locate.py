@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from extractor.query.match.kinds import Kind, Shape, fits, fitting, fitting_end, swallows
 from extractor.query.match.paste import Paste, unescape
 from extractor.query.match.programs import TYPO_MIN, Program
 
@@ -98,6 +99,9 @@ class Hit:
     shown_class: str | None = None
     confident: bool = False
     demoted: bool = False
+    # The message starts or ends inside a sentence (no class printed before it), or a value of no known kind
+    # holds a sentence of its own: what the template explains is part of another text, at most a weak answer.
+    inside: bool = False
 
 
 class _Way(NamedTuple):
@@ -108,18 +112,20 @@ class _Way(NamedTuple):
     cls: str
     number: int
     program: Program
+    kinds: Sequence[Kind]
 
 
-def best_hit(index: int, cls: str, programs: Sequence[Program], paste: Paste) -> Hit | None:
-    """Where template `index` (raising `cls`, printing as one of `programs`) stands in the paste: its best
-    place and way of printing, as written, else with a typo in its literal text; None when it stands nowhere."""
+def best_hit(index: int, cls: str, programs: Sequence[Program], paste: Paste, kinds: Sequence[Kind] = ()) -> Hit | None:
+    """Where template `index` (raising `cls`, printing as one of `programs`, its placeholders of `kinds`) stands
+    in the paste: its best place and way of printing, as written, else with a typo in its literal text; None when
+    it stands nowhere."""
     if not programs:  # a raise with no message: the class alone, nothing after it
         hit = _whole_message(index, -1, cls, (), paste)
         return hit if hit is not None and not hit.values[0][1] else None
     best: Hit | None = None
     for near in (False, True):  # as written; else with a typo in its literal text
         for number, program in enumerate(programs):
-            hit = _place(_Way(index, cls, number, program), paste, near=near)
+            hit = _place(_Way(index, cls, number, program, kinds), paste, near=near)
             if hit is not None and (best is None or _better(hit, best)):
                 best = hit
         if best is not None:
@@ -136,7 +142,8 @@ def shown_classes(text: str) -> Iterator[str]:
 
 def _place(way: _Way, paste: Paste, *, near: bool) -> Hit | None:
     """Where the program stands in the paste: at the first place its first literal row stands from which
-    the others follow (with a typo each, when `near`), else as a cut paste of it."""
+    the others follow (with a typo each, when `near`) and that stands on its own (not inside a sentence: see
+    Hit.inside), else the first such place, else as a cut paste of it."""
     program = way.program
     items = program.items
     literals = [k for k, item in enumerate(items) if isinstance(item, str)]
@@ -145,14 +152,18 @@ def _place(way: _Way, paste: Paste, *, near: bool) -> Hit | None:
     first = literals[0]
     head = str(items[first])
     text = program.texts[first]
+    fallback: Hit | None = None
     for at, end, typo in _occurrences(paste.bare, head, 0, near=near):  # (typo: the edits it needed)
         if first > 0 and _in_class_prefix(paste.text, paste.at(at)):
             continue  # a value first: its text is not the `:` of the class that prints it
         if not _starts_word(paste, at, head, spaced=first > 0 and text[:1].isspace(), free=first > 0):
             continue
         hit = _forward(way, paste, literals, (at, end), typo, near=near)
-        if hit is not None:
+        if hit is not None and not hit.inside:
             return hit
+        fallback = fallback or hit  # (a place inside a sentence, unless one further on stands on its own)
+    if fallback is not None:
+        return fallback
     if near:
         return None
     if len(literals) == 1 and head.endswith(".") and len(head) > 1:  # a final period dropped
@@ -308,10 +319,13 @@ def _made(
     holes: list[tuple[int, int]] = []
     values: list[tuple[tuple[int, ...], str]] = []
     rows_shown = len(spans)
+    # The message starts inside a sentence: no class before it, its first literal text after a word.
+    inside = shown is None and literal_rows[0] == 0 and _goes_on_before(text, start)
     for k, item in enumerate(items):
         if isinstance(item, str):
             continue
         row_before = sum(1 for r in literal_rows if r < k)  # literal rows before this hole
+        whole = True  # (the value as printed, not cut short by the paste)
         if row_before == 0:
             a, b = start, first_at
         elif row_before < rows_shown:
@@ -320,17 +334,44 @@ def _made(
         elif row_before > rows_shown or (cut is not None and spans[-1][1] >= cut):
             break  # past where the paste was cut
         elif cut is not None:
-            a, b = last_end, paste.at(cut)
+            a, b, whole = last_end, paste.at(cut), False
         elif k == len(items) - 1:  # the message's last value: to where the message ends
             a = last_end
             b = end = max(end, _tail_end(text, a, start))
         else:
             break
-        holes.append((_skeleton_index(paste, a), _skeleton_index(paste, b)))
+        kind = way.kinds[item[0]] if len(item) == 1 and way.kinds else None
         value = text[a:b].strip()
-        values.append((item, unescape(value) if quoted else value))
+        if kind is not None and whole and k == len(items) - 1 and row_before == rows_shown:
+            shown_value = fitting(kind, value)  # (the message may end before its line does)
+            if shown_value is None:
+                return None
+            if shown_value != value:
+                b = end = text.index(shown_value, a) + len(shown_value)
+                value = shown_value
+        elif kind is not None and row_before == 0:
+            shown_value = fitting_end(kind, value)  # (the message may start after its line's text does)
+            if shown_value is None:
+                return None
+            if shown_value != value:
+                a = start = text.rindex(shown_value, a, b)
+                value = shown_value
+                shown = _class_before(text, start)
+                if shown is not None and not may_print(way.cls, shown):
+                    return None
+        hole = (_skeleton_index(paste, a), _skeleton_index(paste, b))
+        holes.append(hole)
+        whole = whole and not any(hole[0] <= c < hole[1] for c in paste.cuts[:-1])  # (`got 2048....`)
+        value = unescape(value) if quoted else value
+        if whole and kind is not None and not fits(kind, value):
+            return None  # a value its placeholder cannot print: not this template, here
+        if 0 < row_before < len(literal_rows) and _loose(kind, program, k) and swallows(value):
+            inside = True  # (a value between two literal rows, of no known kind and not quoted, holds a sentence)
+        values.append((item, value))
     if cut is not None:
         end = max(end, paste.at(cut))
+    elif shown is None and literal_rows[-1] == len(items) - 1 and not period:
+        inside = inside or _goes_on_after(text, end, program.texts[literal_rows[-1]])
     literal = sum(b - a for a, b in spans) - TYPO_COST * typo
     info = 0.0
     for number_shown, (row, (a, b)) in enumerate(zip(literal_rows, spans, strict=False)):
@@ -355,8 +396,36 @@ def _made(
     return Hit(
         way.template, way.number, list(spans), start, end, values, holes, literal, info,
         cut=cut is not None, period=period, exact=exact, shown_class=shown, typo=typo > 0, open_end=open_end,
-        agrees=shown == way.cls, verbatim=verbatim, spaced=spaced,
+        agrees=shown == way.cls, verbatim=verbatim, spaced=spaced, inside=inside,
     )  # fmt: skip
+
+
+def _loose(kind: Kind | None, program: Program, k: int) -> bool:
+    """Whether the value of hole `k` is of no known kind and not in quotes the template writes around it."""
+    if kind is not None and kind.shape is not Shape.ANY:
+        return False
+    before = program.texts[k - 1].rstrip() if k > 0 else ""
+    return not (before and before[-1] in "'\"`")
+
+
+def _goes_on_before(text: str, start: int) -> bool:
+    """Whether the text before a message on its line goes on into it: it ends in a word (`...
+    together with sliding window attention`), not at a line's start, a colon, a quote, a bracket or a sentence's
+    end."""
+    if "A" <= text[start : start + 1] <= "Z":
+        return False  # (a sentence's start: `400 As of transformers v4.44, ...`)
+    line = text.rfind("\n", 0, start) + 1
+    before = text[line:start].rstrip(" \t")
+    return bool(before) and _is_word(before[-1])
+
+
+def _goes_on_after(text: str, end: int, written: str) -> bool:
+    """Whether the text after a message that ends in a word goes on with another word on its line (`... is
+    not supported for pooling models`): the template explains the start of a longer sentence."""
+    if not written.rstrip() or not _is_word(written.rstrip()[-1]):
+        return False
+    after = text[end : _line_end(text, end)].lstrip(" \t")
+    return bool(after) and _is_word(after[0])
 
 
 def _skeleton_index(paste: Paste, position: int) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import re2
 
 from extractor.errors import CatalogError
+from extractor.query.match.kinds import Kind, kinds_of
 from extractor.util.progress import warn
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
@@ -61,6 +62,7 @@ class MatchTemplate:
     # (`{a}{b}`): such a run could split its text anywhere, so it gives one value.
     texts: tuple[str, ...] = ()
     touching: tuple[bool, ...] = ()
+    kinds: tuple[Kind, ...] = ()  # what each placeholder can print (see kinds.py), in message order
     top: RaisePlace | None = None
 
     def __post_init__(self) -> None:
@@ -73,6 +75,8 @@ class MatchTemplate:
         if len(self.touching) != len(self.groups):  # made by hand, not from a catalog line: none touch
             self.texts = tuple(f"{{{expression}}}" for _, expression in self.groups)
             self.touching = (False,) * len(self.groups)
+        if len(self.kinds) != len(self.groups):
+            self.kinds = (Kind(),) * len(self.groups)
 
     def fragments(self) -> tuple[str, ...]:
         """The literal runs of the pattern: its pieces, or for a pattern with other syntax (a quote either
@@ -101,11 +105,11 @@ class MatchTemplate:
     def __getstate__(self) -> tuple[Any, ...]:
         rows = [tuple(site) for site in self.sites]  # plain tuples load several times faster than NamedTuples
         fields = (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource)
-        return (*fields, rows, self.releases, self.pieces, self.literal, self.texts, self.touching)
+        return (*fields, rows, self.releases, self.pieces, self.literal, self.texts, self.touching, self.kinds)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
-        self.sites, self.releases, self.pieces, self.literal, self.texts, self.touching = state[5:]
+        self.sites, self.releases, self.pieces, self.literal, self.texts, self.touching, self.kinds = state[5:]
         self.top = None
 
 
@@ -183,6 +187,7 @@ class Row(NamedTuple):
     placeholders: tuple[tuple[str, str, int, int], ...]  # (group, expression, start, end) in message order
     messageSource: str | None
     place: tuple[str, int, str, str, str, str]  # a RaisePlace's fields after its releases
+    kinds: tuple[Kind, ...]  # what each placeholder can print, in message order
 
     @classmethod
     def of(cls, line: CatalogLine) -> Row:
@@ -195,6 +200,7 @@ class Row(NamedTuple):
             tuple((p.group, p.expression, p.start, p.end) for p in extraction.placeholders),
             extraction.messageSource,
             (record.filePath, record.lineNumber, record.id, record.slug, record.githubUrl, extraction.function),
+            kinds_of(line),
         )
 
 
@@ -223,6 +229,7 @@ def templates_of_rows(rows: Iterable[Row], *, release: str = "", origin: str = "
             )
             template.texts = tuple(row.errorMessage[start:end] for _, _, start, end in held)
             template.touching = tuple(bool(k) and held[k - 1][3] == p[2] for k, p in enumerate(held))
+            template.kinds = row.kinds
             if not _check(template, where=f"{origin or 'catalog'}:{number}"):
                 too_large.add(key)
                 continue

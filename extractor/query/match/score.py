@@ -23,7 +23,7 @@ def judge(hits: list[Hit], *, catch_all: Sequence[bool], class_weight: dict[str,
     template is a catch-all; the class the paste shows adds what it says; then enough literal text, whose
     words weigh INFO_MIN bits, or INFO_UNIQUE when no other hit explains as much of the same place."""
     _demote(hits)
-    standing = [hit for hit in hits if not hit.demoted and not catch_all[hit.template]]
+    standing = [hit for hit in hits if not hit.demoted and not hit.inside and not catch_all[hit.template]]
     for hit in standing:
         if hit.shown_class is not None:  # the class shown says as much as a word as rare
             hit.info += class_weight.get(hit.shown_class, 0.0)

@@ -26,6 +26,10 @@
     classAt: new RegExp(C.CLASS_AT, "g"),
   };
   var LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g; // a surrogate left alone
+  var KIND = {}; // each shape's texts (kinds.py's KIND_TEXTS), fullmatched
+  Object.keys(C.KIND_TEXTS).forEach(function (shape) { KIND[shape] = new RegExp("^(?:" + C.KIND_TEXTS[shape] + ")$"); });
+  var SENTENCE = new RegExp(C.SENTENCE);
+  var TRAILING_SPACE = new RegExp("[" + C.WHITESPACE + "]+$");
   var PYTHON_OWN = {};
   Object.keys(C.PYTHON_OWN).forEach(function (name) {
     PYTHON_OWN[name] = new RegExp("^(?:" + C.PYTHON_OWN[name] + ")$"); // (Python's fullmatch)
@@ -36,6 +40,7 @@
     this.classes = data.classes;
     this.catchAll = data.catchAll;
     this.classWeight = data.classWeight;
+    this.kinds = data.kinds;
     this.builtinBases = data.builtinBases;
     // A character beyond the BMP in a template's text stands for one unit (a lone low surrogate) in its rows
     // and keys, as in a paste's skeleton (see narrowed): Python counts it as one character.
@@ -299,7 +304,7 @@
       if (best !== null) hits.push(best);
     });
     demote(hits);
-    var standing = hits.filter(function (hit) { return !hit.demoted && !self.catchAll[hit.template]; });
+    var standing = hits.filter(function (hit) { return !hit.demoted && !hit.inside && !self.catchAll[hit.template]; });
     standing.forEach(function (hit) {
       if (hit.shownClass !== null && has.call(self.classWeight, hit.shownClass)) {
         hit.info += self.classWeight[hit.shownClass];
@@ -325,14 +330,16 @@
     var items = program.items, literals = literalRows(items);
     if (!literals.length) return this.wholeMessage(index, number, paste);
     var first = literals[0], head = items[first], text = program.texts[first];
-    var places = this.occurrences(paste.bare, head, 0, near);
+    var places = this.occurrences(paste.bare, head, 0, near), fallback = null;
     for (var p = 0; p < places.length; p++) {
       var at = places[p][0];
       if (first > 0 && inClassPrefix(paste.text, paste.at(at))) continue;
       if (!startsWord(paste, at, head, first > 0 && isSpace(text[0]), first > 0)) continue;
       var hit = this.forward(index, number, program, paste, literals, [places[p][0], places[p][1]], places[p][2], near);
-      if (hit !== null) return hit;
+      if (hit !== null && !hit.inside) return hit;
+      if (hit !== null && fallback === null) fallback = hit;
     }
+    if (fallback !== null) return fallback;
     if (near) return null;
     if (literals.length === 1 && head[head.length - 1] === "." && head.length > 1) {
       var short = head.slice(0, -1), shorts = this.occurrences(paste.bare, short, 0, false);
@@ -527,23 +534,52 @@
     var end = lastEnd;
     var quoted = start > 0 && (text[start - 1] === "'" || text[start - 1] === '"');
     var holes = [], values = [], rowsShown = spans.length;
+    var kinds = this.kinds[index];
+    // The message starts inside a sentence: no class before it, its first literal text after a word.
+    var inside = shown === null && rows[0] === 0 && goesOnBefore(text, start);
     for (var k = 0; k < items.length; k++) {
       var item = items[k];
       if (typeof item === "string") continue;
       var before = 0;
       rows.forEach(function (r) { if (r < k) before++; });
-      var a, b;
+      var a, b, whole = true;
       if (before === 0) { a = start; b = firstAt; }
       else if (before < rowsShown) { a = paste.after(spans[before - 1][1] - 1); b = paste.at(spans[before][0]); }
       else if (before > rowsShown || (cut !== null && lastSpan[1] >= cut)) break;
-      else if (cut !== null) { a = lastEnd; b = paste.at(cut); }
+      else if (cut !== null) { a = lastEnd; b = paste.at(cut); whole = false; }
       else if (k === items.length - 1) { a = lastEnd; b = end = Math.max(end, tailEnd(text, a, start)); }
       else break;
-      holes.push([bisectLeft(paste.where, a), bisectLeft(paste.where, b)]);
+      var kind = item.groups.length === 1 && kinds.length ? kinds[item.groups[0]] : null;
       var value = stripped(text.slice(a, b));
-      values.push([item.groups, quoted ? unescaped(value) : value]);
+      if (kind !== null && whole && k === items.length - 1 && before === rowsShown) {
+        var shownValue = fitting(kind, value); // (the message may end before its line does)
+        if (shownValue === null) return null;
+        if (shownValue !== value) {
+          b = end = text.indexOf(shownValue, a) + shownValue.length;
+          value = shownValue;
+        }
+      } else if (kind !== null && before === 0) {
+        var startValue = fittingEnd(kind, value); // (the message may start after its line's text does)
+        if (startValue === null) return null;
+        if (startValue !== value) {
+          a = start = text.lastIndexOf(startValue, b - startValue.length);
+          value = startValue;
+          shown = classBefore(text, start);
+          if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) return null;
+        }
+      }
+      var hole = [bisectLeft(paste.where, a), bisectLeft(paste.where, b)];
+      holes.push(hole);
+      for (var c = 0; whole && c < paste.cuts.length - 1; c++) if (hole[0] <= paste.cuts[c] && paste.cuts[c] < hole[1]) whole = false;
+      value = quoted ? unescaped(value) : value;
+      if (whole && kind !== null && !fitsKind(kind, value)) return null; // a value its placeholder cannot print
+      if (before > 0 && before < rows.length && loose(kind, program, k) && SENTENCE.test(value)) inside = true;
+      values.push([item.groups, value]);
     }
     if (cut !== null) end = Math.max(end, paste.at(cut));
+    else if (shown === null && rows[rows.length - 1] === items.length - 1 && !period) {
+      inside = inside || goesOnAfter(text, end, program.texts[rows[rows.length - 1]]);
+    }
     var literal = -C.TYPO_COST * typo, info = 0;
     spans.forEach(function (span) { literal += span[1] - span[0]; });
     for (var n = 0; n < Math.min(rows.length, spans.length); n++) {
@@ -567,9 +603,68 @@
     }
     return newHit(index, number, spans.slice(), start, end, values, holes, literal, info, {
       cut: cut !== null, period: period, exact: exact, shownClass: shown, typo: typo > 0, openEnd: openEnd,
-      agrees: shown === self.classes[index], verbatim: verbatim, spaced: spaced,
+      agrees: shown === self.classes[index], verbatim: verbatim, spaced: spaced, inside: inside,
     });
   };
+
+  // kinds.py's fits (fitsKind) and fitting: whether a placeholder of a kind ([shape, none, choices]) can print a value
+  function fitsKind(kind, value) {
+    var shape = kind[0];
+    if (shape === "any" || (value === "None" && (kind[1] || C.NONE_TOO.indexOf(shape) >= 0))) return true;
+    if (shape === "choice") return kind[2].indexOf(value) >= 0;
+    return KIND[shape].test(value);
+  }
+
+  function fitting(kind, value) {
+    if (kind[0] === "any" || fitsKind(kind, value)) return value;
+    var ends = [];
+    for (var at = 0; at < value.length; at++) {
+      if (C.KIND_STOPS.indexOf(value[at]) >= 0) {
+        ends.push(at);
+        if (ends.length === C.MAX_ENDS) break;
+      }
+    }
+    for (var e = ends.length - 1; e >= 0; e--) {
+      if (ends[e] && fitsKind(kind, value.slice(0, ends[e]))) return value.slice(0, ends[e]);
+    }
+    return null;
+  }
+
+  function fittingEnd(kind, value) {
+    if (kind[0] === "any" || fitsKind(kind, value)) return value;
+    var starts = [];
+    for (var at = value.length - 1; at >= 0; at--) {
+      if (C.KIND_STOPS.indexOf(value[at]) >= 0) {
+        starts.push(at + 1);
+        if (starts.length === C.MAX_ENDS) break;
+      }
+    }
+    for (var e = starts.length - 1; e >= 0; e--) {
+      if (starts[e] < value.length && fitsKind(kind, value.slice(starts[e]))) return value.slice(starts[e]);
+    }
+    return null;
+  }
+
+  function loose(kind, program, k) { // locate.py's _loose
+    if (kind !== null && kind[0] !== "any") return false;
+    var before = k > 0 ? program.texts[k - 1].replace(TRAILING_SPACE, "") : "";
+    return !(before && "'\"`".indexOf(before[before.length - 1]) >= 0);
+  }
+
+  function goesOnBefore(text, start) { // locate.py's _goes_on_before
+    var c = text[start];
+    if (c !== undefined && c >= "A" && c <= "Z") return false;
+    var line = rfindIn(text, "\n", 0, start) + 1;
+    var before = text.slice(line, start).replace(/[ \t]+$/, "");
+    return before.length > 0 && isWord(before[before.length - 1]);
+  }
+
+  function goesOnAfter(text, end, written) { // locate.py's _goes_on_after
+    var trimmed = written.replace(TRAILING_SPACE, "");
+    if (!trimmed || !isWord(trimmed[trimmed.length - 1])) return false;
+    var after = text.slice(end, lineEnd(text, end)).replace(/^[ \t]+/, "");
+    return after.length > 0 && isWord(after[0]);
+  }
 
   function newHit(template, program, spans, start, end, values, holes, literal, info, flags) {
     return {
@@ -578,6 +673,7 @@
       typo: !!flags.typo, agrees: !!flags.agrees, openEnd: !!flags.openEnd, verbatim: !!flags.verbatim,
       spaced: !!flags.spaced,
       shownClass: flags.shownClass === undefined ? null : flags.shownClass, confident: false, demoted: false,
+      inside: !!flags.inside,
     };
   }
 
