@@ -53,10 +53,11 @@ def releases(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     index.server.shutdown()
 
 
-def answers(*args: str) -> tuple[int, list[dict[str, Any]]]:
+def answers(*args: str, code: int) -> list[dict[str, Any]]:
+    """`match ARGS`'s JSON answers, once it exited with `code` (0: every TEXT answered; 1: one was not)."""
     result = cli("match", *args)
-    assert result.returncode in (0, 1), result.stderr
-    return result.returncode, [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.returncode == code, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
 
 
 def places(document: dict[str, Any]) -> list[str]:
@@ -68,8 +69,7 @@ def test_a_paste_raised_outside_the_config_folder_is_answered_from_the_whole_pac
 ) -> None:
     """With no scope option, a release is read whole, every class: the ValueError of vllm/v1 and the
     RuntimeError are answered (they were "no matching record", exit 1), and so is vllm/config's."""
-    code, documents = answers("--catalog", "release:9.9.0", KV_PASTE, ENGINE_PASTE, CONFIG_PASTE)
-    assert code == 0
+    documents = answers("--catalog", "release:9.9.0", KV_PASTE, ENGINE_PASTE, CONFIG_PASTE, code=0)
     assert [places(d) for d in documents] == [
         ["vllm/v1/core/kv_cache_utils.py:3"],
         ["vllm/engine/core.py:2"],
@@ -80,8 +80,10 @@ def test_a_paste_raised_outside_the_config_folder_is_answered_from_the_whole_pac
     # is the same answer, from the same index.
     (cached,) = (isolated_cache / "extractor" / "match").iterdir()
     hits = releases.hits
-    assert answers("--catalog", "release:9.9.0", KV_PASTE, ENGINE_PASTE, CONFIG_PASTE) == (code, documents)
-    assert answers("--catalog", "release:9.9.0", "--path", "vllm", "--exception", "*", KV_PASTE)[1] == documents[:1]
+    assert answers("--catalog", "release:9.9.0", KV_PASTE, ENGINE_PASTE, CONFIG_PASTE, code=0) == documents
+    assert (
+        answers("--catalog", "release:9.9.0", "--path", "vllm", "--exception", "*", KV_PASTE, code=0) == documents[:1]
+    )
     assert releases.hits == hits
     assert list((isolated_cache / "extractor" / "match").iterdir()) == [cached]
 
@@ -122,15 +124,13 @@ def test_a_scope_option_narrows_it_with_no_fallback(
 ) -> None:
     """--path or --exception given is the user's scope, used as is (what it leaves out is not looked for
     anyway); the one not given stays the whole package's, or every class."""
-    code, documents = answers("--catalog", "release:9.9.0", *scope, KV_PASTE, ENGINE_PASTE, CONFIG_PASTE)
-    assert code == 1
+    documents = answers("--catalog", "release:9.9.0", *scope, KV_PASTE, ENGINE_PASTE, CONFIG_PASTE, code=1)
     assert [n for n, d in enumerate(documents) if d["matches"]] == answered
     assert [d["catalogs"] for d in documents] == [[{"labels": ["9.9.0"], "scope": scope_json}]] * 3
 
 
 def test_a_range_of_releases_is_read_whole_too(releases: Index) -> None:
-    code, (document,) = answers("--catalog", "release:9.8.0..9.9.0", ENGINE_PASTE)
-    assert code == 0
+    (document,) = answers("--catalog", "release:9.8.0..9.9.0", ENGINE_PASTE, code=0)
     (match,) = document["matches"]
     assert (match["filePath"], match["releases"]) == ("vllm/engine/core.py", ["9.8.0", "9.9.0"])
     # (over a range, a path follows a module that becomes a package: vllm.py beside vllm/)
@@ -146,8 +146,7 @@ def test_a_catalog_on_disk_is_read_in_its_own_scope_and_says_it(releases: Index,
     answer says it; a records.jsonl alone records no scope."""
     assert cli("--release", "9.9.0", "--output", str(tmp_path / "out"), "--quiet").returncode == 0
     (folder,) = (tmp_path / "out").iterdir()
-    code, documents = answers("--catalog", str(folder), KV_PASTE, CONFIG_PASTE)
-    assert code == 1
+    documents = answers("--catalog", str(folder), KV_PASTE, CONFIG_PASTE, code=1)
     assert [places(d) for d in documents] == [[], ["vllm/config/model.py:3"]]
     own = {"paths": ["vllm/config"], "exceptions": ["ValueError"]}
     assert [d["catalogs"] for d in documents] == [[{"labels": ["9.9.0"], "scope": own}]] * 2
@@ -159,8 +158,8 @@ def test_a_catalog_on_disk_is_read_in_its_own_scope_and_says_it(releases: Index,
 
     alone = tmp_path / "alone.jsonl"
     alone.write_bytes((folder / RECORDS).read_bytes())
-    code, (document,) = answers("--catalog", str(alone), CONFIG_PASTE)
-    assert code == 0 and document["catalogs"][0]["scope"] is None
+    (document,) = answers("--catalog", str(alone), CONFIG_PASTE, code=0)
+    assert document["catalogs"][0]["scope"] is None
     text = cli("match", "--catalog", str(alone), "--format", "text", CONFIG_PASTE)
     assert f"\n  in {alone}, scope not recorded\n  next: " in text.stdout
 
@@ -177,12 +176,11 @@ def test_a_nightly_roots_latest_catalog_is_still_the_default_scopes(git_repo: Gi
     assert cli("nightly", "--repo", str(bare), "--output", str(out), "--quiet").returncode == 0
     whole = ["--repo", str(bare), "--sha", "main", "--path", "vllm", "--exception", "*", "--output", str(out)]
     assert cli(*whole, "--quiet").returncode == 0
-    code, (document,) = answers("--catalog", str(out), CONFIG_PASTE)
-    assert code == 0
+    (document,) = answers("--catalog", str(out), CONFIG_PASTE, code=0)
     assert document["catalogs"][0]["scope"] == {"paths": ["vllm/config"], "exceptions": ["ValueError"]}
     # A scope option names the scope it is looked for in: --path vllm, with every class (match's default).
-    code, (document,) = answers("--catalog", str(out), "--path", "vllm", KV_PASTE)
-    assert code == 0 and places(document) == ["vllm/v1/core/kv_cache_utils.py:3"]
+    (document,) = answers("--catalog", str(out), "--path", "vllm", KV_PASTE, code=0)
+    assert places(document) == ["vllm/v1/core/kv_cache_utils.py:3"]
     assert document["catalogs"][0]["scope"] == WHOLE
 
 
@@ -193,8 +191,8 @@ def test_a_revision_of_another_repository_names_its_package_with_path(git_repo: 
     result = cli("match", *repo, ENGINE_PASTE, cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.endswith("; match looks in the whole vllm package unless --path names where to look\n")
-    code, (document,) = answers(*repo, "--path", "pkg", ENGINE_PASTE)
-    assert code == 0 and places(document) == ["pkg/core.py:2"]
+    (document,) = answers(*repo, "--path", "pkg", ENGINE_PASTE, code=0)
+    assert places(document) == ["pkg/core.py:2"]
     assert document["catalogs"] == [{"labels": ["v1"], "scope": {"paths": ["pkg"], "exceptions": ["*"]}}]
 
 

@@ -271,33 +271,45 @@ def test_reproduce_raises_each_solvable_record_at_its_own_raise_and_verifies_its
     monkeypatch.setenv("PYTHONPATH", str(git_repo.path))  # (its work tree: the runtime imports `vllm` from it)
     result = cli("reproduce", "--catalog", "v1", "--repo", str(git_repo.path), "--runtime", sys.executable)
     assert result.returncode == 0, result.stderr
-    answers = {(r["lineNumber"]): r for r in map(json.loads, result.stdout.splitlines())}
-    smaller = answers[19]["reproduction"]
+    by_line = {r["lineNumber"]: r["reproduction"] for r in map(json.loads, result.stdout.splitlines())}
+
+    def answer(words: str) -> dict[str, Any]:
+        return by_line[raise_line(PACKAGE, words)]
+
+    smaller = answer("is smaller than")
     assert "max_num_batched_tokens" in smaller["python"] and "enable_chunked_prefill=False" in smaller["python"]
     assert "Value error, max_num_batched_tokens (" in smaller["message"]
     assert smaller["verifiedWith"] == "vllm==0.1"
     assert smaller["fix"]["change"].startswith("set ")
-    priority = answers[24]["reproduction"]
+    priority = answer("The priority policy")
     assert "policy='priority'" in priority["python"] and "enable_chunked_prefill=True" in priority["python"]
-    assert answers[33]["reproduction"]["reason"] == "needs a GPU platform"
+    assert answer("not on this platform")["reason"] == "needs a GPU platform"
     # No condition names a value the Literal allows but "auto": pydantic's refusal of a first guess says them.
-    strict = answers[43]["reproduction"]
+    strict = answer("load format cannot be strict")
     assert "load_format='safetensors'" in strict["python"] and "strict=True" in strict["python"]
     # A check in a method that building the config runs already: the program builds it, and calls nothing.
-    sizes = answers[56]["reproduction"]
+    sizes = answer("cannot exceed swap_space")
     assert "config = CacheConfig(" in sizes["python"] and "_verify_sizes" not in sizes["python"]
     assert "_verify_sizes" not in sizes["fix"]["python"]
     # An enum member the condition names is named by the program, imported from the record's module.
-    graph = answers[71]["reproduction"]
+    graph = answer("Graph mode cannot be debugged")
     assert "import CompileConfig, Mode" in graph["python"] and "mode=Mode.GRAPH" in graph["python"]
     # A field of a config this one holds: the program builds that config with it.
-    offload = answers[86]["reproduction"]
+    offload = answer("Offloading needs groups")
     assert (
         "prefetch=PrefetchConfig(group_size=1)" in offload["python"]
         and "import OffloadConfig, PrefetchConfig" in offload["python"]
     )
     said = "6 of 7 reproduced (6 with a fix verified), 0 at the vllm serve level (0 with a serve fix)"  # (none here)
     assert f"{said}; 1 needs a GPU platform" in result.stderr
+
+
+def raise_line(source: str, words: str) -> int:
+    """The line of the raise whose message holds `words` (the line before it, where the message is wrapped): a
+    record picked by what it says, not by where it stands."""
+    lines = source.splitlines()
+    number = next(number for number, text in enumerate(lines, 1) if words in text)
+    return number if "raise" in lines[number - 1] else number - 1
 
 
 def _reproduced(git_repo: Any, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> tuple[Any, Any, Any]:
@@ -495,14 +507,20 @@ def test_a_function_no_config_calls_is_called_and_a_fix_is_searched_for_when_non
     field = answers[raised["Field"]]
     assert "from vllm.config.helpers import PoolConfig, field_of" in field["python"]
     assert "field_of(cls=PoolConfig, name=" in field["python"] and field.get("flags") is None
-    dtype = answers[raised["The"]]
-    assert "import string\n" in dtype["python"] and "dtype=string.digits" in dtype["python"]
-    assert "model_type='gemma'" in dtype["python"] or "model_type='phi'" in dtype["python"]
+    # A module's table a condition looks in gives its first key; a module's value is named as the module names it.
+    assert answers[raised["The"]]["python"] == (
+        "import string\nfrom vllm.config.helpers import check_dtype\n\n"
+        "check_dtype(model_type='gemma', dtype=string.digits)\n"
+    )
     assert "update(config=PoolConfig()" in answers[raised["{name}"]]["python"]
     assert "RemovedConfig(normalize=" in answers[raised["Parameter"]]["python"]
     pooling = answers[raised["pooling"]]
     assert "config.get_pooling()" in pooling["python"]
-    assert pooling["fix"]["change"] in ("set pooling='mean'", "set pooling='last'")  # (not what pydantic refuses)
+    assert pooling["fix"] == {  # (the Literal's first value: not what pydantic refuses)
+        "python": "from vllm.config.helpers import PoolConfig\n\nconfig = PoolConfig(pooling='mean')\n"
+        "config.get_pooling()\n",
+        "change": "set pooling='mean'",
+    }
     rates = answers[raised["rates"]]["python"]  # (a static method: called on its class, none built)
     assert "DraftConfig.resolve_rates(n=" in rates and "DraftConfig(" not in rates
     # A raise in an enum's metaclass, reached by building a config that takes the enum (a text for a member).

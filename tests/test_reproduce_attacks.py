@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from extractor.reproduce import programs
-from tests.test_reproduce import PACKAGE
+from tests.test_reproduce import PACKAGE, raise_line
 
 SCHEDULER = """\
 from dataclasses import dataclass, field
@@ -597,8 +597,15 @@ def test_a_timeout_is_not_kept_as_the_records_answer_and_the_next_run_tries_agai
     monkeypatch.setattr(verify, "_BUDGET", 0.5)  # (the search of the record that hangs: short)
     first = cli("reproduce", "--catalog", release, "--runtime", sys.executable, "--timeout", "1")
     assert first.returncode == 0, first.stderr
-    answers = [json.loads(line)["reproduction"] for line in first.stdout.splitlines()]
-    assert [answer.get("reason") for answer in answers] == [None, None, "hung or crashed"]
+    reasons = {
+        answer["lineNumber"]: answer["reproduction"].get("reason")
+        for answer in map(json.loads, first.stdout.splitlines())
+    }
+    assert reasons == {
+        raise_line(HANGS, "is too long"): None,
+        raise_line(HANGS, "is smaller than the length"): None,
+        raise_line(HANGS, "Slow schedulers"): "hung or crashed",
+    }
     assert _kept() == ["reproduced", "reproduced"]
     again = cli("reproduce", "--catalog", release, "--runtime", sys.executable, "--timeout", "1")
     assert "1 record to run" in again.stderr
