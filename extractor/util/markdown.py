@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 __all__ = ["code", "fence", "image", "inline_code", "is_web_address", "link", "text"]
 
-_SYNTAX = "|*_`<>[]~&"
+_SYNTAX = "|*_`<>[]~&$"  # ($: GitHub reads `$...$` as mathematics)
 _TICKS = re.compile(r"`+")
 
 
@@ -24,7 +24,8 @@ def _one_line(value: str) -> str:
 
 
 def text(value: str) -> str:
-    """Inline text: emphasis, code, links, HTML, strikethrough, entities and table pipes shown as typed."""
+    """Inline text: emphasis, code, links, HTML, strikethrough, entities, mathematics and table pipes shown as
+    typed."""
     value = _one_line(value.replace("\\", "\\\\"))
     for char in _SYNTAX:
         value = value.replace(char, "\\" + char)
