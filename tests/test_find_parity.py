@@ -192,7 +192,7 @@ function characters(text) { // a UTF-16 index -> Python's index (characters)
 function answer(finder, text) {
   const got = finder.answer(text), at = characters(got.paste.text);
   const hit = (h) => fields.map((name) => (name === "start" || name === "end" ? at(h[name]) : h[camel(name)]));
-  return [got.paste.text, got.paste.steps, got.python, got.confident.map(hit), got.weak.map(hit)];
+  return [got.paste.text, got.paste.steps, got.elsewhere.map(hit), got.confident.map(hit), got.weak.map(hit)];
 }
 const texts = JSON.parse(fs.readFileSync(textsFile, "utf8"));
 const out = texts.map((text) => answer(paged, text));
@@ -210,7 +210,8 @@ def python_answer(matcher: Matcher, text: str) -> list[Any]:
     def hit(h: Hit) -> list[Any]:
         return [getattr(h, name) for name in FIELDS]
 
-    answer = [found.paste.text, list(found.paste.steps), found.python, list(map(hit, found.confident))]
+    answer = [found.paste.text, list(found.paste.steps), list(map(hit, found.elsewhere))]
+    answer.append(list(map(hit, found.confident)))
     return json.loads(json.dumps([*answer, list(map(hit, found.weak))]))  # (tuples as JSON gives them back)
 
 
@@ -300,8 +301,8 @@ def unshared(pattern: str) -> list[str]:
 
 
 def shared_patterns() -> dict[str, str]:
-    names = ["ANSI", "ENTITY", "ESCAPE", "GAPS", "SPACES", "CLASS_SHOWN_IN", "CLASS_BEFORE", "CLASS_AT"]
-    return {**{name: SHARED[name] for name in names}, **{f"PYTHON_OWN {k}": v for k, v in SHARED["PYTHON_OWN"].items()}}
+    names = ["ANSI", "ENTITY", "ESCAPE", "GAPS", "SPACES", "CLASS_SHOWN_IN", "CLASS_BEFORE", "CLASS_AT", "SENTENCE"]
+    return {**{name: SHARED[name] for name in names}, **{f"KIND_TEXTS {k}": v for k, v in SHARED["KIND_TEXTS"].items()}}
 
 
 def test_every_regular_expression_find_js_shares_is_read_alike_by_both_engines() -> None:

@@ -197,8 +197,10 @@ def test_a_raise_without_a_message_answers_only_a_paste_without_one(git_repo: Gi
     assert lines == {"ValueError": [3, 4], "ValueError: no": [4]}
 
 
-def test_a_message_python_prints_itself_is_answered_weakly_with_a_note(git_repo: GitRepo) -> None:
-    """A template copying the interpreter's own message cannot tell a paste of it from Python's: weak, said."""
+def test_a_message_others_print_too_is_answered_weakly_and_said_to_be_theirs(git_repo: GitRepo) -> None:
+    """A template copying the interpreter's own message cannot tell a paste of it from Python's: weak, and the
+    answer says Python prints it (`elsewhere`); argparse's usage error is said to be argparse's, of the command
+    the paste names; the catalog's own message stays confident."""
     source = (
         "def load(name, spec, key):\n"
         "    if spec is None:\n"
@@ -210,10 +212,18 @@ def test_a_message_python_prints_itself_is_answered_weakly_with_a_note(git_repo:
         extract(repo=str(git_repo.path), revision="v1", options=ExtractOptions(paths=("pkg",), exceptions=("*",))).lines
     )
     python = matcher.match("ModuleNotFoundError: No module named 'vllm._C'")
-    assert (python.matches, [m.site.lineNumber for m in python.weak], python.python) == ((), [3], "ModuleNotFoundError")
-    assert "Python itself prints" in python.to_json()["python"]
+    assert (python.matches, [m.site.lineNumber for m in python.weak]) == ((), [3])
+    (said,) = python.to_json()["elsewhere"]
+    assert (said["library"], said["errorClass"], said["errorMessage"]) == (
+        "python", "ModuleNotFoundError", "No module named '{name}'"
+    )  # fmt: skip
+    assert said["values"] == {"name": "vllm._C"}
+    assert "raised by Python itself (ModuleNotFoundError" in python.to_text()
+    usage = matcher.match("vllm serve: error: argument --dtype: invalid choice: 'fp9' (choose from 'auto', 'half')")
+    assert (usage.matches, usage.weak, [s.elsewhere.library for s in usage.elsewhere]) == ((), (), ["argparse"])
+    assert "an argparse usage error of `vllm serve`: see `vllm serve --help`" in usage.to_text()
     own = matcher.match("ValueError: No plugin named 'x' for key 3")
-    assert ([m.site.lineNumber for m in own.matches], own.python) == ([4], None)
+    assert ([m.site.lineNumber for m in own.matches], own.elsewhere) == ([4], ())
 
 
 def test_corrupt_catalog_exits_2_naming_file_and_line(tmp_path: Path) -> None:

@@ -5,16 +5,15 @@ shape of the catalogs' messages; and it does let pass the lines of a log that ho
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from extractor.pipeline.extract import ExtractOptions, extract
-from extractor.query.match import normalize
+from extractor.query.match.background import background
 from extractor.query.match.matcher import Matcher, match_lines
-from extractor.query.match.paste import bare_of
-from extractor.query.match.prefilter import python_anchors
 from tests.conftest import GitRepo
 from tests.test_match import SHAPES, SOURCE
 
@@ -128,43 +127,13 @@ def test_a_line_the_prefilter_cannot_read_alone_is_matched(matcher: Matcher, lin
     assert not matcher.quiet(line)
 
 
-def test_what_python_prints_itself_shows_the_text_the_prefilter_looks_for() -> None:
-    """The texts looked for are read from normalize.PYTHON_OWN's patterns: each stands in what the
-    interpreter itself prints for the class, raised here for real."""
-
-    def printed(code: str) -> str:
-        try:
-            exec(code, {})
-        except Exception as error:
-            return str(error)
-        raise AssertionError(code)
-
-    said = [
-        printed(code)
-        for code in [
-            "import vllm_has_no_such_module",
-            "from json import no_such_name",
-            "import json; json.no_such_attribute",
-            "object().no_such_attribute",
-            "type.no_such_attribute",
-            "no_such_name",
-            "[][1]",
-            "1 // 0",
-            "def f(): f()\nf()",
-            "def f(a): pass\nf(1, 2)",
-            "def f(a): pass\nf(1, b=2)",
-            "def f(a): pass\nf()",
-            "None + 1",
-            "None()",
-            "int('x')",
-            "a, b = [1]",
-            "max([])",
-        ]
-    ]
-    anchors = python_anchors(normalize.PYTHON_OWN.values())
-    for message in said:
-        assert normalize.python_prints(None, message) is not None, message
-        assert any(anchor in bare_of(message) for anchor in anchors), message
+def test_what_others_print_is_matched_and_said_to_be_theirs(matcher: Matcher) -> None:
+    """Each background message (what the interpreter and argparse print, measured: background.py), its values
+    filled in, is a line the prefilter lets through, and `match` says who prints it."""
+    for elsewhere, _, _ in background():
+        text = re.sub(r"\{\w+\}", "zq_value", elsewhere.errorMessage)
+        assert not matcher.quiet(text), text
+        assert [said.elsewhere for said in matcher.match(text).elsewhere] == [elsewhere], text
 
 
 @pytest.mark.release

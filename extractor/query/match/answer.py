@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from extractor.query.match.background import Elsewhere
 from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, RaisePlace
 from extractor.util.progress import one_line
 
@@ -120,6 +121,17 @@ class Searched(Protocol):
 
 
 @dataclass(frozen=True)
+class Said:
+    """A background message (background.py) that explains the input, with the values the input shows for it."""
+
+    elsewhere: Elsewhere
+    values: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.elsewhere.to_json(), "values": self.values}
+
+
+@dataclass(frozen=True)
 class MatchResult:
     """What one input yielded: whether it looks like an error, its confident matches, else its weak ones."""
 
@@ -127,8 +139,8 @@ class MatchResult:
     is_error: bool
     matches: tuple[Match, ...] = field(default=())
     weak: tuple[Match, ...] = field(default=())
-    # The class of a message Python itself prints (`No module named 'x'`): why its answers are weak ones.
-    python: str | None = None
+    # Who else prints the text (Python itself, argparse, a library): the catalog's answers to it are weak ones.
+    elsewhere: tuple[Said, ...] = field(default=())
 
     @property
     def holds_message(self) -> bool:
@@ -165,30 +177,26 @@ class MatchResult:
         document: dict[str, Any] = {"input": self.input, "matches": matches}
         if self.weak:
             document["weak"] = [m.to_json(sites=False) for m in self.weak]
-        if self.python is not None:
-            document["python"] = self.python_note
+        if self.elsewhere:
+            document["elsewhere"] = [said.to_json() for said in self.elsewhere]
         return document
 
     @property
     def answered(self) -> bool:
-        """Whether it has anything to show beside the input: a match, a weak one, or what Python prints."""
-        return bool(self.matches or self.weak or self.python is not None)
+        """Whether it has anything to show beside the input: a match, a weak one, or who else prints it."""
+        return bool(self.matches or self.weak or self.elsewhere)
 
     def to_text(self, notes: Callable[[str], str | None] | None = None) -> str:
         """Show the input, whether any record raised it, then each match, confident ones first."""
         lines = [self.input]
         if not self.matches:
             lines.append("  no matching record" + (" (only weak ones, below)" if self.weak else ""))
-        if self.python is not None:
-            lines.append(f"  {self.python_note}")
+        for said in self.elsewhere:
+            lines.append(f"  {said.elsewhere.words(said.values)}: {said.elsewhere.errorMessage}")
         for match in (*self.matches, *self.weak):
             note = notes(match.site.id) if notes is not None else None
             lines.append(match.to_text(weak=match not in self.matches, note=note))
         return "\n".join(lines) + "\n"
-
-    @property
-    def python_note(self) -> str:
-        return f"Python itself prints this {self.python}: the raise may be the interpreter's"
 
 
 def log_summary(lines: int, answered: int, weakly: int) -> str:

@@ -41,7 +41,7 @@ from extractor.query.match.locate import (
     difference,
     shown_classes,
 )
-from extractor.query.match.normalize import PYTHON_OWN, WHITESPACE, python_prints
+from extractor.query.match.normalize import WHITESPACE
 from extractor.query.match.paste import (
     ANSI,
     CHARACTERS,
@@ -110,7 +110,6 @@ SHARED: dict[str, Any] = {
     "CLASS_SHOWN_IN": CLASS_SHOWN_IN,
     "CLASS_BEFORE": CLASS_BEFORE,
     "CLASS_AT": CLASS_AT,
-    "PYTHON_OWN": PYTHON_OWN,
     "KIND_TEXTS": KIND_TEXTS,
     "KIND_STOPS": KIND_STOPS,
     "MAX_ENDS": MAX_ENDS,
@@ -120,22 +119,26 @@ SHARED: dict[str, Any] = {
 
 
 class Answer(NamedTuple):
-    """What one input is answered with: the paste as read, its confident hits in order, else its weak ones;
-    and the class of a message Python prints itself (`python`: its hits are then all weak)."""
+    """What one input is answered with: the paste as read, its confident hits in order, else its weak ones; and
+    the hits of background messages (`elsewhere`: what Python, argparse, ... print) that explain it at least as
+    well as the catalog's, or with confidence on their own."""
 
     paste: Paste
     confident: list[Hit]
     weak: list[Hit]
-    python: str | None
+    elsewhere: list[Hit]
 
 
-_STATE = ("weigh", "programs", "classes", "class_weight", "catch_all", "kinds", "keys", "keyless_by_class")
+_STATE = ("own", "weigh", "programs", "classes", "class_weight", "catch_all", "kinds", "keys", "keyless_by_class")
 
 
 class Finder:
-    """Templates compiled to programs, with the words' weights and the keys that select them."""
+    """Templates compiled to programs, with the words' weights and the keys that select them: the catalog's,
+    then the background's (those numbered `own` and on), whose words are weighed with them."""
 
-    def __init__(self, templates: Sequence[MatchTemplate]) -> None:
+    def __init__(self, templates: Sequence[MatchTemplate], background: Sequence[MatchTemplate] = ()) -> None:
+        self.own = len(templates)
+        templates = [*templates, *background]
         rows = [programs_of(t) for t in templates]  # (each pattern read once)
         self.weigh = weights(rows)
         self.programs = [compile_programs(read, self.weigh) for read in rows]
@@ -178,6 +181,7 @@ class Finder:
         class, whether it is a catch-all, its programs and its keys, what each class weighs, and the builtin
         classes' bases as this interpreter has them."""
         return {
+            "own": self.own,
             "classes": self.classes,
             "catchAll": self.catch_all,
             "classWeight": self.class_weight,
@@ -190,34 +194,35 @@ class Finder:
     def answer(self, text: str) -> Answer:
         """One input as `match` answers it (a pasted `raise` line aside: see matcher.py): its first MAX_LINE
         characters, its line break aside, read with HTML entities undone, else as typed when that answers it
-        better; a longer one's last MAX_LINE too, when its start has no confident answer. When the first
-        answer's message is one Python prints itself, and every answer's template raises that class, all are
-        weak."""
+        better; a longer one's last MAX_LINE too, when its start has no confident answer."""
         line = text.rstrip("\r\n")
         paste = Paste.of(line[:MAX_LINE])
-        confident, weak = self._answers(paste)
+        confident, weak, elsewhere = self._answers(paste)
         if not confident and "html" in paste.steps:  # a message may hold what reads as an entity (`&amp;`)
             typed = Paste.of(line[:MAX_LINE], entities=False)
-            more, others = self._answers(typed)
+            more, others, theirs = self._answers(typed)
             if more or not weak:
-                paste, confident, weak = typed, more, others
+                paste, confident, weak, elsewhere = typed, more, others, theirs
         if not confident and len(text) > MAX_LINE:  # a long paste's error is often at its end
             tail = Paste.of(line[-MAX_LINE:])
-            more, _ = self._answers(tail)
+            more, _, theirs = self._answers(tail)
             if more:
-                paste, confident, weak = tail, more, []
-        hits = confident + weak
-        if hits:
-            python = python_prints(hits[0].shown_class, paste.text[hits[0].start : hits[0].end])
-            if python is not None and all(self.classes[hit.template] == python for hit in hits):
-                return Answer(paste, [], hits, python)
-        return Answer(paste, confident, weak, None)
+                paste, confident, weak, elsewhere = tail, more, [], theirs
+        return Answer(paste, confident, weak, elsewhere)
 
-    def _answers(self, paste: Paste) -> tuple[list[Hit], list[Hit]]:
-        """The confident hits, in the order they stand in the paste, else the weak ones."""
+    def _answers(self, paste: Paste) -> tuple[list[Hit], list[Hit], list[Hit]]:
+        """The catalog's confident hits, in the order they stand in the paste, else its weak ones; and the
+        background's that explain the paste with confidence, or a place of a catalog's hit at least as well (which
+        makes that one weak: the text is theirs as much as the catalog's)."""
         hits = self.find(paste)
-        confident = [hit for hit in hits if hit.confident]
-        return (confident, []) if confident else ([], hits)
+        mine = [hit for hit in hits if hit.template < self.own]
+        theirs = [hit for hit in hits if hit.template >= self.own]
+        elsewhere = [b for b in theirs if b.confident or any(_explains(b, hit) for hit in mine)]
+        for hit in mine:
+            if hit.confident and any(_explains(b, hit) for b in theirs):
+                hit.confident = False
+        confident = [hit for hit in mine if hit.confident]
+        return (confident, [], elsewhere) if confident else ([], mine, elsewhere)
 
     def candidates(self, paste: Paste) -> list[int]:
         """Every template one of whose keys the paste's skeleton shows, and those with no key of the class
@@ -250,3 +255,9 @@ class Finder:
         """What sets the literal text a hit shows apart from the template's, besides what `plain` undid and
         whitespace: backticks, quote marks, or letter case."""
         return difference(self.programs[hit.template][hit.program], hit, paste)
+
+
+def _explains(theirs: Hit, hit: Hit) -> bool:
+    """Whether a background message's hit explains the place of a catalog's at least as well: it overlaps it,
+    stands on its own (not inside a sentence) and shows at least as much literal text."""
+    return not theirs.inside and theirs.start < hit.end and hit.start < theirs.end and theirs.literal >= hit.literal

@@ -7,12 +7,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from extractor.query.match import normalize
-from extractor.query.match.answer import How, Match, MatchResult
+from extractor.query.match.answer import How, Match, MatchResult, Said
+from extractor.query.match.background import Elsewhere, background
 from extractor.query.match.find import MAX_LINE, Finder
 from extractor.query.match.locate import Hit
 from extractor.query.match.paste import Paste
-from extractor.query.match.pattern import MatchTemplate, templates_of
-from extractor.query.match.prefilter import Prefilter, python_anchors
+from extractor.query.match.pattern import MatchTemplate, background_templates, templates_of
+from extractor.query.match.prefilter import Prefilter
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
     from extractor.model.records import CatalogLine
@@ -23,21 +24,24 @@ __all__ = ["MAX_LINE", "Matcher", "match_lines"]  # (MAX_LINE: find.py's, read h
 _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\b")
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
 # What a printed class (normalize.CLASS_PREFIX, find's CLASS_AT) shows in a line's skeleton: its last word and
-# a colon, or its last word at the line's end. A log line showing neither, nor a message Python prints itself,
-# nor one of the two above, is matched only for what a template may explain (see prefilter.py).
+# a colon, or its last word at the line's end. A log line showing neither, nor one of the two above, is matched
+# only for what a template (the catalog's or the background's) may explain (see prefilter.py).
 _CLASS_ENDS = ("error", "exception", "exit", "warning")
 
 
 class Matcher:
-    """Finds the templates that explain a text, wherever it stands in it (see `find`)."""
+    """Finds the templates that explain a text, wherever it stands in it (see `find`), weighed against the
+    messages others print (background.py)."""
 
     def __init__(self, templates: Sequence[MatchTemplate]) -> None:
         self.templates = list(templates)
+        self.background: list[Elsewhere] = [elsewhere for elsewhere, _, _ in background()]
+        self.background_templates = background_templates()
         self.by_source: dict[str, list[int]] = {}
         for index, template in enumerate(self.templates):
             if template.messageSource:
                 self.by_source.setdefault(_squash(template.messageSource), []).append(index)
-        self.finder = Finder(self.templates)
+        self.finder = Finder(self.templates, self.background_templates)
         self._prefilter: Prefilter | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -49,8 +53,14 @@ class Matcher:
 
     def to_json(self) -> dict[str, Any]:
         """What the site's script needs, beside find_constants.js, to answer a paste as `match` does (see
-        find.js): the finder's tables."""
-        return self.finder.to_json()
+        find.js): the finder's tables, and who prints each background message (`[library, version, class,
+        message, the number of its placeholder naming the command or -1]`, for search.js's words)."""
+        return self.finder.to_json() | {
+            "background": [
+                [e.library, e.version, e.errorClass, e.errorMessage, _prog(template)]
+                for e, template in zip(self.background, self.background_templates, strict=True)
+            ]
+        }
 
     def quiet(self, text: str) -> bool:
         """Whether matching `text` as a log line would find no message in it (`MatchResult.holds_message`), told
@@ -59,7 +69,7 @@ class Matcher:
         if len(text) > MAX_LINE or _ERROR_LEVEL.match(line) or _RAISE.match(line):
             return False
         if self._prefilter is None:
-            loud = (*(f"{end}:" for end in _CLASS_ENDS), *python_anchors(normalize.PYTHON_OWN.values()))
+            loud = tuple(f"{end}:" for end in _CLASS_ENDS)
             self._prefilter = Prefilter(self.finder.programs, self.finder.catch_all, loud=loud, loud_ends=_CLASS_ENDS)
         return self._prefilter.quiet(line)
 
@@ -80,8 +90,9 @@ class Matcher:
             answer = self.finder.answer(text)  # (what the site's search answers too)
             confident = tuple(self._made(hit, answer.paste) for hit in answer.confident)
             weak = tuple(self._made(hit, answer.paste) for hit in answer.weak)
-            if answer.python is not None:
-                return MatchResult(stripped, True, (), weak, answer.python)
+            elsewhere = tuple(self._said(hit) for hit in answer.elsewhere)
+            if elsewhere:
+                return MatchResult(stripped, True, confident, weak, elsewhere)
         return MatchResult(stripped, is_error or bool(confident), confident, weak)
 
     def _made(self, hit: Hit, paste: Paste) -> Match:
@@ -96,12 +107,7 @@ class Matcher:
         if not hit.exact and not steps and not hit.cut:
             steps.append(self.finder.difference(hit, paste))
         how = How.PARTIAL if hit.cut else How.EXACT if hit.exact and not steps else How.NORMALIZED
-        values: dict[str, str] = {}
-        for groups, value in hit.values:
-            if not groups:
-                continue
-            key = template.groups[groups[0]][1] if len(groups) == 1 else "".join(template.texts[g] for g in groups)
-            values.setdefault(key, value)
+        values = _values(template, hit)
         span = max(1, bisect_left(paste.where, hit.end) - bisect_left(paste.where, hit.start))  # (spaces aside)
         score = min(1.0, hit.literal / span)
         shown = hit.shown_class
@@ -109,6 +115,28 @@ class Matcher:
         return Match(
             template, values, how, score, tuple(steps), shown, hit.literal, sure=hit.confident, info=hit.info, text=text
         )
+
+    def _said(self, hit: Hit) -> Said:
+        """A background message's hit as `match` shows it: who prints the text, and its values."""
+        elsewhere = self.background[hit.template - self.finder.own]
+        return Said(elsewhere, _values(self.background_templates[hit.template - self.finder.own], hit))
+
+
+def _prog(template: MatchTemplate) -> int:
+    """The number of a background template's placeholder naming the command (argparse's `{prog}`), else -1."""
+    return next((k for k, (_, name) in enumerate(template.groups) if name == "prog"), -1)
+
+
+def _values(template: MatchTemplate, hit: Hit) -> dict[str, str]:
+    """What the paste shows for each placeholder of the hit's template, by its expression (a run of touching
+    placeholders by the run's text)."""
+    values: dict[str, str] = {}
+    for groups, value in hit.values:
+        if not groups:
+            continue
+        key = template.groups[groups[0]][1] if len(groups) == 1 else "".join(template.texts[g] for g in groups)
+        values.setdefault(key, value)
+    return values
 
 
 def _best(found: Sequence[Match]) -> tuple[tuple[Match, ...], tuple[Match, ...]]:

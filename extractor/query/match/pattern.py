@@ -20,6 +20,7 @@ __all__ = [
     "MatchTemplate",
     "RaisePlace",
     "Row",
+    "background_templates",
     "read_pattern",
     "templates_of",
     "templates_of_rows",
@@ -111,6 +112,17 @@ class MatchTemplate:
         (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
         self.sites, self.releases, self.pieces, self.literal, self.texts, self.touching, self.kinds = state[5:]
         self.top = None
+
+
+def background_templates() -> list[MatchTemplate]:
+    """The messages others print (background.py), as templates `match` weighs vLLM's against; no sites."""
+    from extractor.query.match.background import background
+
+    out: list[MatchTemplate] = []
+    for elsewhere, pattern, groups in background():
+        template = MatchTemplate(elsewhere.errorClass, elsewhere.errorMessage, pattern, groups, None, [])
+        out.append(template)
+    return out
 
 
 def _compiled(pattern: str) -> Any:

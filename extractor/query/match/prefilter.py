@@ -20,7 +20,7 @@ from extractor.query.match.paste import UNDONE, bare_of, cuts_of
 from extractor.query.match.programs import TYPO_MIN, Program
 from extractor.query.match.score import INFO_UNIQUE, MIN_LIT
 
-__all__ = ["Prefilter", "literal_of", "python_anchors"]
+__all__ = ["Prefilter"]
 
 _EPSILON = 1e-9  # (word weights are summed in another order than a hit sums them)
 _KEY = 12  # characters of a text the automaton holds (the rest is checked where it stands: a small one is fast)
@@ -210,86 +210,3 @@ def _words_needed(words: tuple[tuple[int, float], ...], wanted: float) -> int:
         if wanted <= 0:
             return end
     return 0  # (the row's words weigh less: the row is needed whole, which MIN_LIT or its length says)
-
-
-def literal_of(pattern: str) -> str:
-    """The longest text every match of a regular expression (one of normalize.PYTHON_OWN's) shows, in skeleton
-    form: its longest literal run outside groups, alternatives and optional characters."""
-    alternatives = _top_level(pattern, "|")
-    if len(alternatives) > 1:  # each alternative shows its own: none is shown by every match
-        return ""
-    runs: list[str] = [""]
-    depth, position = 0, 0
-    while position < len(pattern):
-        char = pattern[position]
-        if char == "\\" and position + 1 < len(pattern):
-            escaped = pattern[position + 1]
-            position += 2
-            if depth == 0 and not escaped.isalnum():
-                runs[-1] += escaped
-            elif depth == 0:
-                runs.append("")
-            continue
-        if char in "[{":  # a class, a count: to its end
-            position = pattern.index("]" if char == "[" else "}", position + 2) + 1
-            if char == "{" and depth == 0:
-                runs[-1] = runs[-1][:-1]
-            runs.append("")
-            continue
-        if char in "?*+" and depth == 0:
-            runs[-1] = runs[-1][:-1]
-            runs.append("")
-        elif char == "(":
-            depth += 1
-            runs.append("")
-        elif char == ")":
-            depth -= 1
-            runs.append("")
-        elif char == "." or char in "^$":
-            runs.append("")
-        elif depth == 0:
-            runs[-1] += char
-        position += 1
-    return max(map(_kept, runs), key=len)
-
-
-def _kept(run: str) -> str:
-    """A run of literal text in skeleton form, as any text holding it shows it (a skeleton drops a backslash's
-    `n`, `t` or `r`: a run starting with one may show without it)."""
-    text = bare_of(run)
-    return text[1:] if run.lstrip(" \t`")[:1] in ("n", "t", "r") else text
-
-
-def _top_level(pattern: str, separator: str) -> list[str]:
-    """The pattern split at `separator` where it stands outside groups and classes."""
-    parts, depth, start, position = [], 0, 0, 0
-    while position < len(pattern):
-        char = pattern[position]
-        if char == "\\":
-            position += 2
-            continue
-        if char == "[":
-            position = pattern.index("]", position + 2) + 1
-            continue
-        depth += char == "("
-        depth -= char == ")"
-        if char == separator and depth == 0:
-            parts.append(pattern[start:position])
-            start = position + 1
-        position += 1
-    parts.append(pattern[start:])
-    return parts
-
-
-def python_anchors(patterns: Iterable[str]) -> list[str]:
-    """What a message Python prints itself shows, for each of the patterns (normalize.PYTHON_OWN's values,
-    alternatives of `(?:...)` groups): each alternative's literal text."""
-    found: list[str] = []
-    for pattern in patterns:
-        for alternative in _top_level(pattern, "|"):
-            inner = alternative[3:-1] if alternative.startswith("(?:") and alternative.endswith(")") else alternative
-            text = literal_of(inner)
-            if len(text) < 4:
-                raise ValueError(f"no literal text every match of {inner!r} shows")
-            found.append(text)
-    return found

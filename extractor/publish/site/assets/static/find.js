@@ -30,17 +30,13 @@
   Object.keys(C.KIND_TEXTS).forEach(function (shape) { KIND[shape] = new RegExp("^(?:" + C.KIND_TEXTS[shape] + ")$"); });
   var SENTENCE = new RegExp(C.SENTENCE);
   var TRAILING_SPACE = new RegExp("[" + C.WHITESPACE + "]+$");
-  var PYTHON_OWN = {};
-  Object.keys(C.PYTHON_OWN).forEach(function (name) {
-    PYTHON_OWN[name] = new RegExp("^(?:" + C.PYTHON_OWN[name] + ")$"); // (Python's fullmatch)
-  });
-
   function Finder(data) {
     var self = this;
     this.classes = data.classes;
     this.catchAll = data.catchAll;
     this.classWeight = data.classWeight;
     this.kinds = data.kinds;
+    this.own = data.own;
     this.builtinBases = data.builtinBases;
     // A character beyond the BMP in a template's text stands for one unit (a lone low surrogate) in its rows
     // and keys, as in a paste's skeleton (see narrowed): Python counts it as one character.
@@ -843,7 +839,7 @@
   // ----------------------------------------------------------------------------------------------- answer
 
   // One input as find.py's Finder.answer answers it (what `match` answers, a pasted `raise` line aside):
-  // {paste, confident: [hits], weak: [hits], python: the class of a message Python prints itself, or null}.
+  // {paste, confident: [hits], weak: [hits], elsewhere: [hits of background messages]}.
   Finder.prototype.answer = function (text) {
     var line = lineBreaksOff(text), input = head(line, C.MAX_LINE);
     var paste = this.paste(input, true);
@@ -854,31 +850,30 @@
     }
     if (!got.confident.length && text.length > C.MAX_LINE && length(text) > C.MAX_LINE) {
       var end = this.paste(tail(line, C.MAX_LINE), true), again = this.answers(end);
-      if (again.confident.length) { paste = end; got = { confident: again.confident, weak: [] }; }
+      if (again.confident.length) { paste = end; got = { confident: again.confident, weak: [], elsewhere: again.elsewhere }; }
     }
-    var all = got.confident.concat(got.weak), self = this;
-    if (all.length) {
-      var python = pythonPrints(all[0].shownClass, paste.text.slice(all[0].start, all[0].end));
-      if (python !== null && all.every(function (h) { return self.classes[h.template] === python; })) {
-        return { paste: paste, confident: [], weak: all, python: python };
-      }
-    }
-    return { paste: paste, confident: got.confident, weak: got.weak, python: null };
+    return { paste: paste, confident: got.confident, weak: got.weak, elsewhere: got.elsewhere };
   };
 
+  // find.py's _answers: the catalog's hits (numbered below `own`), and the background's that explain the paste
+  // with confidence or a place of a catalog's hit at least as well (which makes that one weak).
   Finder.prototype.answers = function (paste) {
-    var hits = this.find(paste);
-    var confident = hits.filter(function (h) { return h.confident; });
-    return confident.length ? { confident: confident, weak: [] } : { confident: [], weak: hits };
+    var hits = this.find(paste), own = this.own;
+    var mine = hits.filter(function (h) { return h.template < own; });
+    var theirs = hits.filter(function (h) { return h.template >= own; });
+    var elsewhere = theirs.filter(function (b) {
+      return b.confident || mine.some(function (h) { return explains(b, h); });
+    });
+    mine.forEach(function (h) {
+      if (h.confident && theirs.some(function (b) { return explains(b, h); })) h.confident = false;
+    });
+    var confident = mine.filter(function (h) { return h.confident; });
+    return confident.length ? { confident: confident, weak: [], elsewhere: elsewhere }
+      : { confident: [], weak: mine, elsewhere: elsewhere };
   };
 
-  // normalize.py's python_prints.
-  function pythonPrints(shown, message) {
-    message = stripped(stripped(message).split("\n")[0]);
-    for (var name in PYTHON_OWN) {
-      if ((shown === null || shown === name) && message && PYTHON_OWN[name].test(message)) return name;
-    }
-    return null;
+  function explains(theirs, hit) { // find.py's _explains
+    return !theirs.inside && theirs.start < hit.end && hit.start < theirs.end && theirs.literal >= hit.literal;
   }
 
   root.ExtractorFinder = Finder;

@@ -104,6 +104,21 @@
       ")</span></span></li>";
   }
 
+  // Who else prints a paste's text, in background.py's Elsewhere.words and its message.
+  function elsewhereWords(hit) {
+    var entry = pasteData.background[hit.template - pasteData.own], said;
+    if (entry[0] === "python") said = "raised by Python itself (" + entry[2] + ", Python " + entry[1] + ")";
+    else if (entry[0] === "argparse") {
+      var prog = null;
+      hit.values.forEach(function (pair) {
+        if (prog === null && pair[0].length === 1 && pair[0][0] === entry[4]) prog = pair[1];
+      });
+      said = prog ? "an argparse usage error of `" + prog + "`: see `" + prog + " --help`"
+        : "an argparse usage error of the command line: see its --help";
+    } else said = entry[0] + " " + entry[1] + " raises the same text";
+    return said + ": " + entry[3];
+  }
+
   // What the paste answers: the records its confident answers name (in order), shown above the list.
   function answerPaste(text) {
     answersList.textContent = "";
@@ -115,8 +130,8 @@
       var id = pasteData.records[hit.template][0];
       if (ids.indexOf(id) < 0) { ids.push(id); html += answerHtml(hit, got.paste, false); }
     });
-    if (got.python !== null) {
-      answerNote.textContent = "Python itself prints this " + got.python + ": the raise may be the interpreter's.";
+    if (got.elsewhere.length) {
+      answerNote.textContent = got.elsewhere.map(elsewhereWords).join("; ") + ".";
       answerNote.hidden = false;
       got.weak.forEach(function (hit) { html += answerHtml(hit, got.paste, true); });
     }
