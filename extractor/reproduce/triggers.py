@@ -322,9 +322,14 @@ def _holds(kind: str, value: Any, constant: Any) -> bool:
 
 
 def _fallbacks(ref: FieldRef) -> list[Any]:
-    """Values to try for a field whose conditions only exclude some: None where it may be, then a plain one."""
-    out: list[Any] = [None] if "None" in (ref.annotation or "") else []
-    return [*out, "other", 1, True]
+    """Values to try for a field whose conditions only exclude some: None where it may be, then plain ones, those of
+    the type its annotation names first (an int field is not given a text where a number would do)."""
+    annotation = ref.annotation or ""
+    out: list[Any] = [None] if "None" in annotation else []
+    found = _TYPE.search(annotation)
+    kind = found[1] if found else None
+    plain = ["other", 1, 1.0, True, False]
+    return [*out, *sorted(plain, key=lambda value: type(value).__name__ != kind)]
 
 
 def vocabulary(lines: Any) -> dict[tuple[str, str], list[Any]]:
@@ -441,17 +446,41 @@ def _satisfying(op: ast.cmpop, constant: Any, want: bool, ref: FieldRef) -> Any:
     raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{ref.expression} {type(op).__name__} {constant!r}")
 
 
+# The types an annotation names that a value is written for, each with a value true and one false as a condition
+# reads it; a container's true value holds one item of the type it names next (`list[int]`: [1]).
+_TYPE = re.compile(r"\b(bool|int|float|str|list|tuple|set|dict)\b")
+_PLAIN: dict[str, tuple[Any, Any]] = {"bool": (True, False), "int": (1, 0), "float": (1.0, 0.0), "str": ("x", "")}
+_CONTAINERS: dict[str, Callable[[list[Any]], Any]] = {"list": list, "tuple": tuple, "set": set, "dict": dict}
+
+
 def _truthy(ref: FieldRef, want: bool) -> Any:
-    """A value of the field's annotation that is true (or false) as a condition reads it."""
+    """A value of the field's annotation that is true (or false) as a condition reads it: of its outer type (a
+    `list[str]` is a list, not a text)."""
     annotation = ref.annotation or ""
     if not want and "None" in annotation:
         return None
-    for kind, yes, no in (("bool", True, False), ("int", 1, 0), ("float", 1.0, 0.0), ("str", "x", "")):
-        if re.search(rf"\b{kind}\b", annotation):
-            return yes if want else no
-    if not want and re.search(r"\b(?:list|tuple|dict|set)\b", annotation):
-        return {"list": [], "tuple": (), "dict": {}, "set": set()}[re.search(r"list|tuple|dict|set", annotation)[0]]  # type: ignore[index]
-    raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{ref.expression}: {annotation or 'no annotation'}")
+    value = _of_type(annotation, want)
+    if value is _UNSET:
+        raise Unsolvable(ReproductionReason.NOT_SOLVABLE, f"{ref.expression}: {annotation or 'no annotation'}")
+    return value
+
+
+def _of_type(annotation: str, want: bool) -> Any:
+    """A value of the first type `annotation` names, true or false; _UNSET where it names none of _TYPE's."""
+    found = _TYPE.search(annotation)
+    if found is None:
+        return _UNSET
+    kind, rest = found[1], annotation[found.end() :]
+    if kind in _PLAIN:
+        return _PLAIN[kind][0 if want else 1]
+    if not want:
+        return _CONTAINERS[kind]([])
+    item = _of_type(rest, True)  # (what the brackets after it name; a text where they name nothing known)
+    item = "x" if item is _UNSET else item
+    try:
+        return _CONTAINERS[kind]([(item, item)] if kind == "dict" else [item])
+    except TypeError:  # (an item no set or dict can hold: a list)
+        return _UNSET
 
 
 def _fix(
