@@ -85,7 +85,10 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     (
         "reproduce",
         [
-            ("programs", "filled"),
+            ("programs", "definitions"),
+            ("reads",),  # validationCode: what a check reads (a local by its definition), a record's check, filled
+            ("validation",),
+            ("filled",),
             # the search (explore): tiny models, the raise's source, values; its target; choices; kinds of trigger
             ("explore_models", "explore_source", "explore_values"),
             ("explore_target",),

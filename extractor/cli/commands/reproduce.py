@@ -155,14 +155,18 @@ def _write(catalog: Any, lines: list[Any], found: dict[str, Reproduction], outpu
 
     from extractor.pipeline.write import encode_lines, write_catalog
     from extractor.reproduce.filled import fill
+    from extractor.reproduce.validation import catalog_facts
 
-    filled = []
+    attached = []
     for line in lines:
         reproduction = found.get(line.record.id)
         if reproduction is not None:
-            extraction = line.extraction.model_copy(update={"reproduction": reproduction})
-            line = fill(line.model_copy(update={"extraction": extraction}), reproduction)
-        filled.append(line)
+            line = line.model_copy(
+                update={"extraction": line.extraction.model_copy(update={"reproduction": reproduction})}
+            )
+        attached.append(line)
+    facts = catalog_facts(attached)  # (what the records tell each other's validationCode)
+    filled = [fill(line, found.get(line.record.id), catalog=facts) for line in attached]
     manifest = catalog.manifest
     if manifest is None:
         raise ExtractorError("the catalog has no manifest to write beside its records")
