@@ -491,3 +491,27 @@ def test_comprehensions_nested_deeper_than_two_are_refused_their_work_multiplies
     line = _line(source, "x is wrong.", [("if", test, False)],
                  [_ref("self.x", field="x", flags=["--x"], default="[]")], argv=["--x", "1"], fixes=[[]])  # fmt: skip
     assert _checked(line) == Validation(None, Miss.CONDITION, "comprehensions nested too deep")
+
+
+def test_the_store_key_leaves_out_only_modules_that_no_module_making_a_reproduction_imports() -> None:
+    """An edit to the second half (filled, validation, reads, definitions) or to explain's fix runs no record again:
+    the store's key leaves them out, which holds only while nothing that makes a reproduction imports them."""
+    import ast
+    from pathlib import Path
+
+    from extractor.query.reproductions import READERS
+
+    package = Path(__file__).resolve().parent.parent / "extractor"
+    readers = {f"extractor.{name.removesuffix('.py').replace('/', '.')}" for name in READERS}
+    assert all((package / name).is_file() for name in READERS)
+    for path in sorted((package / "reproduce").glob("*.py")):
+        if path.relative_to(package).as_posix() in READERS:
+            continue
+        tree = ast.parse(path.read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        imported |= {f"{node.module}.{alias.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                     for alias in node.names if node.module}  # fmt: skip
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        named = {f"extractor.reproduce.{c.value}" for c in ast.walk(tree)
+                 if isinstance(c, ast.Constant) and isinstance(c.value, str)}  # (import_module by name)  # fmt: skip
+        assert not (imported | named) & readers, path.name

@@ -18,17 +18,29 @@ from extractor.query.analysis import basis
 from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import read_whole, replace_bytes
 
-__all__ = ["add", "attach", "attach_line", "key", "load", "release_of", "save", "store_path"]
+__all__ = ["READERS", "add", "attach", "attach_line", "key", "load", "release_of", "save", "store_path"]
 
 
 def store_path(package: str, version: str) -> Path:
     return cache_dir() / "reproductions" / f"{package}-{version}.jsonl"
 
 
+# The modules of reproduce/ that only read a reproduction once it is made (the record's second half, its
+# validationCode, explain's fix of a paste): an edit to them runs no record again. None of the others imports them
+# (tests/test_validation_code.py).
+READERS = (
+    "reproduce/definitions.py",
+    "reproduce/filled.py",
+    "reproduce/reads.py",
+    "reproduce/user_fix.py",
+    "reproduce/validation.py",
+)
+
+
 def key(line: CatalogLine) -> str:
     """What a reproduction of a record holds for: its id, its check's basis, the extractor's version and the code
-    that reproduces (an edit to it runs the records again, released or not)."""
-    text = f"{line.record.id}\0{basis(line)}\0{__version__}\0{code_digest(('reproduce',))}"
+    that reproduces (an edit to it runs the records again, released or not; not to what only reads one)."""
+    text = f"{line.record.id}\0{basis(line)}\0{__version__}\0{code_digest(('reproduce',), READERS)}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
