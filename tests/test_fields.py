@@ -282,7 +282,7 @@ def test_explain_by_text_id_and_slug(catalog_dir: str) -> None:
     assert text.returncode == 0, text.stderr
     assert "vllm/config/all.py:18" in text.stdout and "--max-num-batched-tokens" in text.stdout
     assert "self.max_num_batched_tokens = 100" in text.stdout
-    assert "raised when `self.max_num_batched_tokens < max_model_len and not self.async_scheduling`" in text.stdout
+    assert "\nWhen       `self.max_num_batched_tokens < max_model_len and not self.async_scheduling`\n" in text.stdout
     document = json.loads(explain(catalog_dir, "ValueError: batched (100) < 4096", "--format", "json").stdout)
     record_id, slug = document["record"]["id"], document["record"]["slug"]
     assert explain(catalog_dir, record_id).stdout == text.stdout.replace(

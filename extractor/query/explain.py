@@ -221,6 +221,12 @@ def _find_template(index: MatchIndex, query: str) -> tuple[MatchTemplate, dict[s
 def condition_in_words(line: CatalogLine, *, code: Callable[[str], str] = "`{}`".format) -> str:
     """Say when a raise runs: `raised when a and not b`, from its condition chain; `code` sets a test's
     source into the text (markdown.code for a page: a span that nothing in the test can end)."""
+    when = _when(line, code=code)
+    return f"raised when {when}" if when else "raised whenever this code runs"
+
+
+def _when(line: CatalogLine, *, code: Callable[[str], str] = "`{}`".format) -> str:
+    """The condition chain in words, `a and not b`; empty for a raise no condition guards."""
     parts = []
     for condition in line.extraction.conditions:
         test = code(condition.test)
@@ -237,7 +243,7 @@ def condition_in_words(line: CatalogLine, *, code: Callable[[str], str] = "`{}`"
             parts.append("inside a try block")
         elif kind is ConditionKind.FINALLY:
             parts.append("in a finally block")
-    return "raised when " + " and ".join(parts) if parts else "raised whenever this code runs"
+    return " and ".join(parts)
 
 
 def _how_set(field: FieldRef, *, cell: Callable[[str], str] = str, code: Callable[[str], str] = "`{}`".format) -> str:
@@ -449,7 +455,7 @@ def _page(explanation: Explanation, format: str) -> str:
         "",
         f"Thrown at  {one_line(where, limit=None)}  ({line.extraction.function})",  # (a line break in a name: \\n)
         f"           {record.githubUrl}",
-        f"When       {condition_in_words(line)}",
+        f"When       {_when(line) or 'whenever this code runs'}",
     ]
     if explanation.history:
         out += [f"Releases   {explanation.history}"]
