@@ -47,13 +47,14 @@ def best_pairs(old: list[_Item], new: list[_Item]) -> list[tuple[_Item, _Item]]:
 # rapidfuzz's cdist (compiled, some 30 ns a pair), a chunk of old checks against their candidates at a time:
 # in a group of up to _DENSE_CELLS pairs every new check is a candidate; in a larger one, the new checks
 # that share one of the old checks' rarest words (prefix filtering, see _Group._index). Each old check keeps
-# only its best few candidates (four times more each time another check takes them all and they are
+# only its best few candidates (_GROWTH times more each time another check takes them all and they are
 # scored again), so memory stays linear in the checks and the work is at most the group's pairs at
 # compiled speed, never a sorted list of every pair that could score.
 _DENSE_CELLS = 1 << 24
 _CHUNK_CELLS = 1 << 20
 _CHUNK_ROWS = 64  # old checks scored together in a large group (against the union of their candidates)
-_KEPT = 16
+_KEPT = 16  # candidates an old check keeps at first
+_GROWTH = 4  # times as many it keeps each time other checks took all it kept
 _Ints = npt.NDArray[np.int64]
 _Floats = npt.NDArray[np.float64]
 
@@ -166,7 +167,7 @@ class _Group(Generic[_Item]):
         columns = columns[~taken[columns]]
         if not len(columns):
             return None
-        limit = 4 * candidates.limit
+        limit = _GROWTH * candidates.limit
         found = self._best(row, columns, self._scores([row], columns)[0], limit)
         return found if len(found.columns) else None
 

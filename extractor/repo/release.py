@@ -54,6 +54,9 @@ _VERSION = re.compile(r"(?=.{1,64}\Z)\d+(\.\d+)*([a-z]+\d*)?(\.post\d+)?(\.dev\d
 # number (InvalidURL) or a reply that is no HTTP.
 _UNREACHABLE = (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)
 _COMMIT_ID = re.compile(r"""__commit_id__\s*=\s*(?:commit_id\s*=\s*)?['"]g?(?P<sha>[0-9a-f]{7,40})['"]""")
+# Seconds the package index may say nothing before it is given up: a page of its list, a download.
+_INDEX_SILENCE = 60
+_DOWNLOAD_SILENCE = 600
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,7 @@ def _project_files(index: str) -> dict[str, tuple[str, str | None]]:
     shown = redact_url(page)  # every message: a password in the index's URL is never shown
     try:
         accept = f"{_JSON}, text/html;q=0.1"
-        with _open(page, credentials=_credentials(index), timeout=60, accept=accept) as response:
+        with _open(page, credentials=_credentials(index), timeout=_INDEX_SILENCE, accept=accept) as response:
             body = response.read()
             kind = response.headers.get("Content-Type", "")
             base = response.geturl()
@@ -231,7 +234,7 @@ def fetch_sdist(version: str) -> Sdist:
         try:
             with (
                 replacing(target, durable=False) as out,
-                _open(url, credentials=_credentials(index), timeout=600) as response,
+                _open(url, credentials=_credentials(index), timeout=_DOWNLOAD_SILENCE) as response,
             ):
                 for chunk in _download(response, filename):
                     digest.update(chunk)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from extractor.model.records import Reproduction
 
 _LONGEST = 3600.0  # seconds: an attempt's limit past which a run of 200 records would take days
+_TIMEOUT = 20.0  # seconds an attempt may take unless --timeout says
+_RUNTIMES = 2  # runtimes side by side unless --jobs says
 
 
 def _seconds(text: str) -> float:
@@ -49,9 +51,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout",
         type=_seconds,
-        default=20.0,
+        default=_TIMEOUT,
         metavar="SECONDS",
-        help=f"time one attempt may take, more than 0 and at most {_LONGEST:.0f} (default: 20)",
+        help=f"time one attempt may take, more than 0 and at most {_LONGEST:.0f} (default: {_TIMEOUT:.0f})",
     )
     parser.add_argument(
         "--record",
@@ -185,11 +187,11 @@ def _check_runtime(python: str, release: str | None) -> None:
 
 
 def _jobs(asked: int | None, records: int) -> int:
-    """How many runtimes run side by side: --jobs (default 2), never more than the cores this process may run on,
-    nor than the records to run."""
+    """How many runtimes run side by side: --jobs (default _RUNTIMES), never more than the cores this process may
+    run on, nor than the records to run."""
     from extractor.pipeline.workers import processes
 
-    return max(1, min(processes(asked or 2), records))
+    return max(1, min(processes(asked or _RUNTIMES), records))
 
 
 def _run_missing(

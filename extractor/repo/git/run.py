@@ -23,13 +23,18 @@ __all__ = [
 ]
 
 
+# An HTTP transfer slower than this many bytes a second for this many seconds is given up.
+_SLOW_BYTES = 1000
+_SLOW_SECONDS = 60
+
+
 def environment() -> dict[str, str]:
-    """git's environment: never a prompt for credentials, and an HTTP transfer slower than 1 KB/s for a
-    minute given up (a server that takes the connection and says nothing would hang a run forever);
+    """git's environment: never a prompt for credentials, and an HTTP transfer slower than _SLOW_BYTES a second
+    for _SLOW_SECONDS given up (a server that takes the connection and says nothing would hang a run forever);
     the user's own settings of those win."""
     return {
-        "GIT_HTTP_LOW_SPEED_LIMIT": "1000",
-        "GIT_HTTP_LOW_SPEED_TIME": "60",
+        "GIT_HTTP_LOW_SPEED_LIMIT": str(_SLOW_BYTES),
+        "GIT_HTTP_LOW_SPEED_TIME": str(_SLOW_SECONDS),
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",
     }
