@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import re
@@ -16,9 +17,10 @@ from typing import Any
 import pytest
 
 from extractor.errors import ExtractorError
-from extractor.pipeline.cache import wait_for_writes
+from extractor.pipeline.cache import opened, wait_for_writes
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.pipeline.write import encode_lines
+from extractor.repo.git.commit import resolve
 from tests.conftest import GitRepo
 
 SOURCES = {
@@ -137,6 +139,23 @@ def test_cache_key_follows_the_options(repo: GitRepo, isolated_cache: Path) -> N
     output(repo, jobs=1, context=3)
     output(repo, jobs=1, exceptions=("*",))
     assert len({scope for scope, _, _ in entries(isolated_cache)}) == 3
+
+
+def test_the_cache_says_whether_a_catalog_is_stored_and_no_cache_holds_none(repo: GitRepo) -> None:
+    """What the command line asks before it forks the workers (none are needed for a stored catalog): whether
+    any catalog is stored, and this commit's, for the SHA its records point at. A cache opened for a run
+    with --no-cache holds nothing, even where the catalog is stored."""
+    commit, options = resolve(str(repo.path), "v1"), ExtractOptions(paths=("pkg",), jobs=1)
+    with opened(options) as cache:
+        assert (cache.holds_catalogs(), cache.holds_catalog(commit, None)) == (False, False)
+    stamp = "2026-01-01T00:00:00.000Z"
+    output(repo, jobs=1)
+    with opened(options) as cache, opened(dataclasses.replace(options, cache=False)) as uncached:
+        assert (cache.holds_catalogs(), cache.holds_catalog(commit, None)) == (True, True)
+        assert cache.catalog(commit, None, stamp=stamp) is not None
+        assert not cache.holds_catalog(commit, "abcdef1")  # (pointing at another SHA: another catalog)
+        assert (uncached.holds_catalogs(), uncached.holds_catalog(commit, None)) == (False, False)
+        assert uncached.catalog(commit, None, stamp=stamp) is None
 
 
 def test_prefilter_and_skipped_files_agree(repo: GitRepo) -> None:

@@ -55,8 +55,8 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
         ],
     ),
     (
-        "pipeline",  # the cache, lines, options and worker processes; where results come from; the run
-        [("cache", "lines", "options", "workers"), ("fields", "scheduler", "write"), ("extract",)],
+        "pipeline",  # lines, options and worker processes; the cache; where results come from; the run
+        [("lines", "options", "workers"), ("cache",), ("fields", "scheduler", "write"), ("extract",)],
     ),
     ("catalog", [("spec",), ("load",), ("published",)]),  # what names catalogs; a catalog from anywhere; a nightly root
     (

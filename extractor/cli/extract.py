@@ -87,29 +87,21 @@ def _resolve_starting_workers(
     the other cores. None are forked if one process scans (`--jobs 1`, or one core), or if the catalog
     is in the cache already (nothing to scan: they would only take a core from this process); with no
     catalog in the cache at all, they are forked before the revision is even resolved."""
+    from extractor.pipeline.cache import opened
     from extractor.pipeline.workers import processes, start_ahead
     from extractor.repo.git.commit import resolve
-    from extractor.repo.housekeeping import cache_dir
 
     workers = processes(options.jobs) - 1
-    cache = None
-    if options.cache:
-        from extractor.pipeline.cache import ScanCache
+    with opened(options) as cache:
+        if workers > 0 and not cache.holds_catalogs():
+            start_ahead(workers)
+        pinned = None
+        if release is not None:
+            from extractor.catalog.load import release_commit
 
-        cache = ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
-    if workers > 0 and (cache is None or not cache.holds_catalogs()):
-        start_ahead(workers)
-    pinned = None
-    if release is not None:
-        from extractor.catalog.load import release_commit
-
-        commit, pinned = release_commit(release)
-    else:
-        commit = resolve(repo, revision or "")
-    if (
-        workers > 0
-        and cache is not None
-        and not cache.holds_catalog(cache.catalog_key(options.catalog_parts(commit, pinned)))
-    ):
-        start_ahead(workers)  # (once: if they were forked above, nothing happens)
+            commit, pinned = release_commit(release)
+        else:
+            commit = resolve(repo, revision or "")
+        if workers > 0 and not cache.holds_catalog(commit, pinned):
+            start_ahead(workers)  # (once: if they were forked above, nothing happens)
     return commit, pinned

@@ -9,20 +9,24 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
 from extractor._version import __version__, code_digest
+from extractor.pipeline.options import ExtractOptions
+from extractor.repo.housekeeping import cache_dir
 from extractor.util.atomic import replace_bytes, sha256_of
 from extractor.util.progress import warn
 
 if TYPE_CHECKING:
     from extractor.model.manifest import ManifestData
+    from extractor.repo.git.blobs import Blob
+    from extractor.repo.git.commit import Commit
 
-__all__ = ["CACHE_FORMAT", "ScanCache", "StoredCatalog", "wait_for_writes"]
+__all__ = ["CACHE_FORMAT", "Previous", "ScanCache", "StoredCatalog", "opened", "wait_for_writes"]
 
 CACHE_FORMAT = 5
 # The subpackages whose code decides a file's result (the scan imports nothing else of the package, as
@@ -137,21 +141,23 @@ class ScanCache:
     checking that costs a hash rather than a validation of every nested field.
 
     One SQLite file (WAL mode) holds every scope; a scope is a hash of the cache format, the extractor
-    version, a digest of the scanning code and the options that shape a file's result. A cache that
+    version, a digest of the scanning code and the options that shape a file's result (of the `options`
+    of the extraction it serves). A cache that
     cannot be opened or read is set aside and started anew: it only costs a re-scan. Whole catalogs,
     sealed alike, are files of their own in `catalogs/` beside it.
     """
 
-    def __init__(self, root: Path, *, exceptions: tuple[str, ...], context: int) -> None:
+    def __init__(self, root: Path, options: ExtractOptions) -> None:
         key = orjson.dumps(
             {
                 "format": CACHE_FORMAT,
                 "version": __version__,
                 "code": code_digest(PRODUCERS),
-                "exceptions": sorted(set(exceptions)),
-                "context": context,
+                "exceptions": sorted(set(options.exceptions)),
+                "context": options.context,
             }
         )
+        self.options = options  # (whole catalogs are kept by all of them; a file's results by the scan's alone)
         self.scope = hashlib.sha256(key).hexdigest()[:16]
         self.path = root / "scan.sqlite3"
         self._db: sqlite3.Connection | None = None
@@ -203,8 +209,22 @@ class ScanCache:
         rows = self._select(_PATHS_QUERY, paths)
         return {path: str(oid) for path, oid in rows}
 
+    def previous_results(self, blobs: Sequence[Blob]) -> Previous:
+        """The results of the blobs' previous versions (their paths' blobs when last scanned), read batch by
+        batch as the batches are handed out: read all at once, before the first batch, they kept the
+        workers waiting (25 ms of an incremental run's 0.2 s start, for vLLM 0.28.0 after 0.27.0)."""
+        earlier = self.previous_versions([blob.path for blob in blobs])
+        before = {blob.oid: earlier[blob.path] for blob in blobs if blob.path in earlier}
+
+        def read(oids: Sequence[str]) -> Mapping[str, bytes]:
+            wanted = {oid: before[oid] for oid in oids if oid in before}
+            stored = self.get_many(sorted(set(wanted.values()))) if wanted else {}
+            return {oid: stored[old] for oid, old in wanted.items() if old in stored}
+
+        return read
+
     def _select(self, query: str, keys: Sequence[str]) -> list[Any]:
-        db = self._connect()
+        db = self._connect() if keys else None
         if db is None:
             return []
         try:
@@ -235,11 +255,14 @@ class ScanCache:
 
         self._write(write)
 
-    def catalog_key(self, parts: dict[str, object]) -> str:
-        """Key a whole catalog: what the scan depends on, plus the commit, scope and every module's code."""
+    def _catalog_path(self, commit: Commit, pinned_sha: str | None) -> Path:
+        """Where the whole catalog of `commit` is kept: by what the scan depends on, plus the commit, the SHA its
+        records point at, the repository's name, the scope and every module's code."""
+        options = self.options
+        parts = {"commit": commit.sha, "pinned": pinned_sha, "repo": options.repo_name or commit.repo_name}
         # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
-        key = json.dumps({**parts, "scan": self.scope, "code": code_digest()}, sort_keys=True).encode()
-        return hashlib.sha256(key).hexdigest()
+        key = {**parts, "scope": options.scope_data, "scan": self.scope, "code": code_digest()}
+        return self.path.parent / _CATALOGS / hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
     def holds_catalogs(self) -> bool:
         """Whether any whole catalog is stored (a run whose catalog is stored cannot be the first)."""
@@ -248,15 +271,16 @@ class ScanCache:
             return any(not p.name.startswith(".") for p in (self.path.parent / _CATALOGS).iterdir())
         return False
 
-    def holds_catalog(self, key: str) -> bool:
-        """Whether a whole catalog is stored under `key` (it may still turn out damaged when read)."""
+    def holds_catalog(self, commit: Commit, pinned_sha: str | None) -> bool:
+        """Whether the whole catalog of `commit` is stored (it may still turn out damaged when read)."""
         wait_for_writes()
-        return (self.path.parent / _CATALOGS / key).is_file()
+        return self._catalog_path(commit, pinned_sha).is_file()
 
-    def catalog(self, key: str, *, stamp: str, revision: str) -> StoredCatalog | None:
-        """Return a stored catalog as if this run made it: with its timestamp `stamp` and `revision`."""
+    def catalog(self, commit: Commit, pinned_sha: str | None, *, stamp: str) -> StoredCatalog | None:
+        """Return the stored catalog of `commit` as if this run made it: with its timestamp `stamp` and the
+        commit's revision."""
         wait_for_writes()  # a catalog this process is still storing is found
-        path = self.path.parent / _CATALOGS / key
+        path = self._catalog_path(commit, pinned_sha)
         try:
             stored = path.read_bytes()
         except OSError:
@@ -264,20 +288,27 @@ class ScanCache:
         with contextlib.suppress(OSError):  # a cache it may not write to is still read
             os.utime(path)  # used now: pruning keeps the most recently used
         data = _unseal(stored)
-        return _thaw(data, stamp=stamp, revision=revision) if data is not None else None
+        return _thaw(data, stamp=stamp, revision=commit.revision) if data is not None else None
 
     def store_catalog(
-        self, key: str, records: Sequence[bytes], manifest: ManifestData, warnings: Sequence[str]
+        self,
+        commit: Commit,
+        pinned_sha: str | None,
+        *,
+        records: Sequence[bytes],
+        manifest: ManifestData,
+        warnings: Sequence[str],
     ) -> None:
-        """Store a whole catalog, records.jsonl in pieces (in the background, after the writes before it): a
-        file of its own, replaced whole; the oldest beyond the most recently used few are removed."""
-        folder = self.path.parent / _CATALOGS
+        """Store the whole catalog of `commit`, records.jsonl in pieces (in the background, after the writes
+        before it): a file of its own, replaced whole; the oldest beyond the most recently used few are removed."""
+        path = self._catalog_path(commit, pinned_sha)
 
         def write(_: sqlite3.Connection) -> None:
-            frozen = _sealed(_freeze(records, manifest, warnings))
-            replace_bytes(folder / key, frozen, durable=False)  # it is sealed: checked when read
-            stored = sorted((p for p in folder.iterdir() if not p.name.startswith(".")), key=_modified, reverse=True)
-            for old in stored[_KEEP_CATALOGS:]:
+            frozen = _freeze(records, manifest, warnings)
+            sealed = _sealed(frozen)
+            replace_bytes(path, sealed, durable=False)  # (checked when read)
+            kept = sorted((p for p in path.parent.iterdir() if not p.name.startswith(".")), key=_modified, reverse=True)
+            for old in kept[_KEEP_CATALOGS:]:
                 old.unlink(missing_ok=True)
 
         self._write(write)
@@ -318,6 +349,43 @@ class ScanCache:
         elif self._db is not None:
             self._db.close()
             self._db = None
+
+
+class _NoCache(ScanCache):
+    """The cache of an extraction told to use none (`--no-cache`): it holds nothing, and keeps nothing."""
+
+    def _connect(self) -> None:
+        return None  # (what is read finds nothing, what is written goes nowhere)
+
+    def store_entries(self, *args: object, **kwargs: object) -> None:
+        pass  # (not even sealed)
+
+    def holds_catalogs(self) -> bool:
+        return False
+
+    def holds_catalog(self, *args: object, **kwargs: object) -> bool:
+        return False
+
+    def catalog(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def store_catalog(self, *args: object, **kwargs: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def opened(options: ExtractOptions) -> Iterator[ScanCache]:
+    """The user cache an extraction with `options` reads and writes (one that holds and keeps nothing if
+    `options.cache` is off), closed when the block ends: what it queued is written in the background."""
+    cache = ScanCache(cache_dir(), options) if options.cache else _NoCache(cache_dir(), options)
+    try:
+        yield cache
+    finally:
+        cache.close()
+
+
+# The results of the previous versions of blobs (by the blobs' ids) that have one: see previous_results.
+Previous = Callable[[Sequence[str]], Mapping[str, bytes]]
 
 
 # --- whole catalogs -------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from extractor.model.scanned import (
     SkippedSiteData,
 )
 from extractor.pipeline import scheduler
-from extractor.pipeline.cache import ScanCache
+from extractor.pipeline.cache import ScanCache, opened
 from extractor.pipeline.lines import LineData, RunContext, build_records
 from extractor.pipeline.options import ExtractOptions as ExtractOptions
 from extractor.pipeline.options import scope_path as scope_path
@@ -37,7 +37,6 @@ from extractor.pipeline.scheduler import scan_blobs
 from extractor.repo.git.blobs import Blob, list_blobs, read_blobs
 from extractor.repo.git.commit import Commit, resolve
 from extractor.repo.git.run import is_utf8, printable
-from extractor.repo.housekeeping import cache_dir
 from extractor.util.lifecycle import collector_paused, keep_until_exit
 
 if TYPE_CHECKING:
@@ -177,23 +176,15 @@ def extract_commit(
     A catalog made before for the same commit, scope and code is read back and only restamped; a new one
     is kept in the cache too.
     """
-    if not options.cache:
-        return _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=None)
-    cache = _open_cache(options)
-    try:
-        key = cache.catalog_key(options.catalog_parts(commit, pinned_sha))
-        stored = cache.catalog(key, stamp=analyzed_at(), revision=commit.revision)
+    with opened(options) as cache:
+        stored = cache.catalog(commit, pinned_sha, stamp=analyzed_at())
         if stored is not None:
             return Catalog(stored.manifest, stored.warnings, stored=stored.encoded)
         catalog = _extract_commit(commit, options=options, pinned_sha=pinned_sha, cache=cache)
-        cache.store_catalog(key, catalog.pieces, catalog.manifest_data, catalog.warnings)
+        cache.store_catalog(
+            commit, pinned_sha, records=catalog.pieces, manifest=catalog.manifest_data, warnings=catalog.warnings
+        )
         return catalog
-    finally:
-        cache.close()  # what is queued is written in the background
-
-
-def _open_cache(options: ExtractOptions) -> ScanCache:
-    return ScanCache(cache_dir(), exceptions=options.exceptions, context=options.context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,13 +213,8 @@ def scan_revision(
     `then` are the commits scanned next, whose new files are scanned in the background meanwhile, and the
     field index of the revision before is taken again when its config classes and CLI file are the same
     blobs."""
-    cache = _open_cache(options) if options.cache else None
-    try:
-        with collector_paused():  # (see _extract_commit)
-            scope, results = _scan_scope(commit, options, cache, then, carry)
-    finally:
-        if cache is not None:
-            cache.close()
+    with opened(options) as cache, collector_paused():  # (see _extract_commit)
+        scope, results = _scan_scope(commit, options, cache, then, carry)
     files = [(b.path, b.oid, result["sites"]) for b, result in _parsed(scope, results) if result["kind"] != "skipped"]
     if not any(sites for _, _, sites in files) and "*" not in options.exceptions:
         _check_raised(commit, scope.regular, options)
@@ -279,7 +265,7 @@ def _listed(commit: Commit, options: ExtractOptions, *, last: bool, carry: Carry
 def _scan_scope(
     commit: Commit,
     options: ExtractOptions,
-    cache: ScanCache | None,
+    cache: ScanCache,
     then: Sequence[Commit] = (),
     carry: Carry | None = None,
 ) -> tuple[_Scope, dict[str, ResultData]]:
@@ -308,7 +294,7 @@ def _extract_commit(
     *,
     options: ExtractOptions,
     pinned_sha: str | None,
-    cache: ScanCache | None,
+    cache: ScanCache,
 ) -> Catalog:
     with collector_paused():  # a command line's run makes many small acyclic objects (lifecycle.py)
         scope, results = _scan_scope(commit, options, cache)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from extractor.model.records import Scope
-    from extractor.repo.git.commit import Commit
     from extractor.scanning.source import ScanOptions
 
 __all__ = ["ExtractOptions", "scope_path"]
@@ -61,15 +60,6 @@ class ExtractOptions:
             "context": self.context,
             "configFrom": list(self.config_from),
             "flagsFrom": self.flags_from,
-        }
-
-    def catalog_parts(self, commit: Commit, pinned_sha: str | None) -> dict[str, object]:
-        """What a whole catalog of `commit` extracted with these options is cached by (beside the code)."""
-        return {
-            "commit": commit.sha,
-            "pinned": pinned_sha,
-            "repo": self.repo_name or commit.repo_name,
-            "scope": self.scope_data,
         }
 
     @property

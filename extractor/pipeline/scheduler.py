@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from extractor.model.scanned import ResultData
-from extractor.pipeline.cache import ScanCache, wait_for_writes
+from extractor.pipeline.cache import Previous, ScanCache, wait_for_writes
 from extractor.pipeline.workers import Item, Pool, Result, processes, scan_batch, start, take_ahead
 from extractor.repo.git.blobs import Blob, close_readers, prefetch, with_sizes
 from extractor.repo.git.commit import Commit
@@ -88,7 +88,7 @@ def scan_blobs(
     *,
     scan_options: ScanOptions,
     jobs: int | None,
-    cache: ScanCache | None,
+    cache: ScanCache,
     facts: set[str],
     then: Sequence[Upcoming] = (),
     carried: Carried | None = None,
@@ -123,7 +123,7 @@ def scan_blobs(
     # the last one's): they will be in its results.
     here = {blob.oid for blob in blobs}
     upcoming = {blob.oid for _, later, _ in then for blob in later if blob.oid not in here}
-    held = cache.held(sorted(upcoming)) if upcoming and cache is not None else set()
+    held = cache.held(sorted(upcoming)) if upcoming else set()
     serialized = {oid: data for oid in results if (data := carried.serialized.get(oid)) is not None}
     if rest or running:
         results.update(
@@ -194,7 +194,7 @@ def _scan_new(
     *,
     scan_options: ScanOptions,
     jobs: int | None,
-    cache: ScanCache | None,
+    cache: ScanCache,
     facts: set[str],
     running: dict[Future[list[Result]], list[Item]] | None = None,
     serialized: dict[str, bytes] | None = None,
@@ -211,9 +211,9 @@ def _scan_new(
     """
     running = running or {}
     unique = list({blob.oid: blob for blob in blobs}.values())
-    held = cache.held([blob.oid for blob in unique]) if cache is not None else set()
+    held = cache.held([blob.oid for blob in unique])
     # A config or CLI file's entry must hold its facts: one scanned for its sites alone is scanned again.
-    stored = _read(cache, facts & held)
+    stored = cache.get_many(sorted(facts & held))
     results = {oid: result for oid, data in stored.items() if (result := orjson.loads(data)).get("facts")}
     if serialized is not None:
         serialized.update((oid, stored[oid]) for oid in results)
@@ -227,7 +227,7 @@ def _scan_new(
     cached: dict[str, ResultData] = {}
 
     def read_cached() -> None:  # (parsed here too: while this process would wait, if it ever does)
-        read = _read(cache, entries)
+        read = cache.get_many(sorted(entries))
         cached.update((oid, orjson.loads(data)) for oid, data in read.items())
         if serialized is not None:
             serialized.update(read)
@@ -238,11 +238,7 @@ def _scan_new(
     )
     try:
         if missing or running:
-            previous: Previous = _none
-            if cache is not None:
-                earlier = cache.previous_versions([blob.path for blob in missing])
-                previous = _stored_previous(cache, {b.oid: earlier[b.path] for b in missing if b.path in earlier})
-            scan(missing, previous, idle=read_cached, running=running)
+            scan(missing, cache.previous_results(missing), idle=read_cached, running=running)
         else:
             read_cached()
         # An entry that did not check out is scanned now (it is rare; those of facts were scanned above).
@@ -251,13 +247,12 @@ def _scan_new(
             scan(broken, _none, idle=None)
     finally:
         try:  # what was scanned is kept, even if the rest was not (an interruption, a damaged blob)
-            if cache is not None and new:
+            if new:
                 cache.store_entries(new)
         finally:
             if pool is not None and (carried is None or pool is not carried.pool):
                 pool.executor.shutdown(cancel_futures=True)
-    if cache is not None:
-        cache.store_paths({blob.path: blob.oid for blob in blobs})
+    cache.store_paths({blob.path: blob.oid for blob in blobs})
     if serialized is not None:
         serialized.update(new)
     results.update(cached)
@@ -274,11 +269,7 @@ def _ready(commit: Commit, blobs: list[Blob]) -> list[Blob]:
     return with_sizes(commit, blobs)
 
 
-def _read(cache: ScanCache | None, oids: set[str]) -> dict[str, bytes]:
-    return cache.get_many(sorted(oids)) if cache is not None and oids else {}
-
-
-def _pool(missing: Sequence[Blob], jobs: int | None, cache: ScanCache | None, carried: Carried | None) -> Pool | None:
+def _pool(missing: Sequence[Blob], jobs: int | None, cache: ScanCache, carried: Carried | None) -> Pool | None:
     """The worker processes that scan beside this one: those started ahead if there is anything to scan,
     else (a library caller's extraction) as many as `jobs` allows, none below _PARALLEL_BYTES of source.
     When results are `carried`, the pool is kept for the next extractions (forked once, whatever the size)."""
@@ -295,8 +286,7 @@ def _pool(missing: Sequence[Blob], jobs: int | None, cache: ScanCache | None, ca
                 return None
         if jobs < 2:
             return None
-        if cache is not None:
-            cache.release()  # no SQLite connection may cross the fork
+        cache.release()  # no SQLite connection may cross the fork
         wait_for_writes()  # no thread of this process may hold a lock while it forks
         pool = start(jobs - 1)
     if carried is not None:
@@ -373,29 +363,12 @@ def _largest_first(blobs: Sequence[Blob]) -> list[Blob]:
     return sorted(blobs, key=lambda blob: (blob.size is not None, -(blob.size or 0), blob.oid))
 
 
-# The results of the previous versions of blobs (by the blobs' ids) that have one: see _stored_previous.
-Previous = Callable[[Sequence[str]], Mapping[str, bytes]]
-
-
 def _none(oids: Sequence[str]) -> Mapping[str, bytes]:
     return {}
 
 
 def _known(previous: Mapping[str, bytes]) -> Previous:
     return lambda oids: previous
-
-
-def _stored_previous(cache: ScanCache, earlier: dict[str, str]) -> Previous:
-    """The previous versions' results as the cache holds them (`earlier`: each blob's previous version),
-    read batch by batch as the batches are handed out: read all at once, before the first batch, they
-    kept the workers waiting (25 ms of an incremental run's 0.2 s start, for vLLM 0.28.0 after 0.27.0)."""
-
-    def read(oids: Sequence[str]) -> Mapping[str, bytes]:
-        wanted = {oid: earlier[oid] for oid in oids if oid in earlier}
-        stored = cache.get_many(sorted(set(wanted.values()))) if wanted else {}
-        return {oid: stored[old] for oid, old in wanted.items() if old in stored}
-
-    return read
 
 
 class _Work:
