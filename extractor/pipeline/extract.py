@@ -216,8 +216,6 @@ def scan_revision(
     with opened(options) as cache, collector_paused():  # (see _extract_commit)
         scope, results = _scan_scope(commit, options, cache, then, carry)
     files = [(b.path, b.oid, result["sites"]) for b, result in _parsed(scope, results) if result["kind"] != "skipped"]
-    if not any(sites for _, _, sites in files) and "*" not in options.exceptions:
-        _check_raised(commit, scope.regular, options)
     key = (options, *_fields_key(scope, results, options))
     if carry is not None and carry.index is not None and carry.index[0] == key:
         index = carry.index[1]
@@ -251,14 +249,13 @@ def carrying_results() -> Iterator[Carry]:
 
 def _listed(commit: Commit, options: ExtractOptions, *, last: bool, carry: Carry | None) -> _Scope:
     """The scope of a commit, listed once for a `carry`; `last` when it is not asked again."""
-    if carry is None:
-        return _list_scope(commit, options)
     key = (commit.git_dir, commit.sha, options)
-    scope = carry.listings.pop(key, None) if last else carry.listings.get(key)
+    listings = carry.listings if carry is not None else {}
+    scope = listings.pop(key, None) if last else listings.get(key)
     if scope is None:
         scope = _list_scope(commit, options)
         if not last:
-            carry.listings[key] = scope
+            listings[key] = scope
     return scope
 
 
@@ -269,7 +266,8 @@ def _scan_scope(
     then: Sequence[Commit] = (),
     carry: Carry | None = None,
 ) -> tuple[_Scope, dict[str, ResultData]]:
-    """List a commit's scope and scan its blobs (see scan_revision for `then` and `carry`)."""
+    """List a commit's scope and scan its blobs (see scan_revision for `then` and `carry`); refuse a scope whose
+    classes none of its files raise (see _check_raised)."""
     scope = _listed(commit, options, last=True, carry=carry)
     upcoming = []
     for later in then:
@@ -286,6 +284,9 @@ def _scan_scope(
         then=upcoming,
         carried=carry.scans if carry is not None else None,
     )
+    parsed = (result for _, result in _parsed(scope, results) if result["kind"] != "skipped")
+    if "*" not in options.exceptions and not any(result["sites"] for result in parsed):
+        _check_raised(commit, scope.regular, options)
     return scope, results
 
 
@@ -308,8 +309,6 @@ def _extract_commit(
             analyzed_at=stamp,
         )
         lines, reads = build_records(found.files, run=run)
-        if not lines and "*" not in options.exceptions:
-            _check_raised(commit, scope.regular, options)
         lines = _field_index(scope, results, options).annotate(lines, reads)
     skipped_files = [*scope.skipped_files, *found.skipped_files]
     manifest: ManifestData = {
@@ -369,15 +368,22 @@ def _absent_sources(scope: _Scope, options: ExtractOptions, revision: str) -> li
     return out
 
 
-def _path_hint(commit: Commit, paths: Sequence[str]) -> str:
-    """`; did you mean vllm/config?` for a --path mistyped (`vllm/confg`): the Python folders and files beside
-    where it points, the one most like it."""
+def _scope_hint(commit: Commit, paths: Sequence[str]) -> str:
+    """What a scope with no Python file may have meant, from one listing of the folders its paths are in: the
+    module a package was before (vllm/config was vllm/config.py until 0.10.1), else the folder or file beside
+    where a path points that is most like it (`; did you mean --path vllm/config?` for a mistyped vllm/confg)."""
     from extractor.util.suggest import close_to
 
+    parents = sorted({path.strip("/").rpartition("/")[0] or "." for path in paths})
+    nearby = [blob.path for blob in list_blobs(commit, parents)]
+    modules = {f"{path}.py" for path in paths if not path.endswith(".py") and path != "."}
+    found = sorted(modules.intersection(nearby))
+    if found:
+        return f"; {', '.join(found)} is there (--path {' --path '.join([*paths, *found])} follows both)"
     for path in paths:
         parent = path.strip("/").rpartition("/")[0]
         prefix = f"{parent}/" if parent else ""
-        beside = {prefix + blob.path[len(prefix) :].split("/")[0] for blob in list_blobs(commit, [parent or "."])}
+        beside = {prefix + name[len(prefix) :].split("/")[0] for name in nearby if name.startswith(prefix)}
         guess = close_to(path.strip("/"), beside - {path.strip("/")})
         if guess is not None:
             return f"; did you mean --path {guess}?"
@@ -397,12 +403,7 @@ def _list_scope(commit: Commit, options: ExtractOptions) -> _Scope:
     in_scope, in_config = _under_any(options.paths), _under_any(options.config_from)
     blobs = [blob for blob in every if in_scope(blob.path)]
     if not blobs:
-        # A package that was a module before (vllm/config was vllm/config.py until 0.10.1): say so.
-        modules = [f"{path}.py" for path in options.paths if not path.endswith(".py") and path != "."]
-        found = sorted({blob.path for blob in list_blobs(commit, modules)} & set(modules)) if modules else []
-        both = [*options.paths, *found]
-        hint = f"; {', '.join(found)} is there (--path {' --path '.join(both)} follows both)" if found else ""
-        hint = hint or _path_hint(commit, options.paths)
+        hint = _scope_hint(commit, options.paths)
         raise ScopeError(f"no Python file under {', '.join(options.paths)} at {_at(commit)}{hint}")
     # A name that is not UTF-8 cannot be written in a record (JSON is UTF-8): its file is a named skip.
     listed = [blob for blob in every if is_utf8(blob.path)]
