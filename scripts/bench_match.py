@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from extractor.catalog.spec import parse_catalogs  # noqa: E402
 from extractor.pipeline.options import ExtractOptions  # noqa: E402
 from extractor.query.match.index import match_index  # noqa: E402
 from extractor.query.match.pattern import MatchTemplate  # noqa: E402
@@ -154,7 +155,7 @@ def main() -> int:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "extractor")], check=True)
     # The scope match reads a release in when the user names none: the whole package, every class.
     options = ExtractOptions(paths=("vllm",), exceptions=("*",))
-    templates = match_index([args.catalog], repo="", options=options).matcher.templates
+    templates = match_index([parse_catalogs(args.catalog, repo="")], repo="", options=options).matcher.templates
     work = args.keep or Path(tempfile.mkdtemp(prefix="extractor-bench-match-"))
     work.mkdir(parents=True, exist_ok=True)
     big, small, anchors = work / "big.log", work / "small.log", work / "anchors.txt"

@@ -33,6 +33,7 @@ import regex
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from extractor.catalog.spec import parse_catalogs
 from extractor.pipeline.extract import ExtractOptions
 from extractor.query.match.index import match_index
 from extractor.query.match.pattern import MatchTemplate
@@ -154,7 +155,7 @@ def main() -> None:
     parser.add_argument("--show-false", type=int, default=0, metavar="N", help="print N false matches")
     args = parser.parse_args()
     options = ExtractOptions(paths=(args.path,), exceptions=("*",))
-    index = match_index([args.catalog], repo="", options=options)
+    index = match_index([parse_catalogs(args.catalog, repo="")], repo="", options=options)
     matcher = index.matcher
     rows: list[tuple[Text, set[int], list[tuple[int, int, bool]]]] = []
     for version in args.texts_from.split(","):

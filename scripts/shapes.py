@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extractor.catalog.load import open_catalog
 from extractor.pipeline.extract import ExtractOptions
-from extractor.query.match.kinds import Kind, Shape
+from extractor.query.match.kinds import Shape, ValueKind
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import CATCH_ALL, MatchTemplate, templates_of
 
@@ -74,7 +74,7 @@ SHAPES: dict[str, tuple[Callable[[str, str], str], bool]] = {
 WRAPPERS = [EFFECT.removeprefix("RuntimeError: ")]
 
 
-def stand_in(kind: Kind, number: int) -> object:
+def stand_in(kind: ValueKind, number: int) -> object:
     """A stand-in value a placeholder of this kind can print (see extractor/query/match/kinds.py)."""
     if kind.shape is Shape.INT:
         return 2048
@@ -89,7 +89,7 @@ def stand_in(kind: Kind, number: int) -> object:
     return VALUES[number % len(VALUES)]
 
 
-def render(line: Mapping[str, Any], kinds: Sequence[Kind] = ()) -> str:
+def render(line: Mapping[str, Any], kinds: Sequence[ValueKind] = ()) -> str:
     """The record's message as Python prints it, each placeholder given a stand-in value its kind prints."""
     message = line["record"]["errorMessage"]
     out, position = [], 0

@@ -60,11 +60,13 @@ STAGES: list[tuple[str, list[tuple[str, ...]]]] = [
     ),
     ("catalog", [("spec",), ("load",), ("published",)]),  # what names catalogs; a catalog from anywhere; a nightly root
     (
-        "query",  # what is read from catalogs; match/: a paste's class, the templates, a paste made plain, the
+        "query",  # what is read from catalogs; match/: what placeholders print and who else prints what (kinds,
+        # background), a paste's class, the templates, a paste made plain, the
         # templates' programs, where they stand in a paste (locate), what a match is worth (score), the finder,
         # answers, matcher, index;
         # history/: revisions, their checks, lineages, the written folder
         [
+            ("match.kinds", "match.background"),
             ("similarity", "match.normalize", "match.pattern", "match.paste", "analysis", "listing"),
             ("match.programs", "reproductions"),
             ("match.locate",),

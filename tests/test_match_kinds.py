@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from extractor.pipeline.extract import ExtractOptions, extract
-from extractor.query.match.kinds import Kind, Shape, _annotated, _parameters, fits, fitting, fitting_end, swallows
+from extractor.query.match.kinds import Shape, ValueKind, _annotated, _parameters, fits, fitting, fitting_end, swallows
 from extractor.query.match.matcher import Matcher
 from tests.conftest import GitRepo
 
@@ -51,7 +51,7 @@ def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
     return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
 
 
-def kinds(matcher: Matcher, start: str) -> tuple[Kind, ...]:
+def kinds(matcher: Matcher, start: str) -> tuple[ValueKind, ...]:
     (template,) = [t for t in matcher.templates if t.errorMessage.startswith(start)]
     return template.kinds
 
@@ -61,12 +61,12 @@ def confident(matcher: Matcher, text: str) -> list[str]:
 
 
 def test_kinds_come_from_parameters_format_specs_and_conversions(matcher: Matcher) -> None:
-    assert kinds(matcher, "sliding window") == (Kind(Shape.INT, none=True),)
-    assert kinds(matcher, "The model's") == (Kind(Shape.INT), Kind(Shape.INT))
-    assert kinds(matcher, "Mode") == (Kind(Shape.CHOICE, choices=("fast", "slow")), Kind(Shape.NUMBER))
-    assert kinds(matcher, "Unknown backend") == (Kind(Shape.QUOTED),)
-    assert kinds(matcher, "Picker failed") == (Kind(),)
-    assert kinds(matcher, "count of heads") == (Kind(),)  # (assigned again before the raise: not told)
+    assert kinds(matcher, "sliding window") == (ValueKind(Shape.INT, none=True),)
+    assert kinds(matcher, "The model's") == (ValueKind(Shape.INT), ValueKind(Shape.INT))
+    assert kinds(matcher, "Mode") == (ValueKind(Shape.CHOICE, choices=("fast", "slow")), ValueKind(Shape.NUMBER))
+    assert kinds(matcher, "Unknown backend") == (ValueKind(Shape.QUOTED),)
+    assert kinds(matcher, "Picker failed") == (ValueKind(),)
+    assert kinds(matcher, "count of heads") == (ValueKind(),)  # (assigned again before the raise: not told)
 
 
 def test_a_value_its_placeholder_cannot_print_rules_the_template_out(matcher: Matcher) -> None:
@@ -114,27 +114,27 @@ def test_the_newer_kv_cache_message_is_no_older_one(matcher: Matcher) -> None:
 @pytest.mark.parametrize(
     ("kind", "good", "bad"),
     [
-        (Kind(Shape.INT), ["0", "-1", "32768", "1,024", "None"], ["", "attention", "1.5", "12a"]),
-        (Kind(Shape.NUMBER), ["0.9", "1e-05", "-3", "inf", ".5", "90%"], ["", ".", "e5", "x0.9"]),
-        (Kind(Shape.BOOL), ["True", "False"], ["true", "1"]),
-        (Kind(Shape.QUOTED), ["'fp8'", '"a b"'], ["fp8", "'a"]),
-        (Kind(Shape.CHOICE, choices=("a", "b")), ["a", "b"], ["c", "None"]),
-        (Kind(Shape.CHOICE, none=True, choices=("a",)), ["a", "None"], ["b"]),
-        (Kind(), ["anything at all", ""], []),
+        (ValueKind(Shape.INT), ["0", "-1", "32768", "1,024", "None"], ["", "attention", "1.5", "12a"]),
+        (ValueKind(Shape.NUMBER), ["0.9", "1e-05", "-3", "inf", ".5", "90%"], ["", ".", "e5", "x0.9"]),
+        (ValueKind(Shape.BOOL), ["True", "False"], ["true", "1"]),
+        (ValueKind(Shape.QUOTED), ["'fp8'", '"a b"'], ["fp8", "'a"]),
+        (ValueKind(Shape.CHOICE, choices=("a", "b")), ["a", "b"], ["c", "None"]),
+        (ValueKind(Shape.CHOICE, none=True, choices=("a",)), ["a", "None"], ["b"]),
+        (ValueKind(), ["anything at all", ""], []),
     ],
 )
-def test_fits(kind: Kind, good: list[str], bad: list[str]) -> None:
+def test_fits(kind: ValueKind, good: list[str], bad: list[str]) -> None:
     assert [fits(kind, value) for value in good] == [True] * len(good)
     assert [fits(kind, value) for value in bad] == [False] * len(bad)
 
 
 def test_fitting_takes_the_longest_start_or_end_that_fits() -> None:
-    assert fitting(Kind(Shape.INT), "1', 'type': 'x'}") == "1"
-    assert fitting(Kind(Shape.NUMBER), "0.9...") == "0.9"
-    assert fitting(Kind(Shape.INT), "many") is None
-    assert fitting(Kind(), "1', 'x'") == "1', 'x'"
-    assert fitting_end(Kind(Shape.INT), "Value error, 2048") == "2048"
-    assert fitting_end(Kind(Shape.INT), "Value error") is None
+    assert fitting(ValueKind(Shape.INT), "1', 'type': 'x'}") == "1"
+    assert fitting(ValueKind(Shape.NUMBER), "0.9...") == "0.9"
+    assert fitting(ValueKind(Shape.INT), "many") is None
+    assert fitting(ValueKind(), "1', 'x'") == "1', 'x'"
+    assert fitting_end(ValueKind(Shape.INT), "Value error, 2048") == "2048"
+    assert fitting_end(ValueKind(Shape.INT), "Value error") is None
 
 
 def test_swallows() -> None:
@@ -146,16 +146,16 @@ def test_swallows() -> None:
 @pytest.mark.parametrize(
     ("annotation", "kind"),
     [
-        ("int", Kind(Shape.INT)),
-        ("Optional[float]", Kind(Shape.NUMBER, none=True)),
-        ("bool | None", Kind(Shape.BOOL, none=True)),
-        ("Literal['auto', 'fp8']", Kind(Shape.CHOICE, choices=("auto", "fp8"))),
-        ("Literal['auto', None]", Kind(Shape.CHOICE, none=True, choices=("auto",))),
-        ("list[int]", Kind()),  # (a user retyping a list often leaves its brackets out)
-        ("SomeEnum", Kind()),
+        ("int", ValueKind(Shape.INT)),
+        ("Optional[float]", ValueKind(Shape.NUMBER, none=True)),
+        ("bool | None", ValueKind(Shape.BOOL, none=True)),
+        ("Literal['auto', 'fp8']", ValueKind(Shape.CHOICE, choices=("auto", "fp8"))),
+        ("Literal['auto', None]", ValueKind(Shape.CHOICE, none=True, choices=("auto",))),
+        ("list[int]", ValueKind()),  # (a user retyping a list often leaves its brackets out)
+        ("SomeEnum", ValueKind()),
     ],
 )
-def test_annotations(annotation: str, kind: Kind) -> None:
+def test_annotations(annotation: str, kind: ValueKind) -> None:
     assert _annotated(annotation) == kind
 
 

@@ -1,4 +1,5 @@
 # Background: who else prints an error's text. `match` weighs vLLM's templates against the messages the
+# libraries vLLM runs with raise (scanned by this extractor, shipped as data: see `libraries`), and those the
 # interpreter prints itself and argparse's usage errors, measured here by running them (not typed from memory):
 # each probe below makes the interpreter raise, and the message it printed becomes a template, the probe's own
 # distinctive inputs (names spelled `zq...`, counts 7 and 9) made placeholders. A paste that a background
@@ -13,9 +14,9 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeAlias
 
-__all__ = ["Elsewhere", "Printed", "background", "measured"]
+__all__ = ["Background", "Elsewhere", "Printed", "background", "digest", "libraries", "measured"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,7 +333,41 @@ def measured() -> list[_Measured]:
     return out
 
 
+Background: TypeAlias = tuple[tuple[Elsewhere, str, tuple[tuple[str, str], ...]], ...]
+
+
 @cache
-def background() -> tuple[tuple[Elsewhere, str, tuple[tuple[str, str], ...]], ...]:
-    """The background messages (measured once a process), each with its pattern and groups, in a fixed order."""
+def background() -> Background:
+    """The messages the interpreter and argparse print (measured once a process), each with its pattern and
+    groups, in a fixed order."""
     return tuple((m.elsewhere, m.pattern, m.groups) for m in measured())
+
+
+def _packed() -> bytes:
+    from importlib.resources import files
+
+    return files("extractor.query.match").joinpath("data", "background.jsonl.gz").read_bytes()
+
+
+@cache
+def digest() -> str:
+    """A digest of the libraries' data, part of the key of a stored match index (as the code's digest is)."""
+    import hashlib
+
+    return hashlib.sha256(_packed()).hexdigest()[:16]
+
+
+@cache
+def libraries() -> Background:
+    """The raise sites of the libraries vLLM runs with (transformers, torch, pydantic, huggingface_hub,
+    tokenizers), as scripts/build_background.py scanned them with this extractor from a vLLM runtime: shipped
+    as data (data/background.jsonl.gz), each with its pattern and groups, in the file's order."""
+    import gzip
+    import json
+
+    out = []
+    for line in gzip.decompress(_packed()).decode().splitlines():
+        library, version, path, number, cls, message, pattern, groups = json.loads(line)
+        elsewhere = Elsewhere(library, version, cls, message, path, number)
+        out.append((elsewhere, pattern, tuple((group, expression) for group, expression in groups)))
+    return tuple(out)

@@ -13,6 +13,7 @@
 # end), found for all templates at once by one Aho-Corasick automaton.
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -63,12 +64,17 @@ from extractor.query.match.programs import (
     programs_of,
     weights,
 )
-from extractor.query.match.score import INFO_MIN, INFO_UNIQUE, MAX_WEAK, MIN_LIT, judge, ranked
+from extractor.query.match.score import INFO_MIN, INFO_UNIQUE, MAX_WEAK, MIN_LIT, judge, ranked, tier
 
 if TYPE_CHECKING:
     from extractor.query.match.pattern import MatchTemplate
 
-__all__ = ["MAX_LINE", "SHARED", "Answer", "Finder"]
+__all__ = ["FRAME", "MAX_LINE", "SHARED", "Answer", "Finder"]
+
+# A traceback's frame line: the file it names (`  File "/usr/lib/.../transformers/x.py", line 12, in f`).
+FRAME = r'File "([^"\n]+)", line [0-9]+'
+_FRAME = re.compile(FRAME)
+_NO_FOLDER = ("python", "argparse")
 
 MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
 
@@ -115,6 +121,7 @@ SHARED: dict[str, Any] = {
     "MAX_ENDS": MAX_ENDS,
     "NONE_TOO": NONE_TOO,
     "SENTENCE": SENTENCE,
+    "FRAME": FRAME,
 }
 
 
@@ -129,15 +136,24 @@ class Answer(NamedTuple):
     elsewhere: list[Hit]
 
 
-_STATE = ("own", "weigh", "programs", "classes", "class_weight", "catch_all", "kinds", "keys", "keyless_by_class")
+_STATE = (
+    *("own", "libraries", "weigh", "programs", "classes", "class_weight"),
+    *("catch_all", "kinds", "keys", "keyless_by_class"),
+)
 
 
 class Finder:
     """Templates compiled to programs, with the words' weights and the keys that select them: the catalog's,
     then the background's (those numbered `own` and on), whose words are weighed with them."""
 
-    def __init__(self, templates: Sequence[MatchTemplate], background: Sequence[MatchTemplate] = ()) -> None:
+    def __init__(
+        self,
+        templates: Sequence[MatchTemplate],
+        background: Sequence[MatchTemplate] = (),
+        libraries: Sequence[str] = (),
+    ) -> None:
         self.own = len(templates)
+        self.libraries = list(libraries)  # (who prints each background template: `python`, `transformers`, ...)
         templates = [*templates, *background]
         rows = [programs_of(t) for t in templates]  # (each pattern read once)
         self.weigh = weights(rows)
@@ -182,6 +198,7 @@ class Finder:
         classes' bases as this interpreter has them."""
         return {
             "own": self.own,
+            "libraries": self.libraries,
             "classes": self.classes,
             "catchAll": self.catch_all,
             "classWeight": self.class_weight,
@@ -212,11 +229,16 @@ class Finder:
 
     def _answers(self, paste: Paste) -> tuple[list[Hit], list[Hit], list[Hit]]:
         """The catalog's confident hits, in the order they stand in the paste, else its weak ones; and the
-        background's that explain the paste with confidence, or a place of a catalog's hit at least as well (which
-        makes that one weak: the text is theirs as much as the catalog's)."""
+        background's that explain the paste with confidence, or the place of a catalog's hit at least as well
+        (which makes that one weak: the text is theirs as much as the catalog's)."""
         hits = self.find(paste)
         mine = [hit for hit in hits if hit.template < self.own]
         theirs = [hit for hit in hits if hit.template >= self.own]
+        # A traceback whose innermost frame before a message is a library's: the message is that library's.
+        for hit in mine:
+            if _raiser(paste.text[: hit.start], self.libraries) is not None:
+                hit.confident = False
+        theirs = [b for b in theirs if _raiser(paste.text[: b.start], self.libraries) in (None, self.library(b))]
         elsewhere = [b for b in theirs if b.confident or any(_explains(b, hit) for hit in mine)]
         for hit in mine:
             if hit.confident and any(_explains(b, hit) for b in theirs):
@@ -251,6 +273,10 @@ class Finder:
         judge(hits, catch_all=self.catch_all, class_weight=self.class_weight)
         return hits
 
+    def library(self, hit: Hit) -> str:
+        """Who prints a background template's text (`python`, `argparse`, `transformers`, ...)."""
+        return self.libraries[hit.template - self.own]
+
     def difference(self, hit: Hit, paste: Paste) -> str:
         """What sets the literal text a hit shows apart from the template's, besides what `plain` undid and
         whitespace: backticks, quote marks, or letter case."""
@@ -259,5 +285,20 @@ class Finder:
 
 def _explains(theirs: Hit, hit: Hit) -> bool:
     """Whether a background message's hit explains the place of a catalog's at least as well: it overlaps it,
-    stands on its own (not inside a sentence) and shows at least as much literal text."""
-    return not theirs.inside and theirs.start < hit.end and hit.start < theirs.end and theirs.literal >= hit.literal
+    stands on its own (not inside a sentence), needed no more stretching (a cut, a typo, a period), shows its
+    literal text as written where the catalog's does, and at least as much of it."""
+    if theirs.inside or tier(theirs) > tier(hit):  # (standing as whole as the catalog's: no cut where it has none)
+        return False
+    if hit.verbatim and not theirs.verbatim:  # (`... for Dbrx models.` is vLLM's, not `... for DBRX models.`)
+        return False
+    return theirs.start < hit.end and hit.start < theirs.end and theirs.literal >= hit.literal
+
+
+def _raiser(text: str, libraries: Sequence[str]) -> str | None:
+    """The library the innermost frame of a traceback at a text's end is in (`File ".../transformers/x.py"`),
+    when it is one of the background's libraries (not `python` nor `argparse`, which have no folder of theirs)."""
+    frames = [found[1] for found in _FRAME.finditer(text)]
+    if not frames:
+        return None
+    folders = frames[-1].replace("\\", "/").split("/")
+    return next((name for name in reversed(folders[:-1]) if name in libraries and name not in _NO_FOLDER), None)

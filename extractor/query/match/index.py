@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from extractor._version import __version__, code_digest
 from extractor.catalog.spec import CatalogSpec, CatalogsSpec, OnDisk, Release, each_catalog, release_of
 from extractor.errors import ReleaseError
+from extractor.query.match import background
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import MatchTemplate, RaisePlace, Row, templates_of_rows
 from extractor.repo.housekeeping import cache_dir
@@ -197,7 +198,7 @@ def match_index(
     """Build (or read back from the cache) the matcher over every catalog `specs` names.
 
     Releases are immutable on the package index, so an index of releases only is keyed by their versions,
-    the scope and the extractor's code, and read back without opening any catalog.
+    the scope, the extractor's code and the background's data, and read back without opening any catalog.
     """
     expanded = each_catalog(specs)
     if not expanded:
@@ -206,7 +207,8 @@ def match_index(
     # (json, not orjson: a path from the command line may hold what is not UTF-8, as lone surrogates)
     # Every input of an answer: the catalogs, their scope, and the repository name their permalinks carry.
     named = [spec.text for spec in expanded]
-    parts = [_FORMAT, __version__, code_digest(), named, options.scope.model_dump(mode="json"), options.repo_name]
+    parts = [_FORMAT, __version__, code_digest(), background.digest(), named, options.scope.model_dump(mode="json")]
+    parts.append(options.repo_name)
     key = json.dumps(parts).encode()
     path = cache_dir() / "match" / hashlib.sha256(key).hexdigest()
     if cacheable:

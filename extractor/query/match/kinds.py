@@ -6,7 +6,7 @@
 # comes from, in order: its format spec (`:d`, `:.2f`), its expression (`len(...)`, arithmetic on numbers), and
 # the annotation of what it reads (a config field the catalog resolved, or a parameter of the raising function
 # as its source shows it), with its conversion (`!r` of a str is a quoted text). What none of these tells is
-# ANY. Both matchers read kinds alike: `Kind.to_json` is what the site's script reads, and the checks below are
+# ANY. Both matchers read kinds alike: `ValueKind.to_json` is what the site's script reads, and the checks below are
 # written in regular expressions both sides run alike (tests/test_find_parity.py).
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ __all__ = [
     "MAX_ENDS",
     "NONE_TOO",
     "SENTENCE",
-    "Kind",
     "Shape",
+    "ValueKind",
     "fits",
     "fitting",
     "fitting_end",
@@ -69,7 +69,7 @@ _SENTENCE = re.compile(SENTENCE)
 
 
 @dataclass(frozen=True, slots=True)
-class Kind:
+class ValueKind:
     """What one placeholder can print: a shape, whether `None` too, and a Literal's choices as printed."""
 
     shape: Shape = Shape.ANY
@@ -80,10 +80,10 @@ class Kind:
         return [str(self.shape), self.none, list(self.choices)]
 
 
-ANY = Kind()
+ANY = ValueKind()
 
 
-def fits(kind: Kind, value: str) -> bool:
+def fits(kind: ValueKind, value: str) -> bool:
     """Whether a placeholder of this kind can print `value` (as the paste shows it, stripped); any but a str's
     may print `None` (annotations leave Optional out often enough)."""
     if kind.shape is Shape.ANY or (value == "None" and (kind.none or kind.shape in NONE_TOO)):
@@ -93,7 +93,7 @@ def fits(kind: Kind, value: str) -> bool:
     return _TEXTS[kind.shape].fullmatch(value) is not None
 
 
-def fitting(kind: Kind, value: str) -> str | None:
+def fitting(kind: ValueKind, value: str) -> str | None:
     """The longest start of a message's last value (up to its line's end) that a placeholder of this kind can
     print and after which the message can end: the value whole, or up to one of its first MAX_ENDS KIND_STOPS."""
     if kind.shape is Shape.ANY or fits(kind, value):
@@ -110,7 +110,7 @@ def fitting(kind: Kind, value: str) -> str | None:
     return None
 
 
-def fitting_end(kind: Kind, value: str) -> str | None:
+def fitting_end(kind: ValueKind, value: str) -> str | None:
     """The longest end of a message's first value (from where its line's text may start it) that a placeholder
     of this kind can print: the value whole, or from after one of its last MAX_ENDS KIND_STOPS (`Value error,
     2048/2048 transfers failed`)."""
@@ -133,7 +133,7 @@ def swallows(value: str) -> bool:
     return _SENTENCE.search(value) is not None
 
 
-def kinds_of(line: CatalogLine) -> tuple[Kind, ...]:
+def kinds_of(line: CatalogLine) -> tuple[ValueKind, ...]:
     """Each placeholder's kind, in message order."""
     extraction = line.extraction
     annotations: dict[str, str] = {}
@@ -144,23 +144,23 @@ def kinds_of(line: CatalogLine) -> tuple[Kind, ...]:
     return tuple(_kind(p, annotations, parameters) for p in extraction.placeholders)
 
 
-def _kind(placeholder: Placeholder, annotations: dict[str, str], parameters: dict[str, str]) -> Kind:
+def _kind(placeholder: Placeholder, annotations: dict[str, str], parameters: dict[str, str]) -> ValueKind:
     if placeholder.debug or placeholder.conversion == "a":
         return ANY
     spec = placeholder.formatSpec or ""
     if spec and ("{" in spec or spec[-1:] not in "dfeEgG%,_0123456789"):
         return ANY  # (a nested spec, hex, a string's alignment: not told here)
     if spec[-1:] == "d":
-        return Kind(Shape.INT)
+        return ValueKind(Shape.INT)
     if spec[-1:] in ("f", "e", "E", "g", "G", "%"):
-        return Kind(Shape.NUMBER)
+        return ValueKind(Shape.NUMBER)
     try:
         tree = ast.parse(placeholder.expression, mode="eval").body
     except SyntaxError:
         return ANY
     shape = _expression(tree)
     if shape is not None:
-        return Kind(shape)
+        return ValueKind(shape)
     annotation = annotations.get(placeholder.expression)
     if annotation is None and isinstance(tree, ast.Name):
         annotation = parameters.get(tree.id)
@@ -193,7 +193,7 @@ def _expression(tree: ast.expr) -> Shape | None:
 _OPTIONAL = re.compile(r"^(?:Optional\[(.*)\]|(.*?)\s*\|\s*None|None\s*\|\s*(.*))$", re.S)
 
 
-def _annotated(annotation: str) -> Kind:
+def _annotated(annotation: str) -> ValueKind:
     """The kind an annotation's value prints as (`int`, `float | None`, `Literal["a", "b"]`); a list's
     is not told (a user retyping `['A']` often leaves the brackets out)."""
     text = annotation.strip().strip("'\"")
@@ -204,11 +204,11 @@ def _annotated(annotation: str) -> Kind:
         none = True
     bare = text.rpartition(".")[2] if text.replace(".", "").isidentifier() else text
     if bare == "int":
-        return Kind(Shape.INT, none)
+        return ValueKind(Shape.INT, none)
     if bare == "float":
-        return Kind(Shape.NUMBER, none)
+        return ValueKind(Shape.NUMBER, none)
     if bare == "bool":
-        return Kind(Shape.BOOL, none)
+        return ValueKind(Shape.BOOL, none)
     literal = re.match(r"(?:typing\.)?Literal\[(.*)\]$", text, re.S)
     if literal is not None:
         try:
@@ -217,21 +217,21 @@ def _annotated(annotation: str) -> Kind:
             return ANY
         if values and all(isinstance(v, (str, int, bool)) or v is None for v in values):
             choices = tuple(str(v) for v in values if v is not None)
-            return Kind(Shape.CHOICE, none or None in values, choices)
+            return ValueKind(Shape.CHOICE, none or None in values, choices)
     if bare == "str":
-        return Kind(Shape.ANY, none, ("str",))  # (only its repr is told: see _repr)
+        return ValueKind(Shape.ANY, none, ("str",))  # (only its repr is told: see _repr)
     return ANY
 
 
-def _repr(kind: Kind, annotation: str) -> Kind:
+def _repr(kind: ValueKind, annotation: str) -> ValueKind:
     """What `!r` of a value of this kind prints as: a str's repr is in quotes, a Literal's choices' reprs."""
     if kind.shape is Shape.ANY:
-        return Kind(Shape.QUOTED, kind.none) if kind.choices == ("str",) else ANY
+        return ValueKind(Shape.QUOTED, kind.none) if kind.choices == ("str",) else ANY
     if kind.shape is Shape.CHOICE:
         literal = re.match(r".*Literal\[(.*)\]", annotation, re.S)
         assert literal is not None
         values = ast.literal_eval(f"[{literal[1]}]")
-        return Kind(Shape.CHOICE, kind.none, tuple(repr(v) for v in values if v is not None))
+        return ValueKind(Shape.CHOICE, kind.none, tuple(repr(v) for v in values if v is not None))
     return kind
 
 

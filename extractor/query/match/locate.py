@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from extractor.query.match.kinds import Kind, Shape, fits, fitting, fitting_end, swallows
+from extractor.query.match.kinds import Shape, ValueKind, fits, fitting, fitting_end, swallows
 from extractor.query.match.paste import Paste, unescape
 from extractor.query.match.programs import TYPO_MIN, Program
 
@@ -112,10 +112,12 @@ class _Way(NamedTuple):
     cls: str
     number: int
     program: Program
-    kinds: Sequence[Kind]
+    kinds: Sequence[ValueKind]
 
 
-def best_hit(index: int, cls: str, programs: Sequence[Program], paste: Paste, kinds: Sequence[Kind] = ()) -> Hit | None:
+def best_hit(
+    index: int, cls: str, programs: Sequence[Program], paste: Paste, kinds: Sequence[ValueKind] = ()
+) -> Hit | None:
     """Where template `index` (raising `cls`, printing as one of `programs`, its placeholders of `kinds`) stands
     in the paste: its best place and way of printing, as written, else with a typo in its literal text; None when
     it stands nowhere."""
@@ -400,7 +402,7 @@ def _made(
     )  # fmt: skip
 
 
-def _loose(kind: Kind | None, program: Program, k: int) -> bool:
+def _loose(kind: ValueKind | None, program: Program, k: int) -> bool:
     """Whether the value of hole `k` is of no known kind and not in quotes the template writes around it."""
     if kind is not None and kind.shape is not Shape.ANY:
         return False

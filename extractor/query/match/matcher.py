@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from extractor.query.match import normalize
 from extractor.query.match.answer import How, Match, MatchResult, Said
-from extractor.query.match.background import Elsewhere, background
+from extractor.query.match.background import Elsewhere, background, libraries
 from extractor.query.match.find import MAX_LINE, Finder
 from extractor.query.match.locate import Hit
-from extractor.query.match.paste import Paste
-from extractor.query.match.pattern import MatchTemplate, background_templates, templates_of
+from extractor.query.match.paste import Paste, bare_of
+from extractor.query.match.pattern import MatchTemplate, read_pattern, templates_of
 from extractor.query.match.prefilter import Prefilter
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
@@ -25,7 +25,7 @@ _ERROR_LEVEL = re.compile(r"^\W{0,3}(?:\(\w[^)]*\)\s*)?(?:ERROR|CRITICAL|FATAL)\
 _RAISE = re.compile(r"^\s*raise\s+(?P<cls>[\w.]+)\s*\((?P<arg>.*)\)\s*(?:from\s+\w+)?\s*$", re.S)
 # What a printed class (normalize.CLASS_PREFIX, find's CLASS_AT) shows in a line's skeleton: its last word and
 # a colon, or its last word at the line's end. A log line showing neither, nor one of the two above, is matched
-# only for what a template (the catalog's or the background's) may explain (see prefilter.py).
+# only for what one of the catalog's templates may explain (see prefilter.py).
 _CLASS_ENDS = ("error", "exception", "exit", "warning")
 
 
@@ -35,13 +35,14 @@ class Matcher:
 
     def __init__(self, templates: Sequence[MatchTemplate]) -> None:
         self.templates = list(templates)
-        self.background: list[Elsewhere] = [elsewhere for elsewhere, _, _ in background()]
-        self.background_templates = background_templates()
+        self.background: list[Elsewhere]
+        self.background, self.background_templates = background_templates(self.templates)
         self.by_source: dict[str, list[int]] = {}
         for index, template in enumerate(self.templates):
             if template.messageSource:
                 self.by_source.setdefault(_squash(template.messageSource), []).append(index)
-        self.finder = Finder(self.templates, self.background_templates)
+        libraries = [elsewhere.library for elsewhere in self.background]
+        self.finder = Finder(self.templates, self.background_templates, libraries)
         self._prefilter: Prefilter | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -70,7 +71,9 @@ class Matcher:
             return False
         if self._prefilter is None:
             loud = tuple(f"{end}:" for end in _CLASS_ENDS)
-            self._prefilter = Prefilter(self.finder.programs, self.finder.catch_all, loud=loud, loud_ends=_CLASS_ENDS)
+            own = self.finder.own  # (the background's texts alone make no line one to show: see `match`)
+            programs, catch_all = self.finder.programs[:own], self.finder.catch_all[:own]
+            self._prefilter = Prefilter(programs, catch_all, loud=loud, loud_ends=_CLASS_ENDS)
         return self._prefilter.quiet(line)
 
     def match(self, text: str) -> MatchResult:
@@ -91,8 +94,8 @@ class Matcher:
             confident = tuple(self._made(hit, answer.paste) for hit in answer.confident)
             weak = tuple(self._made(hit, answer.paste) for hit in answer.weak)
             elsewhere = tuple(self._said(hit) for hit in answer.elsewhere)
-            if elsewhere:
-                return MatchResult(stripped, True, confident, weak, elsewhere)
+            if elsewhere:  # (said beside the answers; a log shows the line only for a class, a level or a match)
+                return MatchResult(stripped, is_error or bool(confident), confident, weak, elsewhere)
         return MatchResult(stripped, is_error or bool(confident), confident, weak)
 
     def _made(self, hit: Hit, paste: Paste) -> Match:
@@ -120,6 +123,42 @@ class Matcher:
         """A background message's hit as `match` shows it: who prints the text, and its values."""
         elsewhere = self.background[hit.template - self.finder.own]
         return Said(elsewhere, _values(self.background_templates[hit.template - self.finder.own], hit))
+
+
+COPY_MIN = 20  # skeleton characters of literal text a library's template and the catalog's must share whole
+
+
+def background_templates(templates: Sequence[MatchTemplate]) -> tuple[list[Elsewhere], list[MatchTemplate]]:
+    """Who else prints what (background.py), as templates `match` weighs the catalog's `templates` against: what
+    the interpreter and argparse print, and the libraries' raises that share a literal run of COPY_MIN characters
+    or more whole with one of the catalog's (one's run stands whole in one of the other's): a copy, which alone
+    can tell a paste of the catalog's message from the library's. No sites."""
+    import ahocorasick
+
+    def runs(pattern_or_fragments: Iterable[str]) -> list[str]:
+        return [bare for bare in map(bare_of, pattern_or_fragments) if len(bare) >= COPY_MIN]
+
+    ours = {run for template in templates for run in runs(template.fragments())}
+    theirs = [(held, runs(read_pattern(held[1])[0])) for held in libraries()]
+    chosen = list(background())
+    found: set[int] = set()
+    for whole, inside in ((ours, [pieces for _, pieces in theirs]), ({r for _, rs in theirs for r in rs}, None)):
+        if not whole:
+            continue
+        automaton = ahocorasick.Automaton()
+        for run in whole:
+            automaton.add_word(run, run)
+        automaton.make_automaton()
+        if inside is not None:  # a run of the catalog's whole inside a library's
+            found |= {k for k, pieces in enumerate(inside) if any(next(automaton.iter(p), None) for p in pieces)}
+        else:  # a library's run whole inside one of the catalog's
+            shown = {run for text in ours for _, run in automaton.iter(text)}
+            found |= {k for k, (_, pieces) in enumerate(theirs) if shown.intersection(pieces)}
+    chosen += [theirs[k][0] for k in sorted(found)]
+    out: list[MatchTemplate] = []
+    for elsewhere, pattern, groups in chosen:
+        out.append(MatchTemplate(elsewhere.errorClass, elsewhere.errorMessage, pattern, groups, None, []))
+    return [elsewhere for elsewhere, _, _ in chosen], out
 
 
 def _prog(template: MatchTemplate) -> int:

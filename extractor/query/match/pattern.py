@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import re2
 
 from extractor.errors import CatalogError
-from extractor.query.match.kinds import Kind, kinds_of
+from extractor.query.match.kinds import ValueKind, kinds_of
 from extractor.util.progress import warn
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
@@ -20,7 +20,6 @@ __all__ = [
     "MatchTemplate",
     "RaisePlace",
     "Row",
-    "background_templates",
     "read_pattern",
     "templates_of",
     "templates_of_rows",
@@ -63,7 +62,7 @@ class MatchTemplate:
     # (`{a}{b}`): such a run could split its text anywhere, so it gives one value.
     texts: tuple[str, ...] = ()
     touching: tuple[bool, ...] = ()
-    kinds: tuple[Kind, ...] = ()  # what each placeholder can print (see kinds.py), in message order
+    kinds: tuple[ValueKind, ...] = ()  # what each placeholder can print (see kinds.py), in message order
     top: RaisePlace | None = None
 
     def __post_init__(self) -> None:
@@ -77,7 +76,7 @@ class MatchTemplate:
             self.texts = tuple(f"{{{expression}}}" for _, expression in self.groups)
             self.touching = (False,) * len(self.groups)
         if len(self.kinds) != len(self.groups):
-            self.kinds = (Kind(),) * len(self.groups)
+            self.kinds = (ValueKind(),) * len(self.groups)
 
     def fragments(self) -> tuple[str, ...]:
         """The literal runs of the pattern: its pieces, or for a pattern with other syntax (a quote either
@@ -112,17 +111,6 @@ class MatchTemplate:
         (self.errorClass, self.errorMessage, self.messagePattern, self.groups, self.messageSource) = state[:5]
         self.sites, self.releases, self.pieces, self.literal, self.texts, self.touching, self.kinds = state[5:]
         self.top = None
-
-
-def background_templates() -> list[MatchTemplate]:
-    """The messages others print (background.py), as templates `match` weighs vLLM's against; no sites."""
-    from extractor.query.match.background import background
-
-    out: list[MatchTemplate] = []
-    for elsewhere, pattern, groups in background():
-        template = MatchTemplate(elsewhere.errorClass, elsewhere.errorMessage, pattern, groups, None, [])
-        out.append(template)
-    return out
 
 
 def _compiled(pattern: str) -> Any:
@@ -199,7 +187,7 @@ class Row(NamedTuple):
     placeholders: tuple[tuple[str, str, int, int], ...]  # (group, expression, start, end) in message order
     messageSource: str | None
     place: tuple[str, int, str, str, str, str]  # a RaisePlace's fields after its releases
-    kinds: tuple[Kind, ...]  # what each placeholder can print, in message order
+    kinds: tuple[ValueKind, ...]  # what each placeholder can print, in message order
 
     @classmethod
     def of(cls, line: CatalogLine) -> Row:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from extractor.query.match.locate import Hit
 
-__all__ = ["INFO_MIN", "INFO_UNIQUE", "MAX_WEAK", "MIN_LIT", "judge", "ranked"]
+__all__ = ["INFO_MIN", "INFO_UNIQUE", "MAX_WEAK", "MIN_LIT", "judge", "ranked", "tier"]
 
 INFO_MIN = 18.0  # bits the literal words a paste shows must weigh for a confident answer
 MIN_LIT = 10  # skeleton characters (spaces aside) of literal text a confident answer shows
@@ -45,7 +45,7 @@ def _demote(hits: list[Hit]) -> None:
             if other is hit or not other.spans:
                 continue
             if (
-                _tier(other) < _tier(hit)
+                tier(other) < tier(hit)
                 and other.literal >= hit.literal
                 and hit.start < other.end
                 and other.start < hit.end
@@ -76,7 +76,7 @@ def _inside(hit: Hit, other: Hit) -> bool:
     return bool(hit.spans) and any(a <= hit.spans[0][0] and hit.spans[-1][1] <= b for a, b in other.holes)
 
 
-def _tier(hit: Hit) -> int:
+def tier(hit: Hit) -> int:
     """How far a hit had to stretch to explain the paste: not at all, a final period, a typo, a cut."""
     return 3 if hit.cut else 2 if hit.typo else 1 if hit.period else 0
 
@@ -93,7 +93,7 @@ def ranked(hits: list[Hit]) -> list[Hit]:
     confident = sorted(
         shown,
         key=lambda h: (
-            _tier(h),
+            tier(h),
             *place(h),
             h.start,
             not h.agrees,

@@ -37,6 +37,7 @@
     this.classWeight = data.classWeight;
     this.kinds = data.kinds;
     this.own = data.own;
+    this.libraries = data.libraries;
     this.builtinBases = data.builtinBases;
     // A character beyond the BMP in a template's text stands for one unit (a lone low surrogate) in its rows
     // and keys, as in a paste's skeleton (see narrowed): Python counts it as one character.
@@ -858,9 +859,15 @@
   // find.py's _answers: the catalog's hits (numbered below `own`), and the background's that explain the paste
   // with confidence or a place of a catalog's hit at least as well (which makes that one weak).
   Finder.prototype.answers = function (paste) {
-    var hits = this.find(paste), own = this.own;
+    var hits = this.find(paste), own = this.own, libraries = this.libraries;
     var mine = hits.filter(function (h) { return h.template < own; });
     var theirs = hits.filter(function (h) { return h.template >= own; });
+    // A traceback whose innermost frame before a message is a library's: the message is that library's.
+    mine.forEach(function (h) { if (raiser(paste.text.slice(0, h.start), libraries) !== null) h.confident = false; });
+    theirs = theirs.filter(function (b) {
+      var who = raiser(paste.text.slice(0, b.start), libraries);
+      return who === null || who === libraries[b.template - own];
+    });
     var elsewhere = theirs.filter(function (b) {
       return b.confident || mine.some(function (h) { return explains(b, h); });
     });
@@ -872,8 +879,21 @@
       : { confident: [], weak: mine, elsewhere: elsewhere };
   };
 
+  function raiser(text, libraries) { // find.py's _raiser
+    var frame = new RegExp(C.FRAME, "g"), last = null, m;
+    while ((m = frame.exec(text)) !== null) last = m[1];
+    if (last === null) return null;
+    var folders = last.split("\\").join("/").split("/");
+    for (var k = folders.length - 2; k >= 0; k--) {
+      if (libraries.indexOf(folders[k]) >= 0 && folders[k] !== "python" && folders[k] !== "argparse") return folders[k];
+    }
+    return null;
+  }
+
   function explains(theirs, hit) { // find.py's _explains
-    return !theirs.inside && theirs.start < hit.end && hit.start < theirs.end && theirs.literal >= hit.literal;
+    if (theirs.inside || tier(theirs) > tier(hit)) return false;
+    if (hit.verbatim && !theirs.verbatim) return false;
+    return theirs.start < hit.end && hit.start < theirs.end && theirs.literal >= hit.literal;
   }
 
   root.ExtractorFinder = Finder;
