@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from extractor.errors import ExtractorError
 from extractor.model.records import CatalogLine, ConditionKind, FieldRef, ServeLine
 from extractor.pipeline.write import dumps_document
+from extractor.query.match.answer import Said
 from extractor.query.match.matcher import Matcher
 from extractor.query.match.pattern import MatchTemplate, templates_of
 from extractor.query.similarity import WITHIN_FUNCTION, similarity
@@ -76,9 +77,12 @@ def find(lines: Sequence[CatalogLine], query: str, *, origin: str = "") -> Expla
     found_id = _unique(_by_name(names, query), names, query)
     values: dict[str, str] = {}
     if found_id is None or found_id not in position:
-        matches = Matcher(templates_of(lines, origin=origin)).match(query).matches
+        result = Matcher(templates_of(lines, origin=origin)).match(query)
+        matches = result.matches
         if matches:
             found_id, values = matches[0].site.id, matches[0].values
+        elif result.elsewhere:  # (another prints the text: no record is picked by its words)
+            raise Theirs(query, result.elsewhere)
         else:  # (words of the message, as `list --grep` finds them: `max_num_batched_tokens is smaller than`)
             messages = {line.record.id: (line.record.slug, line.record.errorMessage) for line in lines}
             found_id = _by_words(messages, query)
@@ -98,6 +102,17 @@ class NoRecord(LookupError):
         guess = close_to(query.strip(), set(slugs)) if len(query.strip()) >= 4 else None
         self.hint = f"; did you mean {guess}?" if guess else ""
         super().__init__(query)
+
+
+class Theirs(NoRecord):
+    """No record answers a query with confidence, and others print its text (`match`'s `elsewhere`): who."""
+
+    def __init__(self, query: str, said: Sequence[Said]) -> None:
+        super().__init__(query, ())
+        self.said = tuple(said)
+
+    def words(self) -> str:
+        return "; ".join(f"{s.elsewhere.words(s.values)}: {s.elsewhere.errorMessage}" for s in self.said)
 
 
 _WORD = re.compile(r"\w+")
@@ -210,9 +225,11 @@ def _find_template(index: MatchIndex, query: str) -> tuple[MatchTemplate, dict[s
     owner = _unique(_by_name(names, query), names, query)
     if owner is not None:
         return named[owner], {}
-    matches = index.matcher.match(query).matches
-    if matches:
-        return matches[0].template, matches[0].values
+    result = index.matcher.match(query)
+    if result.matches:
+        return result.matches[0].template, result.matches[0].values
+    if result.elsewhere:
+        raise Theirs(query, result.elsewhere)
     by_words = {name: (template.places()[-1].slug, template.errorMessage) for name, template in named.items()}
     chosen = _by_words(by_words, query)
     return (named[chosen], {}) if chosen is not None else None

@@ -55,12 +55,17 @@ def parser() -> argparse.ArgumentParser:
 
 def run(argv: Sequence[str]) -> int:
     args = parse_arguments(parser(), argv)
-    from extractor.query.explain import NoRecord, explain_in, render
+    from extractor.query.explain import NoRecord, Theirs, explain_in, render
 
     args.query = pasted(args.query)
     options, specs = catalogs_of(args)
     try:
         explanation = explain_in(specs, args.query, repo=args.repo, options=options)
+    except Theirs as theirs:
+        print(
+            f"{PROG}: no record answers {one_line(repr(args.query))} with confidence: {theirs.words()}", file=sys.stderr
+        )
+        return ExitCode.NOT_FOUND
     except NoRecord as missing:
         short = " (an id or slug prefix needs 4 characters or more)" if len(args.query.strip()) < 4 else ""
         print(f"{PROG}: no record matches {one_line(repr(args.query))}{short}{missing.hint}", file=sys.stderr)
