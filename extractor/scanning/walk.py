@@ -310,9 +310,11 @@ class Visitor:
         if not self.options.any_exception:
             if name not in self.options.exceptions:
                 return
-        elif name is None:
+        elif name is None and not isinstance(exc, ast.Call):
             self._skip(node, f"raises an expression, not a class: {self.one_line(target)}")
             return
+        elif name is None:  # `raise type(err)(f"...: {err}")`: a class computed at run time, its message read
+            name = self.one_line(target)
         elif not isinstance(exc, ast.Call) and not name[:1].isupper():
             self._skip(node, f"raises the value of a variable, not a class: {dotted}")
             return
