@@ -984,6 +984,27 @@ def test_browser_answers_a_pasted_error_first_with_its_values_as_match_does(
     assert page.errors == []
 
 
+def test_browser_says_who_else_prints_a_pasted_error_in_matchs_words(
+    page: Any, site: Path, published: dict[str, Any]
+) -> None:
+    """A paste of what Python or argparse prints itself: the answer says who, in the words `match` says it in
+    (background.py's Elsewhere.words and the message), and names no record with confidence."""
+    matcher = Matcher.of_lines(lines_of(published["v2"]))
+    page.goto((site / "index.html").as_uri())
+    for paste in (
+        "AttributeError: 'Qwen2ForCausalLM' object has no attribute 'embed_tokens'",
+        "vllm serve: error: argument --dtype: invalid choice: 'fp9' (choose from 'auto', 'half')",
+    ):
+        result = matcher.match(paste)
+        words = "; ".join(f"{s.elsewhere.words(s.values)}: {s.elsewhere.errorMessage}" for s in result.elsewhere)
+        assert result.matches == () and words
+        page.fill("#q", paste)
+        assert page.is_visible("#answer-note")
+        assert page.text_content("#answer-note") == words + "."
+        assert page.eval_on_selector_all("#answers li", "items => items.length") == len(result.weak)
+    assert page.errors == []
+
+
 def _shapes() -> Any:
     """scripts/shapes.py: the shapes users paste an error in, and a record's message with stand-in values."""
     import importlib.util

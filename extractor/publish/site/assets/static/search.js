@@ -136,7 +136,7 @@
       got.weak.forEach(function (hit) { html += answerHtml(hit, got.paste, true); });
     }
     answersList.innerHTML = html;
-    answer.hidden = !html;
+    answer.hidden = !html && !got.elsewhere.length;
     return ids;
   }
 
