@@ -141,10 +141,9 @@ class ScanCache:
     checking that costs a hash rather than a validation of every nested field.
 
     One SQLite file (WAL mode) holds every scope; a scope is a hash of the cache format, the extractor
-    version, a digest of the scanning code and the options that shape a file's result (of the `options`
-    of the extraction it serves). A cache that
-    cannot be opened or read is set aside and started anew: it only costs a re-scan. Whole catalogs,
-    sealed alike, are files of their own in `catalogs/` beside it.
+    version, a digest of the scanning code and those of the extraction's `options` that shape a file's
+    result. A cache that cannot be opened or read is set aside and started anew: it only costs a re-scan.
+    Whole catalogs, sealed alike, are files of their own in `catalogs/` beside it, kept by all the options.
     """
 
     def __init__(self, root: Path, options: ExtractOptions) -> None:
@@ -157,7 +156,7 @@ class ScanCache:
                 "context": options.context,
             }
         )
-        self.options = options  # (whole catalogs are kept by all of them; a file's results by the scan's alone)
+        self.options = options
         self.scope = hashlib.sha256(key).hexdigest()[:16]
         self.path = root / "scan.sqlite3"
         self._db: sqlite3.Connection | None = None
