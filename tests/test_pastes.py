@@ -4,6 +4,8 @@ Its ground truth was made by reading vLLM's source, so these checks need no cata
 kinds, the shapes, the splits, and enough positives and negatives in each for the figures to mean something.
 tests/data/pastes/fresh.jsonl, a later set of pastes none of whose texts the matcher was tuned on, is checked
 for the same well-formedness (all its lines are in the held-out split; `--corpus` points the script at it).
+tests/data/pastes/fresh2.jsonl, a third set collected for issue 55 and split into dev and held-out before
+`match` ever ran on it, is checked alike; its lines may also say `elsewhere`: who else prints the text.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 CORPUS = Path(__file__).parent / "data" / "pastes" / "corpus.jsonl"
 FRESH = Path(__file__).parent / "data" / "pastes" / "fresh.jsonl"
+FRESH2 = Path(__file__).parent / "data" / "pastes" / "fresh2.jsonl"
 SHAPES = {
     "plain",
     "log line",
@@ -35,7 +38,8 @@ SHAPES = {
     "other library",
     "long generic",
 }
-RELEASES = {"0.9.0", "0.27.0", "0.27.1", "0.28.0", "0.33.0"}  # the releases whose sdists the project caches
+# the releases whose sdists the project caches
+RELEASES = {"0.6.3.post1", "0.6.6", "0.9.0", "0.27.0", "0.27.1", "0.28.0", "0.33.0"}
 FIELDS = {"text", "shape", "source", "release", "expect", "split"}
 
 
@@ -52,6 +56,11 @@ def rows() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def fresh_rows() -> list[dict[str, Any]]:
     return _read(FRESH)
+
+
+@pytest.fixture(scope="module")
+def fresh2_rows() -> list[dict[str, Any]]:
+    return _read(FRESH2)
 
 
 def _site_ok(site: object) -> bool:
@@ -82,9 +91,28 @@ def test_fresh_texts_are_new(rows: list[dict[str, Any]], fresh_rows: list[dict[s
     assert not set(texts) & {row["text"] for row in rows}
 
 
-def _check_well_formed(rows: list[dict[str, Any]]) -> None:
+def test_every_fresh2_line_is_well_formed(fresh2_rows: list[dict[str, Any]]) -> None:
+    _check_well_formed(fresh2_rows, optional={"also", "elsewhere"})
+    for row in fresh2_rows:
+        assert "elsewhere" not in row or (isinstance(row["elsewhere"], str) and row["elsewhere"]), row
+    for split in ("dev", "held-out"):
+        assert any(row["split"] == split and row["expect"] for row in fresh2_rows), split
+        assert any(row["split"] == split and row["expect"] is None for row in fresh2_rows), split
+    _check_one_site_one_split(fresh2_rows)
+
+
+def test_fresh2_texts_are_new(
+    rows: list[dict[str, Any]], fresh_rows: list[dict[str, Any]], fresh2_rows: list[dict[str, Any]]
+) -> None:
+    texts = [row["text"] for row in fresh2_rows]
+    assert len(set(texts)) == len(texts)
+    assert not set(texts) & {row["text"] for row in rows + fresh_rows}
+
+
+def _check_well_formed(rows: list[dict[str, Any]], optional: set[str] | None = None) -> None:
+    optional = {"also"} if optional is None else optional
     for row in rows:
-        assert FIELDS <= set(row) <= FIELDS | {"also"}, row
+        assert FIELDS <= set(row) <= FIELDS | optional, row
         assert isinstance(row["text"], str) and row["text"].strip(), row
         assert row["shape"] in SHAPES, row["shape"]
         assert isinstance(row["source"], str) and row["source"], row
@@ -121,6 +149,10 @@ def test_held_out_is_about_a_third(rows: list[dict[str, Any]]) -> None:
 
 def test_one_site_is_in_one_split(rows: list[dict[str, Any]]) -> None:
     """Pastes of the same message stay together, so that held-out measures messages tuning never saw."""
+    _check_one_site_one_split(rows)
+
+
+def _check_one_site_one_split(rows: list[dict[str, Any]]) -> None:
     splits: dict[tuple[str, str, int], set[str]] = {}
     for row in rows:
         if row["expect"] is not None:
@@ -132,3 +164,4 @@ def test_one_site_is_in_one_split(rows: list[dict[str, Any]]) -> None:
 def test_the_corpus_stays_small() -> None:
     assert CORPUS.stat().st_size < 300_000
     assert FRESH.stat().st_size < 300_000
+    assert FRESH2.stat().st_size < 300_000
