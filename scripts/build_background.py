@@ -16,7 +16,8 @@ library and version, its package's Python files are committed to a scratch git r
 whole package, every class (`--path NAME --exception '*'`); its templates with enough literal text to be a
 confident answer at all (CATCH_ALL) are written, one JSON line each, sorted, a template two versions share
 once (its versions joined): [library, version, filePath, lineNumber, errorClass, errorMessage, messagePattern,
-[[group, expression], ...]]. The output is the same bytes for the same inputs (gzip's header holds no time).
+[[group, expression], ...], [the pattern's literal runs, as pattern.read_pattern reads them]]. The output is
+the same bytes for the same inputs (gzip's header holds no time).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from extractor.pipeline.extract import ExtractOptions, extract  # noqa: E402
-from extractor.query.match.pattern import templates_of  # noqa: E402
+from extractor.query.match.pattern import read_pattern, templates_of  # noqa: E402
 from extractor.repo.release import fetch_sdist  # noqa: E402
 
 LIBRARIES = ["transformers", "torch", "pydantic", "huggingface_hub", "tokenizers"]
@@ -160,11 +161,20 @@ def main() -> None:
                     done.add((library, version))
                     found += rows(library, version, downloaded(library, version, Path(scratch)), Path(scratch))
     found = merged(found)
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in found)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    with args.output.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
-        packed.write(text.encode())
+    write(found, args.output)
     print(f"build_background: {len(found)} templates -> {args.output}", file=sys.stderr)
+
+
+def write(found: list[list[object]], output: Path) -> None:
+    """The rows, each with its pattern's literal runs (what `match` compares with a catalog's, read here once
+    rather than at each start), one JSON line each, gzipped with no time or name in the header."""
+    text = "".join(
+        json.dumps([*row, [run for run in read_pattern(str(row[6]))[0] if run]], ensure_ascii=False) + "\n"
+        for row in found
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
+        packed.write(text.encode())
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
 def test_the_interpreters_messages_are_measured_not_typed() -> None:
     """Each of Python's templates, its placeholders filled with what a fresh interpreter is made to print,
     fullmatches that interpreter's own message (run in a child: what this process measured, another prints)."""
-    said = {elsewhere.errorMessage: pattern for elsewhere, pattern, _ in background() if elsewhere.library == "python"}
+    said = {held.elsewhere.errorMessage: held.pattern for held in background() if held.elsewhere.library == "python"}
     code = textwrap.dedent(
         """
         import json
@@ -72,8 +72,8 @@ def test_a_printed_message_becomes_a_template() -> None:
 
 def test_the_libraries_data_names_each_raise_site() -> None:
     rows = libraries()
-    assert {elsewhere.library for elsewhere, _, _ in rows} >= {"transformers", "torch", "pydantic"}
-    for elsewhere, pattern, _ in rows[:500]:
+    assert {held.elsewhere.library for held in rows} >= {"transformers", "torch", "pydantic"}
+    for elsewhere, pattern, _, _ in rows[:500]:
         assert elsewhere.filePath and elsewhere.filePath.startswith(elsewhere.library.replace("-", "_") + "/")
         assert elsewhere.lineNumber and elsewhere.version and re.compile(pattern)
 

@@ -131,7 +131,7 @@ def test_what_others_print_is_matched_and_said_to_be_theirs(matcher: Matcher) ->
     """Each background message (what the interpreter and argparse print, measured: background.py), its values
     filled in, as a log shows it (after its class; argparse's `prog: error:` as it is), is a line the prefilter
     lets through, and `match` says who prints it."""
-    for elsewhere, _, _ in background():
+    for elsewhere in (held.elsewhere for held in background()):
         text = re.sub(r"\{\w+\}", "zq_value", elsewhere.errorMessage)
         text = text if elsewhere.library == "argparse" else f"{elsewhere.errorClass}: {text}"
         assert not matcher.quiet(text), text

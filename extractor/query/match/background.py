@@ -14,9 +14,9 @@ import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, NoReturn, TypeAlias
+from typing import Any, NamedTuple, NoReturn
 
-__all__ = ["Background", "Elsewhere", "Printed", "background", "digest", "libraries", "measured"]
+__all__ = ["Elsewhere", "Held", "Printed", "background", "digest", "libraries", "measured"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,17 +308,20 @@ def _usage_errors() -> Iterator[Printed]:
             yield Printed("", str(refused), values)
 
 
-@dataclass(frozen=True, slots=True)
-class _Measured:
+class Held(NamedTuple):
+    """A background message as `match` holds it: who prints it, its pattern and groups (group, name) in message
+    order, and for a library's, its pattern's literal runs (read when the data was built)."""
+
     elsewhere: Elsewhere
     pattern: str
     groups: tuple[tuple[str, str], ...]
+    pieces: tuple[str, ...] = ()
 
 
-def measured() -> list[_Measured]:
+def measured() -> list[Held]:
     """Every message the probes made this interpreter and argparse print, as templates."""
     version = platform.python_version()
-    out: list[_Measured] = []
+    out: list[Held] = []
     for probe, values in _PROBES:
         error = _raised(probe)
         message = str(error)
@@ -326,21 +329,17 @@ def measured() -> list[_Measured]:
             message = message.replace(error.path, "__PATH__")
         printed = Printed(type(error).__name__, message, tuple(v for v in values if v[0] in message))
         template, pattern, groups = printed.template()
-        out.append(_Measured(Elsewhere("python", version, printed.cls, template), pattern, groups))
+        out.append(Held(Elsewhere("python", version, printed.cls, template), pattern, groups))
     for printed in _usage_errors():
         template, pattern, groups = printed.template()
-        out.append(_Measured(Elsewhere("argparse", version, "ArgumentError", template), pattern, groups))
+        out.append(Held(Elsewhere("argparse", version, "ArgumentError", template), pattern, groups))
     return out
 
 
-Background: TypeAlias = tuple[tuple[Elsewhere, str, tuple[tuple[str, str], ...]], ...]
-
-
 @cache
-def background() -> Background:
-    """The messages the interpreter and argparse print (measured once a process), each with its pattern and
-    groups, in a fixed order."""
-    return tuple((m.elsewhere, m.pattern, m.groups) for m in measured())
+def background() -> tuple[Held, ...]:
+    """The messages the interpreter and argparse print (measured once a process), in a fixed order."""
+    return tuple(measured())
 
 
 def _packed() -> bytes:
@@ -358,16 +357,16 @@ def digest() -> str:
 
 
 @cache
-def libraries() -> Background:
+def libraries() -> tuple[Held, ...]:
     """The raise sites of the libraries vLLM runs with (transformers, torch, pydantic, huggingface_hub,
     tokenizers), as scripts/build_background.py scanned them with this extractor from a vLLM runtime: shipped
-    as data (data/background.jsonl.gz), each with its pattern and groups, in the file's order."""
+    as data (data/background.jsonl.gz), in the file's order."""
     import gzip
     import json
 
     out = []
     for line in gzip.decompress(_packed()).decode().splitlines():
-        library, version, path, number, cls, message, pattern, groups = json.loads(line)
+        library, version, path, number, cls, message, pattern, groups, pieces = json.loads(line)
         elsewhere = Elsewhere(library, version, cls, message, path, number)
-        out.append((elsewhere, pattern, tuple((group, expression) for group, expression in groups)))
+        out.append(Held(elsewhere, pattern, tuple((group, name) for group, name in groups), tuple(pieces)))
     return tuple(out)

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 __all__ = ["FRAME", "MAX_LINE", "SHARED", "Answer", "Finder"]
 
 # A traceback's frame line: the file it names (`  File "/usr/lib/.../transformers/x.py", line 12, in f`).
-FRAME = r'File "([^"\n]+)", line [0-9]+'
+FRAME = r'File "([^"\n]+)", line [0-9]([0-9]*)'
 _FRAME = re.compile(FRAME)
 _NO_FOLDER = ("python", "argparse")
 
@@ -235,10 +235,11 @@ class Finder:
         mine = [hit for hit in hits if hit.template < self.own]
         theirs = [hit for hit in hits if hit.template >= self.own]
         # A traceback whose innermost frame before a message is a library's: the message is that library's.
+        frames = _frames(paste.text, self.libraries)
         for hit in mine:
-            if _raiser(paste.text[: hit.start], self.libraries) is not None:
+            if _raiser(frames, hit.start) is not None:
                 hit.confident = False
-        theirs = [b for b in theirs if _raiser(paste.text[: b.start], self.libraries) in (None, self.library(b))]
+        theirs = [b for b in theirs if _raiser(frames, b.start) in (None, self.library(b))]
         elsewhere = [b for b in theirs if b.confident or any(_explains(b, hit) for hit in mine)]
         for hit in mine:
             if hit.confident and any(_explains(b, hit) for b in theirs):
@@ -294,11 +295,23 @@ def _explains(theirs: Hit, hit: Hit) -> bool:
     return theirs.start < hit.end and hit.start < theirs.end and theirs.literal >= hit.literal
 
 
-def _raiser(text: str, libraries: Sequence[str]) -> str | None:
-    """The library the innermost frame of a traceback at a text's end is in (`File ".../transformers/x.py"`),
-    when it is one of the background's libraries (not `python` nor `argparse`, which have no folder of theirs)."""
-    frames = [found[1] for found in _FRAME.finditer(text)]
-    if not frames:
-        return None
-    folders = frames[-1].replace("\\", "/").split("/")
-    return next((name for name in reversed(folders[:-1]) if name in libraries and name not in _NO_FOLDER), None)
+def _frames(text: str, libraries: Sequence[str]) -> list[tuple[int, str | None]]:
+    """A pasted traceback's frames (`File ".../transformers/x.py", line 12`), in order: where each stands whole
+    enough to be read (just after its line number's first digit), and the background library whose folder its
+    file is in, if any (not `python` nor `argparse`, which have no folder of theirs)."""
+    out: list[tuple[int, str | None]] = []
+    for found in _FRAME.finditer(text):
+        folders = found[1].replace("\\", "/").split("/")
+        library = next((name for name in reversed(folders[:-1]) if name in libraries and name not in _NO_FOLDER), None)
+        out.append((found.end() - len(found[2]), library))
+    return out
+
+
+def _raiser(frames: list[tuple[int, str | None]], position: int) -> str | None:
+    """The library of the innermost frame that stands before `position`, if that frame is a library's."""
+    library = None
+    for stands, named in frames:
+        if stands > position:
+            break
+        library = named
+    return library

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -166,11 +167,9 @@ def _kind(placeholder: Placeholder, annotations: dict[str, str], parameters: dic
         annotation = parameters.get(tree.id)
     if annotation is None:
         return ANY
-    kind = _annotated(annotation)
+    kind = _annotated(annotation, repr if placeholder.conversion == "r" else str)
     if spec and kind.shape not in (Shape.INT, Shape.NUMBER):
         return ANY
-    if placeholder.conversion == "r":
-        return _repr(kind, annotation)
     return kind
 
 
@@ -193,9 +192,10 @@ def _expression(tree: ast.expr) -> Shape | None:
 _OPTIONAL = re.compile(r"^(?:Optional\[(.*)\]|(.*?)\s*\|\s*None|None\s*\|\s*(.*))$", re.S)
 
 
-def _annotated(annotation: str) -> ValueKind:
-    """The kind an annotation's value prints as (`int`, `float | None`, `Literal["a", "b"]`); a list's
-    is not told (a user retyping `['A']` often leaves the brackets out)."""
+def _annotated(annotation: str, shown: Callable[[object], str] = str) -> ValueKind:
+    """The kind an annotation's value prints as (`int`, `float | None`, `Literal["a", "b"]`), shown by `str` or
+    (a `!r` conversion) `repr`: a str's repr is a text in quotes, a Literal's choices their reprs. A list's is
+    not told (a user retyping `['A']` often leaves the brackets out)."""
     text = annotation.strip().strip("'\"")
     none = False
     optional = _OPTIONAL.match(text)
@@ -203,7 +203,7 @@ def _annotated(annotation: str) -> ValueKind:
         text = next(part for part in optional.groups() if part is not None).strip()
         none = True
     bare = text.rpartition(".")[2] if text.replace(".", "").isidentifier() else text
-    if bare == "int":
+    if bare == "int":  # (an int, a float and a bool print alike by str and repr)
         return ValueKind(Shape.INT, none)
     if bare == "float":
         return ValueKind(Shape.NUMBER, none)
@@ -216,23 +216,11 @@ def _annotated(annotation: str) -> ValueKind:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             return ANY
         if values and all(isinstance(v, (str, int, bool)) or v is None for v in values):
-            choices = tuple(str(v) for v in values if v is not None)
+            choices = tuple(shown(v) for v in values if v is not None)
             return ValueKind(Shape.CHOICE, none or None in values, choices)
-    if bare == "str":
-        return ValueKind(Shape.ANY, none, ("str",))  # (only its repr is told: see _repr)
+    if bare == "str" and shown is repr:
+        return ValueKind(Shape.QUOTED, none)
     return ANY
-
-
-def _repr(kind: ValueKind, annotation: str) -> ValueKind:
-    """What `!r` of a value of this kind prints as: a str's repr is in quotes, a Literal's choices' reprs."""
-    if kind.shape is Shape.ANY:
-        return ValueKind(Shape.QUOTED, kind.none) if kind.choices == ("str",) else ANY
-    if kind.shape is Shape.CHOICE:
-        literal = re.match(r".*Literal\[(.*)\]", annotation, re.S)
-        assert literal is not None
-        values = ast.literal_eval(f"[{literal[1]}]")
-        return ValueKind(Shape.CHOICE, kind.none, tuple(repr(v) for v in values if v is not None))
-    return kind
 
 
 def _parameters(source: str, function: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from extractor.query.match.background import Elsewhere, background, libraries
 from extractor.query.match.find import MAX_LINE, Finder
 from extractor.query.match.locate import Hit
 from extractor.query.match.paste import Paste, bare_of
-from extractor.query.match.pattern import MatchTemplate, read_pattern, templates_of
+from extractor.query.match.pattern import MatchTemplate, templates_of
 from extractor.query.match.prefilter import Prefilter
 
 if TYPE_CHECKING:  # pydantic's import is a good part of a quick `match`: the models are only read here
@@ -133,32 +133,36 @@ def background_templates(templates: Sequence[MatchTemplate]) -> tuple[list[Elsew
     the interpreter and argparse print, and the libraries' raises that share a literal run of COPY_MIN characters
     or more whole with one of the catalog's (one's run stands whole in one of the other's): a copy, which alone
     can tell a paste of the catalog's message from the library's. No sites."""
+    ours = {run for template in templates for run in _long_runs(template.fragments())}
+    theirs = [_long_runs(held.pieces) for held in libraries()]
+    copies: set[int] = set()
+    if ours:  # a run of the catalog's whole inside a library's
+        inside = _automaton(ours)
+        copies |= {k for k, runs in enumerate(theirs) if any(next(inside.iter(run), None) for run in runs)}
+    if ours and any(theirs):  # a library's run whole inside one of the catalog's
+        around = _automaton({run for runs in theirs for run in runs})
+        shown = {run for text in ours for _, run in around.iter(text)}
+        copies |= {k for k, runs in enumerate(theirs) if shown.intersection(runs)}
+    chosen = [*background(), *(libraries()[k] for k in sorted(copies))]
+    out = [MatchTemplate(held.elsewhere.errorClass, held.elsewhere.errorMessage, held.pattern, held.groups, None, [])
+           for held in chosen]  # fmt: skip
+    return [held.elsewhere for held in chosen], out
+
+
+def _long_runs(pieces: Iterable[str]) -> list[str]:
+    """Literal runs in skeleton form, those of COPY_MIN characters or more."""
+    return [bare for bare in map(bare_of, pieces) if len(bare) >= COPY_MIN]
+
+
+def _automaton(texts: Iterable[str]) -> Any:
+    """An Aho-Corasick automaton finding each of the texts, each its own value."""
     import ahocorasick
 
-    def runs(pattern_or_fragments: Iterable[str]) -> list[str]:
-        return [bare for bare in map(bare_of, pattern_or_fragments) if len(bare) >= COPY_MIN]
-
-    ours = {run for template in templates for run in runs(template.fragments())}
-    theirs = [(held, runs(read_pattern(held[1])[0])) for held in libraries()]
-    chosen = list(background())
-    found: set[int] = set()
-    for whole, inside in ((ours, [pieces for _, pieces in theirs]), ({r for _, rs in theirs for r in rs}, None)):
-        if not whole:
-            continue
-        automaton = ahocorasick.Automaton()
-        for run in whole:
-            automaton.add_word(run, run)
-        automaton.make_automaton()
-        if inside is not None:  # a run of the catalog's whole inside a library's
-            found |= {k for k, pieces in enumerate(inside) if any(next(automaton.iter(p), None) for p in pieces)}
-        else:  # a library's run whole inside one of the catalog's
-            shown = {run for text in ours for _, run in automaton.iter(text)}
-            found |= {k for k, (_, pieces) in enumerate(theirs) if shown.intersection(pieces)}
-    chosen += [theirs[k][0] for k in sorted(found)]
-    out: list[MatchTemplate] = []
-    for elsewhere, pattern, groups in chosen:
-        out.append(MatchTemplate(elsewhere.errorClass, elsewhere.errorMessage, pattern, groups, None, []))
-    return [elsewhere for elsewhere, _, _ in chosen], out
+    automaton = ahocorasick.Automaton()
+    for text in texts:
+        automaton.add_word(text, text)
+    automaton.make_automaton()
+    return automaton
 
 
 def _prog(template: MatchTemplate) -> int:

@@ -863,9 +863,10 @@
     var mine = hits.filter(function (h) { return h.template < own; });
     var theirs = hits.filter(function (h) { return h.template >= own; });
     // A traceback whose innermost frame before a message is a library's: the message is that library's.
-    mine.forEach(function (h) { if (raiser(paste.text.slice(0, h.start), libraries) !== null) h.confident = false; });
+    var stack = frames(paste.text, libraries);
+    mine.forEach(function (h) { if (raiser(stack, h.start) !== null) h.confident = false; });
     theirs = theirs.filter(function (b) {
-      var who = raiser(paste.text.slice(0, b.start), libraries);
+      var who = raiser(stack, b.start);
       return who === null || who === libraries[b.template - own];
     });
     var elsewhere = theirs.filter(function (b) {
@@ -879,15 +880,22 @@
       : { confident: [], weak: mine, elsewhere: elsewhere };
   };
 
-  function raiser(text, libraries) { // find.py's _raiser
-    var frame = new RegExp(C.FRAME, "g"), last = null, m;
-    while ((m = frame.exec(text)) !== null) last = m[1];
-    if (last === null) return null;
-    var folders = last.split("\\").join("/").split("/");
-    for (var k = folders.length - 2; k >= 0; k--) {
-      if (libraries.indexOf(folders[k]) >= 0 && folders[k] !== "python" && folders[k] !== "argparse") return folders[k];
+  function frames(text, libraries) { // find.py's _frames
+    var frame = new RegExp(C.FRAME, "g"), out = [], m;
+    while ((m = frame.exec(text)) !== null) {
+      var folders = m[1].split("\\").join("/").split("/"), library = null;
+      for (var k = folders.length - 2; k >= 0 && library === null; k--) {
+        if (libraries.indexOf(folders[k]) >= 0 && folders[k] !== "python" && folders[k] !== "argparse") library = folders[k];
+      }
+      out.push([m.index + m[0].length - m[2].length, library]);
     }
-    return null;
+    return out;
+  }
+
+  function raiser(stack, position) { // find.py's _raiser
+    var library = null;
+    for (var k = 0; k < stack.length && stack[k][0] <= position; k++) library = stack[k][1];
+    return library;
   }
 
   function explains(theirs, hit) { // find.py's _explains

@@ -43,7 +43,7 @@
     "MAX_ENDS": 32,
     "NONE_TOO": ["int", "number", "bool"],
     "SENTENCE": "[.!?][ \\t\\n\\r]+[A-Z]",
-    "FRAME": "File \"([^\"\\n]+)\", line [0-9]+"
+    "FRAME": "File \"([^\"\\n]+)\", line [0-9]([0-9]*)"
   };
   if (typeof module === "object" && module.exports) module.exports = constants;
   else root.EXTRACTOR_FIND_CONSTANTS = constants;
