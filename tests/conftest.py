@@ -23,9 +23,13 @@ import tempfile
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 import pytest
+
+if TYPE_CHECKING:
+    from extractor.query.match.matcher import Matcher
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
@@ -208,6 +212,18 @@ class GitRepo:
         if tag:
             git(self.path, "tag", tag)
         return git(self.path, "rev-parse", "HEAD")
+
+
+def matcher_of(folder: Path, files: Mapping[str, str]) -> Matcher:
+    """The matcher `match` builds of a package `pkg/` holding `files` (every class), committed to a repository
+    made in `folder` and tagged v1."""
+    from extractor.pipeline.extract import ExtractOptions, extract
+    from extractor.query.match.matcher import Matcher
+
+    repo = GitRepo(folder)
+    repo.commit(dict(files), tag="v1")
+    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
+    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
 
 
 @pytest.fixture

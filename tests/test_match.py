@@ -18,7 +18,7 @@ import pytest
 
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.match.matcher import Matcher
-from tests.conftest import GitRepo, cli
+from tests.conftest import GitRepo, cli, matcher_of
 from tests.test_release import Index
 
 SOURCE = """\
@@ -708,10 +708,7 @@ def test_text_sharing_only_optional_parts_of_a_template_gets_no_confident_answer
 
 @pytest.fixture(scope="module")
 def shapes_matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
-    repo = GitRepo(tmp_path_factory.mktemp("shapes-matcher"))
-    repo.commit({"pkg/a.py": SHAPES}, tag="v1")
-    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
+    return matcher_of(tmp_path_factory.mktemp("shapes-matcher"), {"pkg/a.py": SHAPES})
 
 
 BACKENDS = ["xpu", "C:\\new\\tok", 'it\'s "odd"', "tab\there", "em\u2014dash \u00e9", "emoji \U0001f600", "back\\"]

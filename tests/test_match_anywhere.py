@@ -10,7 +10,7 @@ import pytest
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.match.index import merge
 from extractor.query.match.matcher import Matcher
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, matcher_of
 
 SOURCE = """\
 def check(self, blocks, size, name, mode, modes, owner, attr, feature, gpu, workers):
@@ -44,10 +44,7 @@ SWAP = "The swap space (64 GiB) must not exceed half of the host memory (96 GiB)
 
 @pytest.fixture(scope="module")
 def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
-    repo = GitRepo(tmp_path_factory.mktemp("anywhere"))
-    repo.commit({"pkg/a.py": SOURCE}, tag="v1")
-    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
+    return matcher_of(tmp_path_factory.mktemp("anywhere"), {"pkg/a.py": SOURCE})
 
 
 def lines(matcher: Matcher, text: str) -> list[int]:

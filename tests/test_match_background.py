@@ -11,10 +11,9 @@ import textwrap
 
 import pytest
 
-from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.match.background import Printed, background, libraries
 from extractor.query.match.matcher import Matcher
-from tests.conftest import GitRepo
+from tests.conftest import GitRepo, matcher_of
 
 SOURCE = """\
 def check(self, name, rope_scaling, key):
@@ -30,10 +29,7 @@ def check(self, name, rope_scaling, key):
 
 @pytest.fixture(scope="module")
 def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
-    repo = GitRepo(tmp_path_factory.mktemp("background") / "repo")
-    repo.commit({"pkg/a.py": SOURCE}, tag="v1")
-    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
+    return matcher_of(tmp_path_factory.mktemp("background") / "repo", {"pkg/a.py": SOURCE})
 
 
 def test_the_interpreters_messages_are_measured_not_typed() -> None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.match.kinds import Shape, ValueKind, _annotated, _parameters, fits, fitting, fitting_end, swallows
 from extractor.query.match.matcher import Matcher
-from tests.conftest import GitRepo
+from tests.conftest import matcher_of
 
 SOURCE = """\
 from typing import Literal
@@ -45,10 +44,7 @@ def renamed(count: int) -> None:
 
 @pytest.fixture(scope="module")
 def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
-    repo = GitRepo(tmp_path_factory.mktemp("kinds") / "repo")
-    repo.commit({"pkg/a.py": SOURCE}, tag="v1")
-    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
+    return matcher_of(tmp_path_factory.mktemp("kinds") / "repo", {"pkg/a.py": SOURCE})
 
 
 def kinds(matcher: Matcher, start: str) -> tuple[ValueKind, ...]:

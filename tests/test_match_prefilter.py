@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.match.background import background
 from extractor.query.match.matcher import Matcher, match_lines
-from tests.conftest import GitRepo
+from tests.conftest import matcher_of
 from tests.test_match import SHAPES, SOURCE
 
 VALUES = ["7", "auto", "'fp8'", "[1, 2]", "None", "meta-llama/Llama-3.1-8B", ""]
@@ -32,10 +31,7 @@ NOISE = [
 
 @pytest.fixture(scope="module")
 def matcher(tmp_path_factory: pytest.TempPathFactory) -> Matcher:
-    repo = GitRepo(tmp_path_factory.mktemp("prefilter"))
-    repo.commit({"pkg/a.py": SHAPES, "pkg/b.py": SOURCE}, tag="v1")
-    options = ExtractOptions(paths=("pkg",), exceptions=("*",))
-    return Matcher.of_lines(extract(repo=str(repo.path), revision="v1", options=options).lines)
+    return matcher_of(tmp_path_factory.mktemp("prefilter"), {"pkg/a.py": SHAPES, "pkg/b.py": SOURCE})
 
 
 def rendered(matcher: Matcher) -> Iterator[str]:
