@@ -137,8 +137,16 @@ class Answer(NamedTuple):
 
 
 _STATE = (
-    *("own", "libraries", "weigh", "programs", "classes", "class_weight"),
-    *("catch_all", "kinds", "keys", "keyless_by_class"),
+    "own",
+    "libraries",
+    "weigh",
+    "programs",
+    "classes",
+    "class_weight",
+    "catch_all",
+    "kinds",
+    "keys",
+    "keyless_by_class",
 )
 
 
