@@ -253,14 +253,14 @@ def rescan(
             for skip in previous["skippedSites"]
             if piece.start <= skip["line"] <= piece.end
         ]
-        pieces.append(piece._replace(start=start, end=end, scope=scope))
+        pieces.append(_placed(piece, start, end, scope))
         # The defs of a class found again whole (and still at the top level) stay pieces, for a later
         # version that changes only some.
         index = bisect_right(ordered, piece.start, key=attrgetter("start"))
         while not scope and index < len(ordered) and ordered[index].start <= piece.end:
             inner = ordered[index]
             if inner.end <= piece.end:
-                pieces.append(inner._replace(start=inner.start + delta, end=inner.end + delta))
+                pieces.append(_placed(inner, inner.start + delta, inner.end + delta, inner.scope))
             index += 1
     placed = {start: end for start, end, _ in [*matches, *skimmed]}
     pieces += pieces_of(lines, body, placed, listed={start for start, _, _ in skimmed})
@@ -268,6 +268,11 @@ def rescan(
     skipped.sort(key=lambda skip: skip.line if isinstance(skip, ScannedSkippedSite) else skip["line"])
     pieces.sort(key=lambda piece: piece.start)
     return Result(kind="scanned", sites=sites, skippedSites=skipped, pieces=[piece[:] for piece in pieces])
+
+
+def _placed(piece: Piece, start: int, end: int, scope: tuple[str, ...]) -> Piece:
+    """A piece found again where it now stands (built whole: `_replace` costs three times as much)."""
+    return Piece(piece.hash, start, end, piece.first, piece.last, scope)
 
 
 def _site_order(site: ScannedSite | SiteData) -> tuple[int, int]:
