@@ -18,6 +18,7 @@ import pytest
 
 from extractor.pipeline.extract import ExtractOptions, extract
 from extractor.query.match.matcher import Matcher
+from extractor.query.match.score import CONFIDENT_BITS
 from tests.conftest import GitRepo, cli, matcher_of
 from tests.test_release import Index
 
@@ -142,8 +143,10 @@ def test_log_on_stdin_yields_one_line_per_error(catalog_repo: GitRepo) -> None:
         "how",
         "partial",
         "score",
+        "bits",
         "normalized",
     }
+    assert outputs[0]["matches"][0]["bits"] >= CONFIDENT_BITS
     # "Got n=" " and max_model_len = " "." explain 23 of the 29 characters, spaces aside
     assert (outputs[0]["matches"][0]["how"], outputs[0]["matches"][0]["score"]) == ("exact", 0.793)
 

@@ -42,6 +42,7 @@ class Match:
     literal: int = 0  # characters of the template's literal text the input shows (optional parts may not print)
     sure: bool | None = None  # what the finder decided (see find.py); None (a `raise` line's source): decided here
     info: float = 0.0  # bits the literal words shown weigh (see find.py)
+    bits: float | None = None  # the evidence for this template over the best other explanation (score.py)
     text: str = ""  # the message as it stands in the input
 
     @property
@@ -83,6 +84,7 @@ class Match:
             "how": str(self.how),
             "partial": self.how is How.PARTIAL,
             "score": round(self.score, 3),
+            "bits": None if self.bits is None else round(self.bits, 1),
             "normalized": list(self.normalized),
         }
         releases = self.releases()

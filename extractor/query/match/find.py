@@ -64,7 +64,19 @@ from extractor.query.match.programs import (
     programs_of,
     weights,
 )
-from extractor.query.match.score import INFO_MIN, INFO_UNIQUE, MAX_WEAK, MIN_LIT, judge, ranked, tier
+from extractor.query.match.score import (
+    CONFIDENT_BITS,
+    CUT_BITS,
+    MAX_WEAK,
+    MIN_LIT,
+    PERIOD_BITS,
+    RIVAL_BITS,
+    TYPO_BITS,
+    judge,
+    ranked,
+    refute,
+    tier,
+)
 
 if TYPE_CHECKING:
     from extractor.query.match.pattern import MatchTemplate
@@ -82,8 +94,11 @@ MAX_LINE = 16_384  # characters of one input looked at: the work per line is bou
 # it). Those of a catalog, and BUILTIN_BASES (the running interpreter's), are `Finder.to_json()`'s.
 SHARED: dict[str, Any] = {
     "MAX_LINE": MAX_LINE,
-    "INFO_MIN": INFO_MIN,
-    "INFO_UNIQUE": INFO_UNIQUE,
+    "CONFIDENT_BITS": CONFIDENT_BITS,
+    "RIVAL_BITS": RIVAL_BITS,
+    "PERIOD_BITS": PERIOD_BITS,
+    "TYPO_BITS": TYPO_BITS,
+    "CUT_BITS": CUT_BITS,
     "MIN_LIT": MIN_LIT,
     "MAX_WEAK": MAX_WEAK,
     "MIN_CUT": MIN_CUT,
@@ -246,12 +261,12 @@ class Finder:
         frames = _frames(paste.text, self.libraries)
         for hit in mine:
             if _raiser(frames, hit.start) is not None:
-                hit.confident = False
+                refute(hit)
         theirs = [b for b in theirs if _raiser(frames, b.start) in (None, self.library(b))]
         elsewhere = [b for b in theirs if b.confident or any(_explains(b, hit) for hit in mine)]
         for hit in mine:
-            if hit.confident and any(_explains(b, hit) for b in theirs):
-                hit.confident = False
+            if any(_explains(b, hit) for b in theirs):
+                refute(hit)
         confident = [hit for hit in mine if hit.confident]
         return (confident, [], elsewhere) if confident else ([], mine, elsewhere)
 

@@ -98,6 +98,7 @@ class Hit:
     open_end: bool = False  # cut inside a value: nothing shows the text after it goes on as the template does
     shown_class: str | None = None
     confident: bool = False
+    bits: float = 0.0  # the evidence for the template over the best other explanation (see score.py)
     demoted: bool = False
     # The message starts or ends inside a sentence (no class printed before it), or a value of no known kind
     # holds a sentence of its own: what the template explains is part of another text, at most a weak answer.

@@ -116,7 +116,17 @@ class Matcher:
         shown = hit.shown_class
         text = paste.text[hit.start : hit.end]
         return Match(
-            template, values, how, score, tuple(steps), shown, hit.literal, sure=hit.confident, info=hit.info, text=text
+            template,
+            values,
+            how,
+            score,
+            tuple(steps),
+            shown,
+            hit.literal,
+            sure=hit.confident,
+            info=hit.info,
+            bits=hit.bits,
+            text=text,
         )
 
     def _said(self, hit: Hit) -> Said:

@@ -3,7 +3,7 @@
 #
 # A line is shown when it looks like an error (a class, an error level, a `raise`), when Python prints its
 # message itself, or when a template explains it with confidence. The first two show words of their own; the
-# last needs MIN_LIT characters and INFO_UNIQUE bits of a template's literal text, shown as locate.py shows
+# last needs MIN_LIT characters and CONFIDENT_BITS bits of a template's literal text, shown as locate.py shows
 # it: the literal rows from the first on, each whole (as written, or with a typo: then one half as written),
 # up to the row that reaches both, which may also stop early (a final period left out, a quoted sentence, a
 # cut paste's end). Each way a template prints that could reach them gets a gate: for each of those rows,
@@ -18,7 +18,7 @@ from typing import Any
 from extractor.query.match.locate import MIN_CUT, TYPO_LONG, typed_at
 from extractor.query.match.paste import UNDONE, bare_of, cuts_of
 from extractor.query.match.programs import TYPO_MIN, Program
-from extractor.query.match.score import INFO_UNIQUE, MIN_LIT
+from extractor.query.match.score import CONFIDENT_BITS, MIN_LIT
 
 __all__ = ["Prefilter"]
 
@@ -168,11 +168,11 @@ def _gate(program: Program) -> _Gate | None:
         before, weighed = literal, info
         literal += len(row)
         info += sum(weight for _, weight in words)
-        if literal < MIN_LIT or info < INFO_UNIQUE - _EPSILON:
+        if literal < MIN_LIT or info < CONFIDENT_BITS - _EPSILON:
             rows.append(_Row.of(row, len(row), typos=_typos(row)))
             continue
         # The row that makes the hit confident: its start, as much of it as that needs, may be all it shows.
-        need = max(1, MIN_LIT - before, _words_needed(words, INFO_UNIQUE - _EPSILON - weighed))
+        need = max(1, MIN_LIT - before, _words_needed(words, CONFIDENT_BITS - _EPSILON - weighed))
         rows.append(_last(row, need, first=number == 0, final=number == len(texts) - 1))
         trigger = max(range(len(rows)), key=lambda k: (min(map(len, rows[k].texts)), k))
         return _Gate(rows[trigger], (*rows[:trigger], *rows[trigger + 1 :]))

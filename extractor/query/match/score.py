@@ -1,39 +1,75 @@
-# Score: what a match is worth: how much its literal text says of which template printed it, whether that is
-# enough for a confident answer, and the order answers are given in.
+# Score: what a match is worth, as one number (`bits`) with one threshold for a confident answer, and the order
+# answers are given in.
 #
-# Each word of a template weighs log2(templates / templates with that word) bits (common English words weigh
-# at most one, see programs.py), and a match is confident when the words it shows weigh INFO_MIN bits, or
-# INFO_UNIQUE when no other template explains the same place with as much literal text.
+# A hit's bits are the evidence, in bits, that its template printed the text rather than the best other
+# explanation of it (a log-likelihood ratio):
+# - against chance, the literal words it shows: each weighs log2(templates / templates with that word),
+#   counted over the catalog's templates and the background's together (common English words weigh at most
+#   one, see programs.py), and the class the paste shows adds what it says;
+# - each repair the paste needed costs log2(P(the paste looks so | another text) / P(a paste of the template's
+#   message needs it)), measured on the dev pastes (`python scripts/calibrate.py`): a final period left out
+#   (PERIOD_BITS), a typo (TYPO_BITS), a cut (CUT_BITS);
+# - another template that explains as much of the same place (or a cut inside a value, which cannot tell
+#   the text goes on as this template's does) costs RIVAL_BITS;
+# - a place another explanation takes at least as well leaves no evidence at all (bits at most 0): another
+#   template's literal text in this one's values (demoted), a message that is part of a sentence (inside), a
+#   catch-all template, a library's frame innermost in a traceback, a background message (find.py).
+# A hit is confident when its bits reach CONFIDENT_BITS and it shows MIN_LIT characters of literal text (too
+# little text is no evidence of anything, however rare its words).
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from extractor.query.match.locate import Hit
 
-__all__ = ["INFO_MIN", "INFO_UNIQUE", "MAX_WEAK", "MIN_LIT", "judge", "ranked", "tier"]
+__all__ = [
+    "CONFIDENT_BITS",
+    "CUT_BITS",
+    "MAX_WEAK",
+    "MIN_LIT",
+    "PERIOD_BITS",
+    "RIVAL_BITS",
+    "TYPO_BITS",
+    "judge",
+    "ranked",
+    "refute",
+    "tier",
+]
 
-INFO_MIN = 18.0  # bits the literal words a paste shows must weigh for a confident answer
+CONFIDENT_BITS = 8.0  # the evidence a confident answer needs: 1 in 256 against the best other explanation
+RIVAL_BITS = 10.0  # what another template explaining as much of the same place takes away
+PERIOD_BITS = 3.8  # left out by 6 of 114 right first answers that could, against 75 of 100 others' texts
+TYPO_BITS = 5.6  # a typo repaired: 5 of 241 right first answers of the dev pastes
+CUT_BITS = 2.6  # a paste cut short: 40 of 241
 MIN_LIT = 10  # skeleton characters (spaces aside) of literal text a confident answer shows
 MAX_WEAK = 5
-INFO_UNIQUE = 8.0  # bits enough for an answer no other template's text competes with
 
 
 def judge(hits: list[Hit], *, catch_all: Sequence[bool], class_weight: dict[str, float]) -> None:
-    """Decide which hits of one paste are confident: none that another's text demotes (see `_demote`) or whose
-    template is a catch-all; the class the paste shows adds what it says; then enough literal text, whose
-    words weigh INFO_MIN bits, or INFO_UNIQUE when no other hit explains as much of the same place."""
+    """Weigh each hit of one paste (its `bits`, see the module's comment) and decide which are confident."""
     _demote(hits)
     standing = [hit for hit in hits if not hit.demoted and not hit.inside and not catch_all[hit.template]]
     for hit in standing:
         if hit.shown_class is not None:  # the class shown says as much as a word as rare
             hit.info += class_weight.get(hit.shown_class, 0.0)
-    for hit in standing:
-        if hit.literal < MIN_LIT:
+    for hit in hits:
+        hit.bits = hit.info - PERIOD_BITS * hit.period - TYPO_BITS * hit.typo - CUT_BITS * hit.cut
+    for hit in hits:
+        if hit.demoted or hit.inside or catch_all[hit.template]:
+            refute(hit)
             continue
-        alone = not hit.open_end and not any(
+        rival = hit.open_end or any(
             o is not hit and o.literal >= hit.literal and o.start < hit.end and hit.start < o.end for o in standing
         )
-        hit.confident = hit.info >= INFO_MIN or (alone and hit.info >= INFO_UNIQUE)
+        if rival:
+            hit.bits -= RIVAL_BITS
+        hit.confident = hit.literal >= MIN_LIT and hit.bits >= CONFIDENT_BITS
+
+
+def refute(hit: Hit) -> None:
+    """Another explanation takes the hit's place at least as well: no evidence left for it."""
+    hit.bits = min(hit.bits, 0.0)
+    hit.confident = False
 
 
 def _demote(hits: list[Hit]) -> None:

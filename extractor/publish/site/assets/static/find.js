@@ -301,18 +301,24 @@
       if (best !== null) hits.push(best);
     });
     demote(hits);
-    var standing = hits.filter(function (hit) { return !hit.demoted && !hit.inside && !self.catchAll[hit.template]; });
+    var catchAll = this.catchAll, classWeight = this.classWeight;
+    var standing = hits.filter(function (hit) { return !hit.demoted && !hit.inside && !catchAll[hit.template]; });
     standing.forEach(function (hit) {
-      if (hit.shownClass !== null && has.call(self.classWeight, hit.shownClass)) {
-        hit.info += self.classWeight[hit.shownClass];
+      if (hit.shownClass !== null && has.call(classWeight, hit.shownClass)) {
+        hit.info += classWeight[hit.shownClass];
       }
     });
-    standing.forEach(function (hit) {
-      if (hit.literal < C.MIN_LIT) return;
-      var alone = !hit.openEnd && !standing.some(function (o) {
+    // score.py's judge: the hit's bits, one threshold.
+    hits.forEach(function (hit) {
+      hit.bits = hit.info - C.PERIOD_BITS * (hit.period ? 1 : 0) - C.TYPO_BITS * (hit.typo ? 1 : 0) - C.CUT_BITS * (hit.cut ? 1 : 0);
+    });
+    hits.forEach(function (hit) {
+      if (hit.demoted || hit.inside || catchAll[hit.template]) { refute(hit); return; }
+      var rival = hit.openEnd || standing.some(function (o) {
         return o !== hit && o.literal >= hit.literal && o.start < hit.end && hit.start < o.end;
       });
-      hit.confident = hit.info >= C.INFO_MIN || (alone && hit.info >= C.INFO_UNIQUE);
+      if (rival) hit.bits -= C.RIVAL_BITS;
+      hit.confident = hit.literal >= C.MIN_LIT && hit.bits >= C.CONFIDENT_BITS;
     });
     return hits;
   };
@@ -669,7 +675,7 @@
       literal: literal, info: info, cut: !!flags.cut, period: !!flags.period, exact: flags.exact === undefined ? true : flags.exact,
       typo: !!flags.typo, agrees: !!flags.agrees, openEnd: !!flags.openEnd, verbatim: !!flags.verbatim,
       spaced: !!flags.spaced,
-      shownClass: flags.shownClass === undefined ? null : flags.shownClass, confident: false, demoted: false,
+      shownClass: flags.shownClass === undefined ? null : flags.shownClass, confident: false, bits: 0, demoted: false,
       inside: !!flags.inside,
     };
   }
@@ -789,6 +795,12 @@
 
   function tier(hit) { return hit.cut ? 3 : hit.typo ? 2 : hit.period ? 1 : 0; }
 
+  // score.py's refute: another explanation takes the hit's place at least as well.
+  function refute(hit) {
+    hit.bits = Math.min(hit.bits, 0);
+    hit.confident = false;
+  }
+
   function demote(hits) {
     hits.forEach(function (hit) {
       for (var i = 0; i < hits.length; i++) {
@@ -864,7 +876,7 @@
     var theirs = hits.filter(function (h) { return h.template >= own; });
     // A traceback whose innermost frame before a message is a library's: the message is that library's.
     var stack = frames(paste.text, libraries);
-    mine.forEach(function (h) { if (raiser(stack, h.start) !== null) h.confident = false; });
+    mine.forEach(function (h) { if (raiser(stack, h.start) !== null) refute(h); });
     theirs = theirs.filter(function (b) {
       var who = raiser(stack, b.start);
       return who === null || who === libraries[b.template - own];
@@ -873,7 +885,7 @@
       return b.confident || mine.some(function (h) { return explains(b, h); });
     });
     mine.forEach(function (h) {
-      if (h.confident && theirs.some(function (b) { return explains(b, h); })) h.confident = false;
+      if (theirs.some(function (b) { return explains(b, h); })) refute(h);
     });
     var confident = mine.filter(function (h) { return h.confident; });
     return confident.length ? { confident: confident, weak: [], elsewhere: elsewhere }

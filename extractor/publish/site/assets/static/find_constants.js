@@ -5,8 +5,11 @@
   "use strict";
   var constants = {
     "MAX_LINE": 16384,
-    "INFO_MIN": 18.0,
-    "INFO_UNIQUE": 8.0,
+    "CONFIDENT_BITS": 8.0,
+    "RIVAL_BITS": 10.0,
+    "PERIOD_BITS": 3.8,
+    "TYPO_BITS": 5.6,
+    "CUT_BITS": 2.6,
     "MIN_LIT": 10,
     "MAX_WEAK": 5,
     "MIN_CUT": 16,
