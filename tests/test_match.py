@@ -998,7 +998,7 @@ def test_an_answer_renders_itself_as_text_or_a_json_line_with_the_history_notes_
     notes = {"0123456789abcdef": "introduced in 0.27.0"}.get
     assert found.render(format="text", notes=notes) == (
         "ValueError: max_model_len 4096 exceeds the model's 2048.\n"
-        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (exact)\n"
+        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (exact, 38 bits)\n"
         "     n = 4096, self.model_config. limit = 2048\n"
         "     in 2 releases: 0.27.0 .. 0.28.0\n"
         "     https://x/a.py#L5\n"
@@ -1015,7 +1015,7 @@ def test_an_answer_renders_itself_as_text_or_a_json_line_with_the_history_notes_
     assert weak.render(format="text", notes=lambda record_id: None) == (
         "ValueError: anything\n"
         "  no matching record (only weak ones, below)\n"
-        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (weak exact)\n"
+        "  -> vllm/config/a.py:5  max-len  [0123456789abcdef]  (weak exact, 0 bits)\n"
         "     what = anything\n"
         "     https://x/a.py#L5\n"
     )

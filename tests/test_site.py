@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -969,6 +970,8 @@ def test_browser_answers_a_pasted_error_first_with_its_values_as_match_does(
     first = page.get_attribute("#answers li a", "href")
     assert first == f"errors/{expected.site.id}.html#p0=64&p1=128"  # (the values, for its page: record.js)
     assert page.eval_on_selector_all("#answers mark.ph", "marks => marks.map(m => m.textContent)") == ["64", "128"]
+    assert expected.bits is not None  # the evidence, in the words `match --format text` says it in
+    assert f", {math.floor(expected.bits)} bits" in page.inner_text("#answers li .how")
     assert page.get_attribute("#results li a", "href") == first  # listed first too, though its words differ
     assert "q=ERROR" in page.url
     again = browser.new_page()

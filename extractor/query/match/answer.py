@@ -1,6 +1,7 @@
 # Answer: what matching one input answers (each template that explains it, with its values), as JSON or text.
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -101,7 +102,9 @@ class Match:
         """Show the match in lines: where, the values, in which releases, the link, and the record's history."""
         site, kind = self.site, "weak " if weak else ""
         where = one_line(f"{site.filePath}:{site.lineNumber}", limit=None)  # (a file's name may hold a line break)
-        lines = [f"  -> {where}  {site.slug}  [{site.id}]  ({kind}{self.how})"]
+        # (the evidence in whole bits, rounded down as the site rounds it)
+        evidence = "" if self.bits is None else f", {math.floor(self.bits)} bits"
+        lines = [f"  -> {where}  {site.slug}  [{site.id}]  ({kind}{self.how}{evidence})"]
         # (an expression written over several lines shown on one, its spaces squeezed)
         values = ", ".join(f"{' '.join(k.split())} = {v}" for k, v in self.values.items())
         if values:

@@ -100,7 +100,8 @@
       escapeHtml(weak ? fragment(hit) : carried[id]) + '"><span class="cls">' +
       escapeHtml(data.names["class"][row[3]]) + '</span> <span class="msg">' + filled(hit) + "</span></a>" +
       ' <span class="where">' + escapeHtml(data.names.file[row[2]]) + ":" + row[5] + ' <span class="how">(' +
-      (weak ? "weak, " : "") + how(hit, paste) + (others ? ", and " + others + " other place" + (others > 1 ? "s" : "") : "") +
+      (weak ? "weak, " : "") + how(hit, paste) + ", " + Math.floor(hit.bits) + " bits" +
+      (others ? ", and " + others + " other place" + (others > 1 ? "s" : "") : "") +
       ")</span></span></li>";
   }
 
