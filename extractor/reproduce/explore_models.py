@@ -1,4 +1,4 @@
-# Explore's tiny models: the config.json of four small architectures a `model` argument may name, so that a
+# Explore's tiny models: the config.json of five small architectures a `model` argument may name, so that a
 # ModelConfig builds with no download; written once into folders by the child, and by each program that names one.
 # The standard library only (runs in the runtime, beside child.py).
 from __future__ import annotations
@@ -17,7 +17,8 @@ else:  # run beside child.py in a runtime, from its folder
 MODEL = "MODEL"  # the name of the (plain) tiny model folder in a program: written by the program's first lines
 _LAYERS = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 2,
            "vocab_size": 1000}  # fmt: skip
-# A generative model, an embedding (pooling) one, a mixture of experts, one with latent attention.
+# A generative model, an embedding (pooling) one, a mixture of experts, one with latent attention, and a hybrid of
+# Mamba and attention layers (vLLM's own config class reads it: no transformers release needed).
 TINY_MODELS: dict[str, dict[str, Any]] = {
     MODEL: {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **_LAYERS, "num_key_value_heads": 2,
             "max_position_embeddings": 2048, "torch_dtype": "float32", "rms_norm_eps": 1e-5},
@@ -31,6 +32,10 @@ TINY_MODELS: dict[str, dict[str, Any]] = {
                   "kv_lora_rank": 16, "q_lora_rank": None, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
                   "v_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
                   "first_k_dense_replace": 1},
+    "HYBRID_MODEL": {"architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", **_LAYERS,
+                     "num_key_value_heads": 2, "head_dim": 16, "hybrid_override_pattern": "M*",
+                     "max_position_embeddings": 2048, "torch_dtype": "float32", "ssm_state_size": 16,
+                     "mamba_num_heads": 4, "mamba_n_groups": 1, "mamba_head_dim": 32, "mamba_chunk_size": 64},
 }  # fmt: skip
 
 
