@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 LIFT_SWITCHES = 6  # enabling flags tried with a lifted line that does not reach its check
+_SOME = 3  # values tried for a flag a refusal names without one
 SERVE_TRIES = 160  # lines the serve path's own search runs for one record (a few milliseconds each)
 
 
@@ -489,10 +490,23 @@ def _named(result: dict[str, Any]) -> list[list[str]]:
         action = options.get(flag)
         if action is None:
             continue
-        group = [flag] if action.nargs == 0 or not value or value.startswith("-") else [flag, value]
-        if group not in found:
-            found.append(group)
+        if action.nargs == 0:
+            groups = [[flag]]
+        elif value and not value.startswith("-"):
+            groups = [[flag, value]]
+        else:  # (`Set --data-parallel-rank`: a value it may take, each tried as one more group)
+            groups = [[flag, choice] for choice in _some_values(action)]
+        found += [group for group in groups if group not in found]
     return found
+
+
+def _some_values(action: argparse.Action) -> list[str]:
+    """Values to try for a flag a refusal names without one: its first choices, or small counts for an int."""
+    if action.choices:
+        return [str(choice) for choice in list(action.choices)[:_SOME]]
+    if action.type is int:
+        return [str(number) for number in range(_SOME)]
+    return []
 
 
 def _combined(
