@@ -66,10 +66,13 @@ def main() -> int:
             )
         print(f"reproduce: {time.monotonic() - started:.0f} s")
     results = [json.loads(line) for line in args.output.read_text().splitlines()]
-    made = [r for r in results if r["reproduction"].get("python")]
-    fixed = [r for r in made if r["reproduction"].get("fix")]
-    reasons = Counter(r["reproduction"]["reason"] for r in results if not r["reproduction"].get("python"))
+    # (a record the serve path's probe alone reproduced has a `serve` line and no program)
+    made = [r for r in results if r["reproduction"].get("python") or r["reproduction"].get("serve")]
+    fixed = [r for r in made if r["reproduction"].get("fix") or r["reproduction"].get("solutions")]
+    reasons = Counter(r["reproduction"]["reason"] for r in results if "reason" in r["reproduction"])
+    levels = Counter(r["reproduction"].get("level", "config") for r in made)
     print(f"{len(made)} of {len(results)} reproduced ({100 * len(made) / len(results):.1f}%), {len(fixed)} with a fix")
+    print("  " + ", ".join(f"{count} at the {level} level" for level, count in sorted(levels.items())))
     for reason, count in reasons.most_common():
         print(f"  {count:4d}  {reason}")
 
@@ -100,7 +103,7 @@ def main() -> int:
         )
         step = max(1, len(made) // args.run)
         ok = bad = 0
-        for r in made[::step][: args.run]:
+        for r in [r for r in made if r["reproduction"].get("python")][::step][: args.run]:
             said = _run(python, r["reproduction"]["python"])
             own = said.get("raised") == r["filePath"] and said.get("line") == r["lineNumber"]
             fix = r["reproduction"].get("fix")
