@@ -3,8 +3,8 @@
 Usage: python scripts/calibrate.py [--held-out]
 
 Reads the dev pastes (tests/data/pastes: corpus.jsonl and fresh.jsonl whole, both used while the matcher was
-built, and fresh2.jsonl's dev half), each answered against its release's whole-package catalog, as
-scripts/pastes.py does. Prints:
+built, and the dev halves of fresh2.jsonl and fresh3.jsonl), each answered against its release's whole-package
+catalog, as scripts/pastes.py does. Prints:
 - the repairs the right first answers needed, and what each costs in bits: log2 of how likely the paste looks
   so if another text printed it (H0), over how likely a paste of the template's message needs the repair
   (H1). A typo: -log2 of the share of right first answers that needed one (H0 gives no typo to repair). A
@@ -13,7 +13,8 @@ scripts/pastes.py does. Prints:
   raise that end without one (H0). PERIOD_BITS, TYPO_BITS and CUT_BITS are these, rounded;
 - for each band of `bits`, the first answers in it, right or wrong, and the texts vLLM did not raise whose
   best catalog hit falls in it (how far below the threshold they stay).
---held-out adds fresh2.jsonl's held-out half in a table of its own: it is never used to set a cost.
+--held-out adds the held-out halves of fresh2.jsonl and fresh3.jsonl in tables of their own: never used to set
+a cost.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from extractor.query.match.matcher import Matcher
 from extractor.query.match.score import CONFIDENT_BITS, CUT_BITS, PERIOD_BITS, TYPO_BITS
 
 PASTES = Path(__file__).resolve().parents[1] / "tests" / "data" / "pastes"
-DEV = (("corpus.jsonl", None), ("fresh.jsonl", None), ("fresh2.jsonl", "dev"))
-HELD_OUT = (("fresh2.jsonl", "held-out"),)
+DEV = (("corpus.jsonl", None), ("fresh.jsonl", None), ("fresh2.jsonl", "dev"), ("fresh3.jsonl", "dev"))
+HELD_OUT = (("fresh2.jsonl", "held-out"), ("fresh3.jsonl", "held-out"))
 BANDS = (0.0, CONFIDENT_BITS, 12.0, 16.0, 24.0, 48.0)
 _BANDS = [(low, high, f"{low:g} to {high:g}") for low, high in zip(BANDS, (*BANDS[1:], math.inf), strict=True)]
 

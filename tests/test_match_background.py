@@ -107,3 +107,29 @@ def test_explain_says_who_prints_a_text_no_record_answers(tmp_path, git_repo: Gi
     assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     assert "with confidence: raised by Python itself (AttributeError" in result.stderr
+
+
+def test_a_frame_in_the_catalogs_own_package_makes_a_copy_the_catalogs(matcher: Matcher) -> None:
+    """The copy of transformers' check, raised where the traceback's innermost frame is the catalog's own file:
+    the catalog raised it, and transformers is not named; a frame of the same package name elsewhere in the
+    path (an environment called `pkg`) says nothing."""
+    message = "ValueError: `rope_scaling` must be a dictionary with two fields, `type` and `factor`, got {'type': 'x'}"
+    ours = f'Traceback (most recent call last):\n  File "/x/site-packages/pkg/a.py", line 5, in check\n{message}'
+    result = matcher.match(ours)
+    assert [m.site.lineNumber for m in result.matches] == [5]
+    assert result.elsewhere == ()
+    environment = ours.replace("/x/site-packages/pkg/a.py", "/envs/pkg/lib/site-packages/other/b.py")
+    assert matcher.match(environment).matches == ()
+    checkout = ours.replace("/x/site-packages/pkg/a.py", "/home/me/src/pkg/pkg/a.py")  # (a source checkout)
+    assert [m.site.lineNumber for m in matcher.match(checkout).matches] == [5]
+
+
+def test_a_message_a_wrapper_raised_again_is_not_ruled_out_by_the_wrappers_class(matcher: Matcher) -> None:
+    """`raise RuntimeError(error)` around a ValueError's text (another library catching and raising it again):
+    the class in front of the message is the wrapper's, so the record of the ValueError still answers it."""
+    message = "RuntimeError: No plugin named 'x' for key 3"
+    wrapped = f'  File "/x/site-packages/other/run.py", line 9, in load\n    raise RuntimeError(error)\n{message}'
+    assert [m.site.lineNumber for m in matcher.match(wrapped).matches] == [8]
+    assert matcher.match(message).matches == ()  # (without the wrapper's raise, the class rules it out)
+    written = wrapped.replace("raise RuntimeError(error)", 'raise RuntimeError(f"failed: {error}")')
+    assert matcher.match(written).matches == ()  # (a raise that writes the text itself: its class stands)

@@ -83,3 +83,15 @@ def test_what_another_explains_as_well_leaves_no_evidence(tmp_path: Path) -> Non
     assert not result.matches
     assert result.elsewhere
     assert all(match.bits is not None and match.bits <= 0 for match in result.weak)
+
+
+def test_a_last_value_then_its_final_period_left_out_is_a_period_not_a_cut(tmp_path: Path) -> None:
+    source = 'def f(name):\n    raise NotImplementedError(f"VLLM_USE_V1=1 is not supported with {name}.")\n'
+    matcher = matcher_of(tmp_path, {"pkg/a.py": source})
+    (match,) = matcher.match("NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache-dtype").matches
+    assert (match.how, match.normalized, match.values) == ("normalized", ("period",), {"name": "--kv-cache-dtype"})
+    assert match.bits == pytest.approx(match.info - PERIOD_BITS)
+    # A value that holds a sentence of its own is no message ending there; an ellipsis is a cut.
+    assert not matcher.match("VLLM_USE_V1=1 is not supported with fp8! Then it crashed hard").matches
+    (cut,) = matcher.match("NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache...").matches
+    assert cut.how == "partial"

@@ -31,6 +31,7 @@ from extractor.query.match.locate import (
     MIN_CUT,
     MIN_SENTENCE,
     OPENERS,
+    REWRAP,
     SPACES,
     TAIL_STOPS,
     TYPO_COST,
@@ -83,10 +84,12 @@ if TYPE_CHECKING:
 
 __all__ = ["FRAME", "MAX_LINE", "SHARED", "Answer", "Finder"]
 
-# A traceback's frame line: the file it names (`  File "/usr/lib/.../transformers/x.py", line 12, in f`).
-FRAME = r'File "([^"\n]+)", line [0-9]([0-9]*)'
+# A traceback's frame line: the file it names (`  File "/usr/lib/.../transformers/x.py", line 12, in f`), or a
+# line that is its end (a paste cut inside the frame's path: `/site-packages/vllm/x.py", line 12, in f`).
+FRAME = r'(?:File "|(?<![^\n]))([^"\n]+)", line [0-9]([0-9]*)'
 _FRAME = re.compile(FRAME)
 _NO_FOLDER = ("python", "argparse")
+_INSTALLED = ("site-packages", "dist-packages")  # (the folder an installed distribution's package stands in)
 
 MAX_LINE = 16_384  # characters of one input looked at: the work per line is bounded whatever the log holds
 
@@ -130,6 +133,7 @@ SHARED: dict[str, Any] = {
     "SPACES": SPACES,
     "CLASS_SHOWN_IN": CLASS_SHOWN_IN,
     "CLASS_BEFORE": CLASS_BEFORE,
+    "REWRAP": REWRAP,
     "CLASS_AT": CLASS_AT,
     "KIND_TEXTS": KIND_TEXTS,
     "KIND_STOPS": KIND_STOPS,
@@ -154,6 +158,7 @@ class Answer(NamedTuple):
 _STATE = (
     "own",
     "libraries",
+    "packages",
     "weigh",
     "programs",
     "classes",
@@ -177,6 +182,8 @@ class Finder:
     ) -> None:
         self.own = len(templates)
         self.libraries = list(libraries)  # (who prints each background template: `python`, `transformers`, ...)
+        # The catalog's own top-level packages (`vllm`): a traceback's innermost frame in one says the catalog raised.
+        self.packages = sorted({place.filePath.split("/")[0] for t in templates for place in t.places()} - {""})
         templates = [*templates, *background]
         rows = [programs_of(t) for t in templates]  # (each pattern read once)
         self.weigh = weights(rows)
@@ -222,6 +229,7 @@ class Finder:
         return {
             "own": self.own,
             "libraries": self.libraries,
+            "packages": self.packages,
             "classes": self.classes,
             "catchAll": self.catch_all,
             "classWeight": self.class_weight,
@@ -258,9 +266,9 @@ class Finder:
         mine = [hit for hit in hits if hit.template < self.own]
         theirs = [hit for hit in hits if hit.template >= self.own]
         # A traceback whose innermost frame before a message is a library's: the message is that library's.
-        frames = _frames(paste.text, self.libraries)
+        frames = _frames(paste.text, self.libraries, self.packages)
         for hit in mine:
-            if _raiser(frames, hit.start) is not None:
+            if _raiser(frames, hit.start) not in (None, *self.packages):
                 refute(hit)
         theirs = [b for b in theirs if _raiser(frames, b.start) in (None, self.library(b))]
         elsewhere = [b for b in theirs if b.confident or any(_explains(b, hit) for hit in mine)]
@@ -318,20 +326,24 @@ def _explains(theirs: Hit, hit: Hit) -> bool:
     return theirs.start < hit.end and hit.start < theirs.end and theirs.literal >= hit.literal
 
 
-def _frames(text: str, libraries: Sequence[str]) -> list[tuple[int, str | None]]:
+def _frames(text: str, libraries: Sequence[str], packages: Sequence[str]) -> list[tuple[int, str | None]]:
     """A pasted traceback's frames (`File ".../transformers/x.py", line 12`), in order: where each stands whole
-    enough to be read (just after its line number's first digit), and the background library whose folder its
-    file is in, if any (not `python` nor `argparse`, which have no folder of theirs)."""
+    enough to be read (just after its line number's first digit), and whose file it is: a background library's
+    (not `python` nor `argparse`, which have no folder of theirs) or one of the catalog's own `packages`, named
+    by the folder right after an installation's `site-packages` (else by the innermost folder so named, in a
+    source checkout); None when neither."""
     out: list[tuple[int, str | None]] = []
     for found in _FRAME.finditer(text):
-        folders = found[1].replace("\\", "/").split("/")
-        library = next((name for name in reversed(folders[:-1]) if name in libraries and name not in _NO_FOLDER), None)
-        out.append((found.end() - len(found[2]), library))
+        folders = found[1].replace("\\", "/").split("/")[:-1]
+        installed = max((k for k, folder in enumerate(folders) if folder in _INSTALLED), default=-1)
+        named = folders[installed + 1 : installed + 2] if installed >= 0 else folders[::-1]
+        who = next((name for name in named if name in packages or (name in libraries and name not in _NO_FOLDER)), None)
+        out.append((found.end() - len(found[2]), who))
     return out
 
 
 def _raiser(frames: list[tuple[int, str | None]], position: int) -> str | None:
-    """The library of the innermost frame that stands before `position`, if that frame is a library's."""
+    """Whose file the innermost frame that stands before `position` is in (see _frames), if known."""
     library = None
     for stands, named in frames:
         if stands > position:

@@ -64,6 +64,11 @@ CLOSERS = "'\"`)]*"
 CLOSERS_NO_PERIOD = "'\"`)*"
 
 _CLASS_BEFORE = re.compile(CLASS_BEFORE)
+# A traceback's last source line that raises a class around a message made elsewhere (`raise RuntimeError(error)`):
+# the class the message then shows is that wrapper's, not the class of the raise that wrote the text.
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_.]*"
+REWRAP = r"raise[ \t]+" + _DOTTED + r"\([ \t]*" + _DOTTED + r"[ \t]*\)(?:[ \t]+from[ \t]+[A-Za-z0-9_.]+)?[ \t]*$"
+_REWRAP = re.compile(REWRAP)
 _CLASS_AT = re.compile(CLASS_AT)
 _WHITESPACE = re.compile(SPACES)
 _DIGITS = re.compile(r"[0-9]+")
@@ -211,6 +216,10 @@ def _forward(
             for start, end, _ in _occurrences(paste.bare, short, position, near=False):
                 if _ends_message(paste, end):
                     return _made(way, paste, [*spans, (start, end)], period=True)
+        if ends and row == "." and not near:  # the message's last value, then its final period, left out
+            dropped = _made(way, paste, spans, period=True, typo=typo)
+            if dropped is not None:
+                return dropped
         return _cut(way, paste, spans, position, k, typo)
     if last == len(items) - 1 and not _ends_word(paste, spans[-1][1], str(items[last])):
         return None
@@ -316,7 +325,9 @@ def _made(
         start = _lead_start(text, first_at)
     shown = _class_before(text, start)
     if shown is not None and not may_print(way.cls, shown):
-        return None
+        if not _rewrapped(text, start):
+            return None
+        shown = None  # (a wrapper's class: it says nothing of the raise that wrote the text)
     end = last_end
     quoted = start > 0 and text[start - 1] in "'\""  # the message stands in a string literal: its escapes
     holes: list[tuple[int, int]] = []
@@ -328,6 +339,8 @@ def _made(
         if isinstance(item, str):
             continue
         row_before = sum(1 for r in literal_rows if r < k)  # literal rows before this hole
+        # The message's last value: the last item, or the one before a final period the paste left out.
+        last = k == len(items) - 1 or (period and k == len(items) - 2 and items[-1] == ".")
         whole = True  # (the value as printed, not cut short by the paste)
         if row_before == 0:
             a, b = start, first_at
@@ -338,14 +351,14 @@ def _made(
             break  # past where the paste was cut
         elif cut is not None:
             a, b, whole = last_end, paste.at(cut), False
-        elif k == len(items) - 1:  # the message's last value: to where the message ends
+        elif last:  # the message's last value: to where the message ends
             a = last_end
             b = end = max(end, _tail_end(text, a, start))
         else:
             break
         kind = way.kinds[item[0]] if len(item) == 1 and way.kinds else None
         value = text[a:b].strip()
-        if kind is not None and whole and k == len(items) - 1 and row_before == rows_shown:
+        if kind is not None and whole and last and row_before == rows_shown:
             shown_value = fitting(kind, value)  # (the message may end before its line does)
             if shown_value is None:
                 return None
@@ -361,15 +374,21 @@ def _made(
                 value = shown_value
                 shown = _class_before(text, start)
                 if shown is not None and not may_print(way.cls, shown):
-                    return None
+                    if not _rewrapped(text, start):
+                        return None
+                    shown = None
         hole = (_skeleton_index(paste, a), _skeleton_index(paste, b))
         holes.append(hole)
         whole = whole and not any(hole[0] <= c < hole[1] for c in paste.cuts[:-1])  # (`got 2048....`)
+        if not whole and period and cut is None and k == len(items) - 2 and row_before == rows_shown:
+            return None  # (a last value cut at `...` is a cut, not a final period left out)
         value = unescape(value) if quoted else value
         if whole and kind is not None and not fits(kind, value):
             return None  # a value its placeholder cannot print: not this template, here
         if 0 < row_before < len(literal_rows) and _loose(kind, program, k) and swallows(value):
             inside = True  # (a value between two literal rows, of no known kind and not quoted, holds a sentence)
+            if period and cut is None and k == len(items) - 2 and row_before == rows_shown:
+                return None  # (nor can a last value whose final period was left out: the text goes on)
         values.append((item, value))
     if cut is not None:
         end = max(end, paste.at(cut))
@@ -627,6 +646,15 @@ def _class_before(text: str, start: int) -> str | None:
     """The class a printed error shows right before its message (`ValueError: `), if any."""
     found = _CLASS_BEFORE.search(text[max(0, start - CLASS_WINDOW) : start])
     return found[1].rpartition(".")[2] if found else None
+
+
+def _rewrapped(text: str, start: int) -> bool:
+    """Whether the line before the message's is a traceback's `raise SomeError(name)`: the message was made
+    elsewhere, and the class in front of it is the wrapper's."""
+    line = text.rfind("\n", 0, start)
+    if line < 0:
+        return False
+    return _REWRAP.search(text, text.rfind("\n", 0, line) + 1, line) is not None
 
 
 def _tail_end(text: str, position: int, start: int) -> int:

@@ -38,9 +38,9 @@ __all__ = [
 
 CONFIDENT_BITS = 8.0  # the evidence a confident answer needs: 1 in 256 against the best other explanation
 RIVAL_BITS = 10.0  # what another template explaining as much of the same place takes away
-PERIOD_BITS = 3.8  # left out by 6 of 114 right first answers that could, against 75 of 100 others' texts
-TYPO_BITS = 5.6  # a typo repaired: 5 of 241 right first answers of the dev pastes
-CUT_BITS = 2.6  # a paste cut short: 40 of 241
+PERIOD_BITS = 3.7  # left out by 8 of 133 right first answers that could, against 95 of 124 others' texts
+TYPO_BITS = 5.8  # a typo repaired: 5 of 273 right first answers of the dev pastes
+CUT_BITS = 2.7  # a paste cut short: 41 of 273
 MIN_LIT = 10  # skeleton characters (spaces aside) of literal text a confident answer shows
 MAX_WEAK = 5
 

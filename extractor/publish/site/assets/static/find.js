@@ -23,6 +23,7 @@
     spaces: new RegExp(C.SPACES, "g"),
     classShownIn: new RegExp(C.CLASS_SHOWN_IN),
     classBefore: new RegExp(C.CLASS_BEFORE),
+    rewrap: new RegExp(C.REWRAP),
     classAt: new RegExp(C.CLASS_AT, "g"),
   };
   var LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g; // a surrogate left alone
@@ -38,6 +39,7 @@
     this.kinds = data.kinds;
     this.own = data.own;
     this.libraries = data.libraries;
+    this.packages = data.packages;
     this.builtinBases = data.builtinBases;
     // A character beyond the BMP in a template's text stands for one unit (a lone low surrogate) in its rows
     // and keys, as in a paste's skeleton (see narrowed): Python counts it as one character.
@@ -382,6 +384,10 @@
           }
         }
       }
+      if (ends && row === "." && !near) { // the message's last value, then its final period, left out
+        var dropped = this.made(index, number, program, paste, spans, { period: true, typo: typo });
+        if (dropped !== null) return dropped;
+      }
       return this.cut(index, number, program, paste, spans, position, k, typo);
     }
     if (lastRow === items.length - 1 && !endsWord(paste, spans[spans.length - 1][1], items[lastRow], false, false)) return null;
@@ -533,7 +539,10 @@
     var start = firstAt;
     if (rows[0] > 0) start = leadStart(text, firstAt);
     var shown = classBefore(text, start);
-    if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) return null;
+    if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) {
+      if (!rewrapped(text, start)) return null;
+      shown = null; // (a wrapper's class)
+    }
     var end = lastEnd;
     var quoted = start > 0 && (text[start - 1] === "'" || text[start - 1] === '"');
     var holes = [], values = [], rowsShown = spans.length;
@@ -545,16 +554,18 @@
       if (typeof item === "string") continue;
       var before = 0;
       rows.forEach(function (r) { if (r < k) before++; });
+      // The message's last value: the last item, or the one before a final period the paste left out.
+      var last = k === items.length - 1 || (period && k === items.length - 2 && items[items.length - 1] === ".");
       var a, b, whole = true;
       if (before === 0) { a = start; b = firstAt; }
       else if (before < rowsShown) { a = paste.after(spans[before - 1][1] - 1); b = paste.at(spans[before][0]); }
       else if (before > rowsShown || (cut !== null && lastSpan[1] >= cut)) break;
       else if (cut !== null) { a = lastEnd; b = paste.at(cut); whole = false; }
-      else if (k === items.length - 1) { a = lastEnd; b = end = Math.max(end, tailEnd(text, a, start)); }
+      else if (last) { a = lastEnd; b = end = Math.max(end, tailEnd(text, a, start)); }
       else break;
       var kind = item.groups.length === 1 && kinds.length ? kinds[item.groups[0]] : null;
       var value = stripped(text.slice(a, b));
-      if (kind !== null && whole && k === items.length - 1 && before === rowsShown) {
+      if (kind !== null && whole && last && before === rowsShown) {
         var shownValue = fitting(kind, value); // (the message may end before its line does)
         if (shownValue === null) return null;
         if (shownValue !== value) {
@@ -568,15 +579,22 @@
           a = start = text.lastIndexOf(startValue, b - startValue.length);
           value = startValue;
           shown = classBefore(text, start);
-          if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) return null;
+          if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) {
+            if (!rewrapped(text, start)) return null;
+            shown = null;
+          }
         }
       }
       var hole = [bisectLeft(paste.where, a), bisectLeft(paste.where, b)];
       holes.push(hole);
       for (var c = 0; whole && c < paste.cuts.length - 1; c++) if (hole[0] <= paste.cuts[c] && paste.cuts[c] < hole[1]) whole = false;
+      if (!whole && period && cut === null && k === items.length - 2 && before === rowsShown) return null; // (a cut at `...`)
       value = quoted ? unescaped(value) : value;
       if (whole && kind !== null && !fitsKind(kind, value)) return null; // a value its placeholder cannot print
-      if (before > 0 && before < rows.length && loose(kind, program, k) && SENTENCE.test(value)) inside = true;
+      if (before > 0 && before < rows.length && loose(kind, program, k) && SENTENCE.test(value)) {
+        inside = true;
+        if (period && cut === null && k === items.length - 2 && before === rowsShown) return null; // (nor a last value, its period left out)
+      }
       values.push([item.groups, value]);
     }
     if (cut !== null) end = Math.max(end, paste.at(cut));
@@ -763,6 +781,13 @@
     return m ? last(m[1]) : null;
   }
 
+  function rewrapped(text, start) { // locate.py's _rewrapped
+    var line = start > 0 ? text.lastIndexOf("\n", start - 1) : -1;
+    if (line < 0) return false;
+    var before = line > 0 ? text.lastIndexOf("\n", line - 1) + 1 : 0;
+    return RE.rewrap.test(text.slice(before, line));
+  }
+
   function tailEnd(text, position, start) {
     var end = lineEnd(text, position);
     C.TAIL_STOPS.forEach(function (stop) {
@@ -875,8 +900,11 @@
     var mine = hits.filter(function (h) { return h.template < own; });
     var theirs = hits.filter(function (h) { return h.template >= own; });
     // A traceback whose innermost frame before a message is a library's: the message is that library's.
-    var stack = frames(paste.text, libraries);
-    mine.forEach(function (h) { if (raiser(stack, h.start) !== null) refute(h); });
+    var packages = this.packages, stack = frames(paste.text, libraries, packages);
+    mine.forEach(function (h) {
+      var who = raiser(stack, h.start);
+      if (who !== null && packages.indexOf(who) < 0) refute(h);
+    });
     theirs = theirs.filter(function (b) {
       var who = raiser(stack, b.start);
       return who === null || who === libraries[b.template - own];
@@ -892,14 +920,18 @@
       : { confident: [], weak: mine, elsewhere: elsewhere };
   };
 
-  function frames(text, libraries) { // find.py's _frames
+  function frames(text, libraries, packages) { // find.py's _frames
     var frame = new RegExp(C.FRAME, "g"), out = [], m;
     while ((m = frame.exec(text)) !== null) {
-      var folders = m[1].split("\\").join("/").split("/"), library = null;
-      for (var k = folders.length - 2; k >= 0 && library === null; k--) {
-        if (libraries.indexOf(folders[k]) >= 0 && folders[k] !== "python" && folders[k] !== "argparse") library = folders[k];
+      var folders = m[1].split("\\").join("/").split("/"), who = null, installed = -1, named;
+      folders.pop();
+      folders.forEach(function (folder, k) { if (folder === "site-packages" || folder === "dist-packages") installed = k; });
+      named = installed >= 0 ? folders.slice(installed + 1, installed + 2) : folders.slice().reverse();
+      for (var k = 0; k < named.length && who === null; k++) {
+        var name = named[k];
+        if (packages.indexOf(name) >= 0 || (libraries.indexOf(name) >= 0 && name !== "python" && name !== "argparse")) who = name;
       }
-      out.push([m.index + m[0].length - m[2].length, library]);
+      out.push([m.index + m[0].length - m[2].length, who]);
     }
     return out;
   }

@@ -7,9 +7,9 @@
     "MAX_LINE": 16384,
     "CONFIDENT_BITS": 8.0,
     "RIVAL_BITS": 10.0,
-    "PERIOD_BITS": 3.8,
-    "TYPO_BITS": 5.6,
-    "CUT_BITS": 2.6,
+    "PERIOD_BITS": 3.7,
+    "TYPO_BITS": 5.8,
+    "CUT_BITS": 2.7,
     "MIN_LIT": 10,
     "MAX_WEAK": 5,
     "MIN_CUT": 16,
@@ -40,13 +40,14 @@
     "SPACES": "[ \\t\\n\\r\\f\\v]+",
     "CLASS_SHOWN_IN": "[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)(?::|(?![\\s\\S]))",
     "CLASS_BEFORE": "(?<![A-Za-z0-9_.])(?:[A-Za-z_][A-Za-z0-9_]*\\.)*((?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)|Exception|Warning)):[ \\t]*(?![\\s\\S])",
+    "REWRAP": "raise[ \\t]+[A-Za-z_][A-Za-z0-9_.]*\\([ \\t]*[A-Za-z_][A-Za-z0-9_.]*[ \\t]*\\)(?:[ \\t]+from[ \\t]+[A-Za-z0-9_.]+)?[ \\t]*$",
     "CLASS_AT": "(?<![A-Za-z0-9_.])((?:[A-Za-z_][A-Za-z0-9_]*\\.)*(?:[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Warning)|Exception|Warning))(?::[ \\t]*|[ \\t]*(?![^\\n]))",
     "KIND_TEXTS": {"int": "[+-]?[0-9](?:[0-9_,]*[0-9])?", "number": "[+-]?(?:(?:[0-9](?:[0-9_,]*[0-9])?(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?%?|inf|nan)", "bool": "True|False", "quoted": "'[^'\\n]*'|\\\"[^\\\"\\n]*\\\""},
     "KIND_STOPS": " \t,;:.'\")]}`*",
     "MAX_ENDS": 32,
     "NONE_TOO": ["int", "number", "bool"],
     "SENTENCE": "[.!?][ \\t\\n\\r]+[A-Z]",
-    "FRAME": "File \"([^\"\\n]+)\", line [0-9]([0-9]*)"
+    "FRAME": "(?:File \"|(?<![^\\n]))([^\"\\n]+)\", line [0-9]([0-9]*)"
   };
   if (typeof module === "object" && module.exports) module.exports = constants;
   else root.EXTRACTOR_FIND_CONSTANTS = constants;
