@@ -34,7 +34,7 @@ from pastes import _expected, _matchers, _places
 
 from extractor.query.match.locate import Hit
 from extractor.query.match.matcher import Matcher
-from extractor.query.match.score import CONFIDENT_BITS, CUT_BITS, PERIOD_BITS, TYPO_BITS
+from extractor.query.match.score import CONFIDENT_BITS, CUT_BITS, PERIOD_BITS, TYPO_BITS, tier
 
 PASTES = Path(__file__).resolve().parents[1] / "tests" / "data" / "pastes"
 DEV = (("corpus.jsonl", None), ("fresh.jsonl", None), ("fresh2.jsonl", "dev"), ("fresh3.jsonl", "dev"))
@@ -59,7 +59,8 @@ def band(bits: float) -> str:
 
 
 def repair(hit: Hit) -> str:
-    return "cut" if hit.cut else "typo" if hit.typo else "period" if hit.period else "none"
+    """The repair a hit needed, as score.tier ranks them."""
+    return ("none", "period", "typo", "cut")[tier(hit)]
 
 
 def measure(title: str, rows: list[dict[str, Any]], matchers: dict[str, Matcher]) -> None:

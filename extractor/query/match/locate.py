@@ -323,11 +323,9 @@ def _made(
     start = first_at
     if literal_rows[0] > 0:  # a value first: it starts after what ends the text before it on its line
         start = _lead_start(text, first_at)
-    shown = _class_before(text, start)
-    if shown is not None and not may_print(way.cls, shown):
-        if not _rewrapped(text, start):
-            return None
-        shown = None  # (a wrapper's class: it says nothing of the raise that wrote the text)
+    printable, shown = _shown_class(text, start, way.cls)
+    if not printable:
+        return None
     end = last_end
     quoted = start > 0 and text[start - 1] in "'\""  # the message stands in a string literal: its escapes
     holes: list[tuple[int, int]] = []
@@ -339,8 +337,9 @@ def _made(
         if isinstance(item, str):
             continue
         row_before = sum(1 for r in literal_rows if r < k)  # literal rows before this hole
-        # The message's last value: the last item, or the one before a final period the paste left out.
-        last = k == len(items) - 1 or (period and k == len(items) - 2 and items[-1] == ".")
+        # The value before a final period the paste left out (see _forward), or the last item: the message's last.
+        dropped = period and cut is None and row_before == rows_shown and k == len(items) - 2 and items[-1] == "."
+        last = k == len(items) - 1 or dropped
         whole = True  # (the value as printed, not cut short by the paste)
         if row_before == 0:
             a, b = start, first_at
@@ -372,22 +371,20 @@ def _made(
             if shown_value != value:
                 a = start = text.rindex(shown_value, a, b)
                 value = shown_value
-                shown = _class_before(text, start)
-                if shown is not None and not may_print(way.cls, shown):
-                    if not _rewrapped(text, start):
-                        return None
-                    shown = None
+                printable, shown = _shown_class(text, start, way.cls)
+                if not printable:
+                    return None
         hole = (_skeleton_index(paste, a), _skeleton_index(paste, b))
         holes.append(hole)
         whole = whole and not any(hole[0] <= c < hole[1] for c in paste.cuts[:-1])  # (`got 2048....`)
-        if not whole and period and cut is None and k == len(items) - 2 and row_before == rows_shown:
+        if dropped and not whole:
             return None  # (a last value cut at `...` is a cut, not a final period left out)
         value = unescape(value) if quoted else value
         if whole and kind is not None and not fits(kind, value):
             return None  # a value its placeholder cannot print: not this template, here
         if 0 < row_before < len(literal_rows) and _loose(kind, program, k) and swallows(value):
             inside = True  # (a value between two literal rows, of no known kind and not quoted, holds a sentence)
-            if period and cut is None and k == len(items) - 2 and row_before == rows_shown:
+            if dropped:
                 return None  # (nor can a last value whose final period was left out: the text goes on)
         values.append((item, value))
     if cut is not None:
@@ -646,6 +643,15 @@ def _class_before(text: str, start: int) -> str | None:
     """The class a printed error shows right before its message (`ValueError: `), if any."""
     found = _CLASS_BEFORE.search(text[max(0, start - CLASS_WINDOW) : start])
     return found[1].rpartition(".")[2] if found else None
+
+
+def _shown_class(text: str, start: int, cls: str) -> tuple[bool, str | None]:
+    """Whether a template raising `cls` may print the message starting at `start`, by the class shown before it,
+    and that class (None when none is shown, or when it is a wrapper's: see _rewrapped)."""
+    shown = _class_before(text, start)
+    if shown is None or may_print(cls, shown):
+        return True, shown
+    return _rewrapped(text, start), None
 
 
 def _rewrapped(text: str, start: int) -> bool:

@@ -54,7 +54,6 @@ def judge(hits: list[Hit], *, catch_all: Sequence[bool], class_weight: dict[str,
             hit.info += class_weight.get(hit.shown_class, 0.0)
     for hit in hits:
         hit.bits = hit.info - PERIOD_BITS * hit.period - TYPO_BITS * hit.typo - CUT_BITS * hit.cut
-    for hit in hits:
         if hit.demoted or hit.inside or catch_all[hit.template]:
             refute(hit)
             continue

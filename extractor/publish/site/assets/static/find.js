@@ -313,8 +313,6 @@
     // score.py's judge: the hit's bits, one threshold.
     hits.forEach(function (hit) {
       hit.bits = hit.info - C.PERIOD_BITS * (hit.period ? 1 : 0) - C.TYPO_BITS * (hit.typo ? 1 : 0) - C.CUT_BITS * (hit.cut ? 1 : 0);
-    });
-    hits.forEach(function (hit) {
       if (hit.demoted || hit.inside || catchAll[hit.template]) { refute(hit); return; }
       var rival = hit.openEnd || standing.some(function (o) {
         return o !== hit && o.literal >= hit.literal && o.start < hit.end && hit.start < o.end;
@@ -538,11 +536,8 @@
     var lastEnd = lastSpan[1] > lastSpan[0] ? paste.after(lastSpan[1] - 1) : paste.at(lastSpan[0]);
     var start = firstAt;
     if (rows[0] > 0) start = leadStart(text, firstAt);
-    var shown = classBefore(text, start);
-    if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) {
-      if (!rewrapped(text, start)) return null;
-      shown = null; // (a wrapper's class)
-    }
+    var got = this.shownClass(text, start, index), shown = got[1];
+    if (!got[0]) return null;
     var end = lastEnd;
     var quoted = start > 0 && (text[start - 1] === "'" || text[start - 1] === '"');
     var holes = [], values = [], rowsShown = spans.length;
@@ -554,8 +549,9 @@
       if (typeof item === "string") continue;
       var before = 0;
       rows.forEach(function (r) { if (r < k) before++; });
-      // The message's last value: the last item, or the one before a final period the paste left out.
-      var last = k === items.length - 1 || (period && k === items.length - 2 && items[items.length - 1] === ".");
+      // The value before a final period the paste left out (see forward), or the last item: the message's last.
+      var dropped = period && cut === null && before === rowsShown && k === items.length - 2 && items[items.length - 1] === ".";
+      var last = k === items.length - 1 || dropped;
       var a, b, whole = true;
       if (before === 0) { a = start; b = firstAt; }
       else if (before < rowsShown) { a = paste.after(spans[before - 1][1] - 1); b = paste.at(spans[before][0]); }
@@ -578,22 +574,20 @@
         if (startValue !== value) {
           a = start = text.lastIndexOf(startValue, b - startValue.length);
           value = startValue;
-          shown = classBefore(text, start);
-          if (shown !== null && !mayPrint(this.builtinBases, this.classes[index], shown)) {
-            if (!rewrapped(text, start)) return null;
-            shown = null;
-          }
+          got = this.shownClass(text, start, index);
+          if (!got[0]) return null;
+          shown = got[1];
         }
       }
       var hole = [bisectLeft(paste.where, a), bisectLeft(paste.where, b)];
       holes.push(hole);
       for (var c = 0; whole && c < paste.cuts.length - 1; c++) if (hole[0] <= paste.cuts[c] && paste.cuts[c] < hole[1]) whole = false;
-      if (!whole && period && cut === null && k === items.length - 2 && before === rowsShown) return null; // (a cut at `...`)
+      if (dropped && !whole) return null; // (a last value cut at `...` is a cut, not a final period left out)
       value = quoted ? unescaped(value) : value;
       if (whole && kind !== null && !fitsKind(kind, value)) return null; // a value its placeholder cannot print
       if (before > 0 && before < rows.length && loose(kind, program, k) && SENTENCE.test(value)) {
         inside = true;
-        if (period && cut === null && k === items.length - 2 && before === rowsShown) return null; // (nor a last value, its period left out)
+        if (dropped) return null; // (nor a last value whose final period was left out: the text goes on)
       }
       values.push([item.groups, value]);
     }
@@ -780,6 +774,13 @@
     var m = RE.classBefore.exec(text.slice(back(text, start, C.CLASS_WINDOW), start));
     return m ? last(m[1]) : null;
   }
+
+  // locate.py's _shown_class: [whether template `index` may print the message at `start`, the class shown].
+  Finder.prototype.shownClass = function (text, start, index) {
+    var shown = classBefore(text, start);
+    if (shown === null || mayPrint(this.builtinBases, this.classes[index], shown)) return [true, shown];
+    return [rewrapped(text, start), null];
+  };
 
   function rewrapped(text, start) { // locate.py's _rewrapped
     var line = start > 0 ? text.lastIndexOf("\n", start - 1) : -1;
