@@ -563,21 +563,22 @@ def search(
         # The model as lifted, made roomier where a refusal names a key of it, then each other tiny model (a check
         # of a model family fired first: `only supported for Nemotron-H models`, `Non-MoE models do not support`).
         others = [config for config in models.values() if config != trigger["model"]]
-        for model in [trigger["model"], *_roomier(trigger["model"], result), *others]:
+        roomier = _roomier(trigger["model"], result)
+        for model, another in [(trigger["model"], False), *((m, False) for m in roomier), *((m, True) for m in others)]:
             if reached(result):
                 break
-            named = _named(result)
+            refusal = result  # (what the flags the search adds are read from)
             if model is not trigger["model"]:  # (the model folder's config.json, a key the refusal named raised)
                 tried += 1
                 again = run_line({**trigger, "model": model}, report)
                 if reached(again):
                     trigger, result = {**trigger, "model": model}, again
                     break
-                if any(model is other for other in others):
+                if another:
                     if again.get("message") == result.get("message"):
                         continue  # (the same check stops it: the model was not what stood in the way)
-                    named = _named(again)
-            found = _combined({**trigger, "model": model}, task, named, report, reached)
+                    refusal = again
+            found = _combined({**trigger, "model": model}, task, _named(refusal), report, reached)
             tried += found[0]
             if found[1] is not None:
                 chosen, result = found[1], found[2]
